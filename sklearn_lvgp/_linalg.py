@@ -1,0 +1,176 @@
+"""Dense linear algebra shared by every model: the only module that imports ``scipy.linalg``.
+
+Cholesky with jitter escalation, triangular solves, log-determinants and the backward passes of
+Cholesky and triangular solves (used by the uncollapsed bounds).
+"""
+
+import warnings
+
+import numpy as np
+from scipy import linalg as sla
+
+__all__ = [
+    "CholeskyError",
+    "JitterWarning",
+    "cholesky_jitter",
+    "cho_solve",
+    "solve_lower",
+    "solve_upper",
+    "logdet_from_chol",
+    "symmetrise",
+    "cholesky_vjp",
+    "solve_lower_vjp",
+]
+
+
+class CholeskyError(np.linalg.LinAlgError):
+    """A matrix stayed non positive definite after the allowed jitter escalation."""
+
+
+class JitterWarning(UserWarning):
+    """Jitter larger than the requested one had to be added to make a matrix positive definite."""
+
+
+def cholesky_jitter(A, jitter=1e-6, max_tries=5, name="K", parameter="jitter", warn=True):
+    """Lower Cholesky factor of ``A + jitter * mean(diag(A)) * I`` with escalation.
+
+    The requested jitter (relative to the mean diagonal) is always added first. If that fails, the
+    jitter is multiplied by 10 up to ``max_tries`` times, warning each time with the amount used.
+
+    Parameters
+    ----------
+    A : ndarray of shape (M, M)
+        Symmetric matrix. Not modified.
+    jitter : float, default=1e-6
+        Relative jitter added to the diagonal before the first attempt.
+    max_tries : int, default=5
+        Number of tenfold escalations before giving up.
+    name : str, default="K"
+        Name of the matrix, used in warnings and errors.
+    parameter : str, default="jitter"
+        The estimator parameter a user should change, named in the error.
+    warn : bool, default=True
+        Whether to emit :class:`JitterWarning` on escalation.
+
+    Returns
+    -------
+    L : ndarray of shape (M, M)
+        Lower-triangular factor.
+    used_jitter : float
+        Absolute jitter added to the diagonal.
+
+    Raises
+    ------
+    CholeskyError
+        If ``A`` has non-finite entries or is still not positive definite after escalation.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    if not np.all(np.isfinite(A)):
+        raise CholeskyError(
+            f"{name} contains NaN or inf entries; the model parameters have diverged "
+            "(try a larger noise_variance_init or a smaller learning rate)."
+        )
+    scale = float(np.mean(np.diag(A)))
+    if not np.isfinite(scale) or scale <= 0.0:
+        scale = 1.0
+    diag_idx = np.diag_indices_from(A)
+    rel = float(jitter)
+    for attempt in range(max_tries + 1):
+        work = A.copy()
+        work[diag_idx] += rel * scale
+        try:
+            L = sla.cholesky(work, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            L = None
+        if L is not None and np.all(np.isfinite(L)):
+            if attempt > 0 and warn:
+                warnings.warn(
+                    f"{name} was not positive definite with {parameter}={jitter:g}; "
+                    f"succeeded with relative jitter {rel:.1e} (absolute {rel * scale:.2e}).",
+                    JitterWarning,
+                    stacklevel=2,
+                )
+            return L, rel * scale
+        rel = max(rel, 1e-12) * 10.0
+        if attempt < max_tries and warn and attempt > 0:
+            warnings.warn(
+                f"{name} not positive definite; escalating relative jitter to {rel:.1e}.",
+                JitterWarning,
+                stacklevel=2,
+            )
+    raise CholeskyError(
+        f"{name} is not positive definite even with relative jitter {rel / 10:.1e} "
+        f"after {max_tries} escalations. Increase `{parameter}`, use fewer or better-spread "
+        "inducing points, or a larger noise variance."
+    )
+
+
+def solve_lower(L, B):
+    """Solve ``L X = B`` for lower-triangular ``L``."""
+    return sla.solve_triangular(L, B, lower=True, check_finite=False)
+
+
+def solve_upper(L, B):
+    """Solve ``L^T X = B`` for lower-triangular ``L``."""
+    return sla.solve_triangular(L, B, lower=True, trans="T", check_finite=False)
+
+
+def cho_solve(L, B):
+    """Solve ``(L L^T) X = B`` given the lower Cholesky factor ``L``."""
+    return sla.cho_solve((L, True), B, check_finite=False)
+
+
+def logdet_from_chol(L):
+    """``log|L L^T|`` from the diagonal of the Cholesky factor."""
+    return 2.0 * float(np.sum(np.log(np.diag(L))))
+
+
+def symmetrise(A):
+    """Return ``(A + A^T) / 2``."""
+    return 0.5 * (A + A.T)
+
+
+def _phi(A):
+    """Lower triangle of ``A`` with the diagonal halved (Murray 2016, eq. 10)."""
+    out = np.tril(A)
+    out[np.diag_indices_from(out)] *= 0.5
+    return out
+
+
+def cholesky_vjp(L, dL_dL):
+    """Backward pass of ``L = chol(A)``: adjoint of the symmetric input ``A``.
+
+    Uses the symbolic form ``dA = Φ*(L^{-T} Φ(L^T dL) L^{-1})`` symmetrised, where only the lower
+    triangle of ``dL_dL`` is meaningful (Murray 2016, "Differentiation of the Cholesky
+    decomposition", eq. 10).
+
+    Parameters
+    ----------
+    L : ndarray of shape (M, M)
+        Lower Cholesky factor from the forward pass.
+    dL_dL : ndarray of shape (M, M)
+        Adjoint of ``L``.
+
+    Returns
+    -------
+    dL_dA : ndarray of shape (M, M)
+        Symmetric adjoint of ``A``.
+    """
+    P = _phi(L.T @ np.tril(dL_dL))
+    S = solve_upper(L, solve_upper(L, P.T).T)
+    return symmetrise(S)
+
+
+def solve_lower_vjp(L, X, dL_dX):
+    """Backward pass of ``X = L^{-1} B`` for lower-triangular ``L``.
+
+    Returns
+    -------
+    dL_dL : ndarray
+        Adjoint of ``L`` (lower triangle).
+    dL_dB : ndarray
+        Adjoint of ``B``.
+    """
+    dB = solve_upper(L, dL_dX)
+    dLmat = -np.tril(dB @ X.T)
+    return dLmat, dB

@@ -1,0 +1,207 @@
+"""Optimiser drivers: L-BFGS-B for deterministic objectives, Adam for stochastic ones.
+
+Both minimise ``fun(x) -> (value, grad)``. A :class:`~sklearn_lvgp._linalg.CholeskyError` or a
+non-finite value inside the objective is turned into ``+inf`` so the line search backs off; the best
+finite iterate is always the one returned. Non-convergence emits sklearn's ``ConvergenceWarning``.
+"""
+
+import time
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
+
+from ._linalg import CholeskyError
+
+__all__ = ["OptimizeResult", "minimize_lbfgsb", "minimize_adam"]
+
+
+class OptimizeResult(NamedTuple):
+    """Outcome of an optimiser run."""
+
+    x: np.ndarray
+    fun: float
+    n_iter: int
+    converged: bool
+    history: np.ndarray
+    message: str
+
+
+class _GuardedObjective:
+    """Wrap ``fun`` so failures give ``+inf`` and the best finite point is remembered."""
+
+    def __init__(self, fun):
+        self.fun = fun
+        self.best_x = None
+        self.best_f = np.inf
+        self.n_failed = 0
+        self.last_error = None
+
+    def __call__(self, x):
+        try:
+            f, g = self.fun(x)
+        except CholeskyError as exc:
+            self.n_failed += 1
+            self.last_error = exc
+            return np.inf, np.zeros_like(x)
+        f = float(f)
+        if not (np.isfinite(f) and np.all(np.isfinite(g))):
+            self.n_failed += 1
+            return np.inf, np.zeros_like(x)
+        if f < self.best_f:
+            self.best_f = f
+            self.best_x = np.array(x, copy=True)
+        return f, g
+
+
+def _no_finite_point(guard, name):
+    msg = f"{name}: the objective was not finite at any evaluated point"
+    if guard.last_error is not None:
+        msg += f" ({guard.last_error})"
+    return FloatingPointError(msg + ".")
+
+
+def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0, name="objective"):
+    """Minimise a deterministic objective with scipy's L-BFGS-B (``jac=True``).
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x) -> (value, grad)``.
+    x0 : ndarray of shape (P,)
+        Starting point (not modified).
+    bounds : sequence of (low, high) or None
+        Box bounds per coordinate.
+    max_iter : int
+        Maximum number of L-BFGS iterations.
+    tol : float or None
+        Passed as ``ftol`` and ``gtol``; ``None`` keeps scipy's defaults.
+    verbose : int
+        ``> 0`` prints the objective every ``max(1, 50 // verbose)`` iterations.
+    name : str
+        Used in messages.
+
+    Returns
+    -------
+    OptimizeResult
+    """
+    guard = _GuardedObjective(fun)
+    history = []
+    t0 = time.perf_counter()
+    every = max(1, 50 // max(int(verbose), 1))
+
+    def callback(xk):
+        history.append(guard.best_f)
+        if verbose and len(history) % every == 0:
+            print(f"[{name}] iter {len(history):5d}  objective {guard.best_f: .6e}  "
+                  f"{time.perf_counter() - t0:7.2f}s")
+
+    options = {"maxiter": int(max_iter)}
+    if tol is not None:
+        options.update(ftol=float(tol), gtol=float(tol))
+    res = minimize(guard, np.array(x0, dtype=np.float64), jac=True, method="L-BFGS-B",
+                   bounds=bounds, callback=callback, options=options)
+    if guard.best_x is None:
+        raise _no_finite_point(guard, name)
+    converged = bool(res.status == 0)
+    if not converged:
+        warnings.warn(
+            f"{name}: L-BFGS-B did not converge after {res.nit} iterations ({res.message}). "
+            "Increase max_iter or loosen tol.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    if verbose:
+        print(f"[{name}] done: {res.nit} iterations, objective {guard.best_f:.6e}, "
+              f"{time.perf_counter() - t0:.2f}s ({res.message})")
+    return OptimizeResult(guard.best_x, guard.best_f, int(res.nit), converged,
+                          np.asarray(history), str(res.message))
+
+
+def minimize_adam(fun, x0, *, learning_rate=0.01, max_iter=1000, tol=None, beta1=0.9,
+                  beta2=0.999, eps=1e-8, window=50, verbose=0, name="objective"):
+    """Minimise a stochastic objective with Adam.
+
+    Convergence is declared when the mean objective over the last ``window`` iterations improves
+    by less than ``tol`` (relative) on the window before it. Reaching ``max_iter`` without that
+    emits ``ConvergenceWarning``; with ``tol=None`` the run always takes ``max_iter`` steps and does
+    not warn (fixed-budget stochastic optimisation, as in the papers).
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x) -> (value, grad)``; may draw fresh random numbers at each call.
+    x0 : ndarray of shape (P,)
+        Starting point (not modified).
+    learning_rate, beta1, beta2, eps : float
+        Adam hyperparameters (Kingma & Ba 2015).
+    max_iter : int
+        Number of steps.
+    tol : float or None
+        Relative tolerance of the windowed-mean stopping rule.
+    window : int
+        Window length of the stopping rule.
+    verbose : int
+        ``> 0`` prints progress.
+    name : str
+        Used in messages.
+
+    Returns
+    -------
+    OptimizeResult
+        ``x`` is the final iterate (the stochastic objective makes "best" meaningless).
+    """
+    x = np.array(x0, dtype=np.float64)
+    m = np.zeros_like(x)
+    v = np.zeros_like(x)
+    history = np.empty(int(max_iter))
+    converged = False
+    t0 = time.perf_counter()
+    x_prev = x.copy()
+    n_bad = 0
+    it = 0
+    for it in range(1, int(max_iter) + 1):
+        try:
+            f, g = fun(x)
+            ok = np.isfinite(f) and np.all(np.isfinite(g))
+        except CholeskyError:
+            ok = False
+        if not ok:
+            # undo the step that led here and retry with the next random draw
+            n_bad += 1
+            if n_bad > 10:
+                raise FloatingPointError(
+                    f"{name}: non-finite objective or gradient at Adam step {it} "
+                    "(10 consecutive failures); lower learning_rate.")
+            x = x_prev.copy()
+            history[it - 1] = np.nan
+            continue
+        n_bad = 0
+        history[it - 1] = f
+        x_prev = x.copy()
+        m = beta1 * m + (1.0 - beta1) * g
+        v = beta2 * v + (1.0 - beta2) * g * g
+        mhat = m / (1.0 - beta1 ** it)
+        vhat = v / (1.0 - beta2 ** it)
+        x = x - learning_rate * mhat / (np.sqrt(vhat) + eps)
+        if verbose and it % max(1, 100 // max(int(verbose), 1)) == 0:
+            print(f"[{name}] step {it:6d}  objective {f: .6e}  {time.perf_counter() - t0:7.2f}s")
+        if tol is not None and it >= 2 * window and it % window == 0:
+            prev = np.nanmean(history[it - 2 * window: it - window])
+            last = np.nanmean(history[it - window: it])
+            if abs(prev - last) <= tol * max(1.0, abs(prev)):
+                converged = True
+                break
+    history = history[:it]
+    if tol is not None and not converged:
+        warnings.warn(
+            f"{name}: Adam did not meet tol={tol:g} within {max_iter} steps. "
+            "Increase max_iter or learning_rate.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    final = history[np.isfinite(history)]
+    return OptimizeResult(x, float(final[-1]) if final.size else np.nan, it,
+                          converged or tol is None, history, "adam")

@@ -1,0 +1,13 @@
+"""Kernels with sklearn-style hyperparameters and vector-Jacobian products.
+
+Every kernel exposes ``K(X, Z)``, ``Kdiag(X)``, ``vjp(dL_dK, X, Z)`` and ``vjp_diag(dL_dKdiag, X)``;
+see :class:`Kernel`.
+"""
+
+from ._base import Hyperparameter, Kernel, KernelVJP, Product, Sum
+from ._stationary import RBF, Matern12, Matern32, Matern52, RationalQuadratic
+
+__all__ = [
+    "Kernel", "Hyperparameter", "KernelVJP", "Sum", "Product",
+    "RBF", "Matern12", "Matern32", "Matern52", "RationalQuadratic",
+]

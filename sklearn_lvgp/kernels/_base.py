@@ -1,0 +1,551 @@
+"""Kernel base class: sklearn-style hyperparameters plus a vector-Jacobian-product contract.
+
+Every kernel provides
+
+* ``K(X, Z=None)`` — the ``(N, M)`` covariance (``Z=None`` means ``Z = X``),
+* ``Kdiag(X)`` — ``diag(K(X, X))`` of shape ``(N,)``,
+* ``vjp(dL_dK, X, Z=None)`` — adjoints of ``X``, ``Z`` and ``theta`` given ``dL/dK``; with
+  ``Z=None`` both arguments are ``X`` and the ``X`` adjoint contains both contributions,
+* ``vjp_diag(dL_dKdiag, X)`` — the same for ``Kdiag``.
+
+One backward call returns all three adjoints, so the shared intermediates (distances, kernel values)
+are computed once. Hyperparameters live as plain attributes named after the ``__init__`` arguments;
+``theta`` is the flat vector of the free ones in their transformed space (``log`` for positive
+quantities, identity for unconstrained weights), and every ``theta`` gradient is with respect to it.
+"""
+
+import inspect
+from abc import ABC, abstractmethod
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["Hyperparameter", "KernelVJP", "Kernel", "Sum", "Product"]
+
+
+class Hyperparameter(NamedTuple):
+    """Description of one hyperparameter of a kernel.
+
+    Attributes
+    ----------
+    name : str
+        Attribute name on the kernel (also the ``__init__`` argument).
+    transform : {"log", "identity"}
+        Space in which ``theta`` holds the value.
+    n_elements : int
+        Number of scalars.
+    bounds : ndarray of shape (n_elements, 2)
+        Bounds in ``theta`` space (``-inf``/``inf`` where unbounded).
+    fixed : bool
+        Whether the hyperparameter is excluded from ``theta``.
+    """
+
+    name: str
+    transform: str
+    n_elements: int
+    bounds: np.ndarray
+    fixed: bool
+
+
+class KernelVJP(NamedTuple):
+    """Adjoints returned by a kernel backward pass."""
+
+    X: np.ndarray
+    Z: np.ndarray | None
+    theta: np.ndarray
+
+
+def _as_float_array(X, name="X"):
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got shape {X.shape}.")
+    return np.ascontiguousarray(X)
+
+
+class Kernel(ABC):
+    """Base class of all kernels.
+
+    Subclasses declare their hyperparameters in the class attribute ``_hyperparameters``: a tuple of
+    ``(name, transform)`` pairs. Each name must be an ``__init__`` argument stored verbatim, with a
+    companion ``<name>_bounds`` argument (a ``(low, high)`` pair in the natural space, or
+    ``"fixed"``).
+    """
+
+    _hyperparameters: tuple = ()
+
+    # ------------------------------------------------------------------ sklearn-style parameters
+    @classmethod
+    def _get_param_names(cls):
+        sig = inspect.signature(cls.__init__)
+        return sorted(
+            p.name for p in sig.parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        )
+
+    def get_params(self, deep=True):
+        """Parameters of this kernel (nested kernels expanded with ``__`` when ``deep``).
+
+        Parameters
+        ----------
+        deep : bool, default=True
+            Whether to include the parameters of nested kernels.
+
+        Returns
+        -------
+        params : dict
+            Parameter names mapped to their values.
+        """
+        params = {}
+        for name in self._get_param_names():
+            value = getattr(self, name)
+            params[name] = value
+            if deep and isinstance(value, Kernel):
+                for k, v in value.get_params(deep=True).items():
+                    params[f"{name}__{k}"] = v
+        return params
+
+    def set_params(self, **params):
+        """Set parameters (``k1__length_scale=...`` reaches nested kernels).
+
+        Parameters
+        ----------
+        **params : dict
+            Parameter names mapped to new values.
+
+        Returns
+        -------
+        self : Kernel
+            This kernel.
+        """
+        valid = self.get_params(deep=True)
+        nested = {}
+        for key, value in params.items():
+            head, _, tail = key.partition("__")
+            if head not in valid:
+                raise ValueError(f"Invalid parameter {head!r} for kernel {self!r}.")
+            if tail:
+                nested.setdefault(head, {})[tail] = value
+            else:
+                setattr(self, head, value)
+        for head, sub in nested.items():
+            getattr(self, head).set_params(**sub)
+        return self
+
+    def clone(self):
+        """A deep copy with the same parameters.
+
+        Returns
+        -------
+        kernel : Kernel
+            An independent copy.
+        """
+        params = {}
+        for name, value in self.get_params(deep=False).items():
+            if isinstance(value, Kernel):
+                value = value.clone()
+            elif isinstance(value, np.ndarray):
+                value = value.copy()
+            params[name] = value
+        return type(self)(**params)
+
+    def clone_with_theta(self, theta):
+        """A copy with ``theta`` replaced.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (n_theta,)
+            New free hyperparameters in transformed space.
+
+        Returns
+        -------
+        kernel : Kernel
+            The copy.
+        """
+        k = self.clone()
+        k.theta = theta
+        return k
+
+    # ------------------------------------------------------------------------ hyperparameters
+    @property
+    def hyperparameters(self):
+        """List of :class:`Hyperparameter` of this kernel (children prefixed for composites)."""
+        out = []
+        for name, transform in self._hyperparameters:
+            value = np.asarray(getattr(self, name), dtype=np.float64)
+            n = int(value.size)
+            raw = getattr(self, f"{name}_bounds")
+            fixed = isinstance(raw, str) and raw == "fixed"
+            if fixed or raw is None:
+                b = np.array([[-np.inf, np.inf]] * n)
+            else:
+                b = np.asarray(raw, dtype=np.float64)
+                b = np.broadcast_to(b.reshape(-1, 2) if b.ndim == 2 else b, (n, 2)).copy()
+                if transform == "log":
+                    b = np.log(b)
+            out.append(Hyperparameter(name, transform, n, b, fixed))
+        return out
+
+    @property
+    def theta(self):
+        """Free hyperparameters, flattened, in transformed space (log for positive ones)."""
+        parts = []
+        for h in self.hyperparameters:
+            if h.fixed:
+                continue
+            v = np.asarray(getattr(self, h.name), dtype=np.float64).reshape(-1)
+            parts.append(np.log(v) if h.transform == "log" else v)
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    @theta.setter
+    def theta(self, theta):
+        theta = np.asarray(theta, dtype=np.float64).reshape(-1)
+        if theta.size != self.n_theta:
+            raise ValueError(f"theta has {theta.size} entries, kernel {self!r} has {self.n_theta}.")
+        i = 0
+        for h in self.hyperparameters:
+            if h.fixed:
+                continue
+            chunk = theta[i:i + h.n_elements]
+            i += h.n_elements
+            value = np.exp(chunk) if h.transform == "log" else chunk.copy()
+            old = getattr(self, h.name)
+            if np.ndim(old) == 0:
+                value = float(value[0])
+            else:
+                value = value.reshape(np.shape(old))
+            setattr(self, h.name, value)
+
+    @property
+    def bounds(self):
+        """Bounds of ``theta`` as an ``(n_theta, 2)`` array in transformed space."""
+        parts = [h.bounds for h in self.hyperparameters if not h.fixed]
+        return np.vstack(parts) if parts else np.zeros((0, 2))
+
+    @property
+    def n_theta(self):
+        """Number of free hyperparameter scalars."""
+        return sum(h.n_elements for h in self.hyperparameters if not h.fixed)
+
+    def _theta_mask(self):
+        """Index of each hyperparameter's slot in ``theta`` (``None`` when fixed)."""
+        slots, i = {}, 0
+        for h in self.hyperparameters:
+            if h.fixed:
+                slots[h.name] = None
+            else:
+                slots[h.name] = slice(i, i + h.n_elements)
+                i += h.n_elements
+        return slots
+
+    def _pack_theta_grad(self, grads):
+        """Assemble a ``theta`` gradient from per-hyperparameter gradients.
+
+        ``grads`` maps a hyperparameter name to its gradient **already in transformed space**
+        (e.g. ``d/d log(variance)``), summed to the hyperparameter's shape. Fixed ones are skipped.
+        """
+        out = np.zeros(self.n_theta)
+        for name, sl in self._theta_mask().items():
+            if sl is not None:
+                out[sl] = np.asarray(grads[name], dtype=np.float64).reshape(-1)
+        return out
+
+    # ------------------------------------------------------------------------- the contract
+    @abstractmethod
+    def K(self, X, Z=None):
+        """Covariance matrix.
+
+        Parameters
+        ----------
+        X : ndarray of shape (N, Q)
+            First argument.
+        Z : ndarray of shape (M, Q), default=None
+            Second argument; ``None`` means ``X``.
+
+        Returns
+        -------
+        K : ndarray of shape (N, M)
+            Kernel matrix.
+        """
+
+    @abstractmethod
+    def Kdiag(self, X):
+        """Diagonal of ``K(X, X)``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (N, Q)
+            Inputs.
+
+        Returns
+        -------
+        Kdiag : ndarray of shape (N,)
+            Prior variances.
+        """
+
+    @abstractmethod
+    def vjp(self, dL_dK, X, Z=None):
+        """Backward pass of :meth:`K`.
+
+        Parameters
+        ----------
+        dL_dK : ndarray of shape (N, M)
+            Adjoint of ``K(X, Z)``.
+        X : ndarray of shape (N, Q)
+            First argument.
+        Z : ndarray of shape (M, Q), default=None
+            Second argument; ``None`` means ``X`` (the ``X`` adjoint then covers both arguments).
+
+        Returns
+        -------
+        KernelVJP
+            ``X`` (N, Q), ``Z`` (M, Q) or ``None`` when ``Z`` is ``None``, ``theta`` (n_theta,).
+        """
+
+    @abstractmethod
+    def vjp_diag(self, dL_dKdiag, X):
+        """Backward pass of :meth:`Kdiag`.
+
+        Parameters
+        ----------
+        dL_dKdiag : ndarray of shape (N,)
+            Adjoint of ``Kdiag(X)``.
+        X : ndarray of shape (N, Q)
+            Inputs.
+
+        Returns
+        -------
+        KernelVJP
+            ``X`` (N, Q), ``Z=None``, ``theta`` (n_theta,).
+        """
+
+    def __call__(self, X, Z=None):
+        return self.K(X, Z)
+
+    # ------------------------------------------------------------------- model-facing helpers
+    def check_input_dim(self, n_features):
+        """Raise ``ValueError`` if the kernel cannot act on ``n_features`` inputs.
+
+        Parameters
+        ----------
+        n_features : int
+            Input dimension the kernel will see.
+        """
+
+    def initialize(self, n_features, random_state):
+        """Return a copy with data-dependent defaults filled in (e.g. random network weights).
+
+        Parameters
+        ----------
+        n_features : int
+            Input dimension.
+        random_state : numpy.random.RandomState
+            Source of randomness.
+
+        Returns
+        -------
+        kernel : Kernel
+            A new, ready-to-use kernel; ``self`` is not modified.
+        """
+        self.check_input_dim(n_features)
+        return self.clone()
+
+    def relevance(self, n_features):
+        """Per-input-dimension relevance (larger = more relevant).
+
+        Parameters
+        ----------
+        n_features : int
+            Input dimension.
+
+        Returns
+        -------
+        relevance : ndarray of shape (n_features,)
+            Ones unless the kernel defines an ARD notion of relevance.
+        """
+        return np.ones(n_features)
+
+    def summands(self):
+        """Flat list of the additive components of this kernel (``[self]`` unless a sum)."""
+        return [self]
+
+    # ------------------------------------------------------------------------------ algebra
+    def __add__(self, other):
+        if not isinstance(other, Kernel):
+            from ._constant import Constant
+
+            other = Constant(variance=float(other))
+        return Sum(self, other)
+
+    def __radd__(self, other):
+        if not isinstance(other, Kernel):
+            from ._constant import Constant
+
+            other = Constant(variance=float(other))
+        return Sum(other, self)
+
+    def __mul__(self, other):
+        if not isinstance(other, Kernel):
+            from ._constant import Constant
+
+            other = Constant(variance=float(other))
+        return Product(self, other)
+
+    def __rmul__(self, other):
+        if not isinstance(other, Kernel):
+            from ._constant import Constant
+
+            other = Constant(variance=float(other))
+        return Product(other, self)
+
+    def __eq__(self, other):
+        if type(self) is not type(other):
+            return False
+        a, b = self.get_params(deep=False), other.get_params(deep=False)
+        if a.keys() != b.keys():
+            return False
+        for key in a:
+            va, vb = a[key], b[key]
+            if isinstance(va, Kernel) or isinstance(vb, Kernel):
+                if va != vb:
+                    return False
+            elif isinstance(va, str) or isinstance(vb, str) or va is None or vb is None:
+                if not (isinstance(va, type(vb)) and va == vb):
+                    return False
+            elif not np.array_equal(np.asarray(va, dtype=object), np.asarray(vb, dtype=object)):
+                return False
+        return True
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        parts = []
+        for name, _ in self._hyperparameters:
+            v = getattr(self, name)
+            if v is None:
+                parts.append(f"{name}=None")
+            elif np.ndim(v) == 0:
+                parts.append(f"{name}={float(v):.3g}")
+            else:
+                arr = np.asarray(v)
+                parts.append(f"{name}=[{', '.join(f'{x:.3g}' for x in arr.ravel()[:6])}"
+                             f"{', ...' if arr.size > 6 else ''}]")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+
+class _Binary(Kernel):
+    """Shared machinery of :class:`Sum` and :class:`Product`."""
+
+    def __init__(self, k1, k2):
+        self.k1 = k1
+        self.k2 = k2
+
+    @property
+    def hyperparameters(self):
+        out = []
+        for prefix, k in (("k1", self.k1), ("k2", self.k2)):
+            for h in k.hyperparameters:
+                out.append(h._replace(name=f"{prefix}__{h.name}"))
+        return out
+
+    @property
+    def theta(self):
+        return np.concatenate([self.k1.theta, self.k2.theta])
+
+    @theta.setter
+    def theta(self, theta):
+        theta = np.asarray(theta, dtype=np.float64).reshape(-1)
+        if theta.size != self.n_theta:
+            raise ValueError(f"theta has {theta.size} entries, kernel {self!r} has {self.n_theta}.")
+        n1 = self.k1.n_theta
+        self.k1.theta = theta[:n1]
+        self.k2.theta = theta[n1:]
+
+    @property
+    def bounds(self):
+        return np.vstack([self.k1.bounds, self.k2.bounds])
+
+    @property
+    def n_theta(self):
+        return self.k1.n_theta + self.k2.n_theta
+
+    def check_input_dim(self, n_features):
+        self.k1.check_input_dim(n_features)
+        self.k2.check_input_dim(n_features)
+
+    def initialize(self, n_features, random_state):
+        return type(self)(self.k1.initialize(n_features, random_state),
+                          self.k2.initialize(n_features, random_state))
+
+    def relevance(self, n_features):
+        for k in self.summands() if isinstance(self, Sum) else (self.k1, self.k2):
+            if type(k).relevance is not Kernel.relevance:
+                return k.relevance(n_features)
+        return np.ones(n_features)
+
+    def __repr__(self):
+        return f"{self.k1!r} {self._symbol} {self.k2!r}"
+
+
+class Sum(_Binary):
+    """Sum of two kernels, ``k1(x, z) + k2(x, z)``.
+
+    Parameters
+    ----------
+    k1, k2 : Kernel
+        The summands.
+    """
+
+    _symbol = "+"
+
+    def K(self, X, Z=None):
+        return self.k1.K(X, Z) + self.k2.K(X, Z)
+
+    def Kdiag(self, X):
+        return self.k1.Kdiag(X) + self.k2.Kdiag(X)
+
+    def vjp(self, dL_dK, X, Z=None):
+        a = self.k1.vjp(dL_dK, X, Z)
+        b = self.k2.vjp(dL_dK, X, Z)
+        dZ = None if Z is None else a.Z + b.Z
+        return KernelVJP(a.X + b.X, dZ, np.concatenate([a.theta, b.theta]))
+
+    def vjp_diag(self, dL_dKdiag, X):
+        a = self.k1.vjp_diag(dL_dKdiag, X)
+        b = self.k2.vjp_diag(dL_dKdiag, X)
+        return KernelVJP(a.X + b.X, None, np.concatenate([a.theta, b.theta]))
+
+    def summands(self):
+        return self.k1.summands() + self.k2.summands()
+
+
+class Product(_Binary):
+    """Elementwise product of two kernels, ``k1(x, z) * k2(x, z)``.
+
+    Parameters
+    ----------
+    k1, k2 : Kernel
+        The factors.
+    """
+
+    _symbol = "*"
+
+    def K(self, X, Z=None):
+        return self.k1.K(X, Z) * self.k2.K(X, Z)
+
+    def Kdiag(self, X):
+        return self.k1.Kdiag(X) * self.k2.Kdiag(X)
+
+    def vjp(self, dL_dK, X, Z=None):
+        K1 = self.k1.K(X, Z)
+        K2 = self.k2.K(X, Z)
+        a = self.k1.vjp(dL_dK * K2, X, Z)
+        b = self.k2.vjp(dL_dK * K1, X, Z)
+        dZ = None if Z is None else a.Z + b.Z
+        return KernelVJP(a.X + b.X, dZ, np.concatenate([a.theta, b.theta]))
+
+    def vjp_diag(self, dL_dKdiag, X):
+        d1 = self.k1.Kdiag(X)
+        d2 = self.k2.Kdiag(X)
+        a = self.k1.vjp_diag(dL_dKdiag * d2, X)
+        b = self.k2.vjp_diag(dL_dKdiag * d1, X)
+        return KernelVJP(a.X + b.X, None, np.concatenate([a.theta, b.theta]))
