@@ -5,9 +5,14 @@ see :class:`Kernel`.
 """
 
 from ._base import Hyperparameter, Kernel, KernelVJP, Product, Sum
+from ._constant import Constant, White
+from ._linear import Linear
+from ._mlp import MLPKernel
+from ._periodic import Periodic
 from ._stationary import RBF, Matern12, Matern32, Matern52, RationalQuadratic
 
 __all__ = [
     "Kernel", "Hyperparameter", "KernelVJP", "Sum", "Product",
     "RBF", "Matern12", "Matern32", "Matern52", "RationalQuadratic",
+    "Constant", "White", "Linear", "Periodic", "MLPKernel",
 ]

@@ -322,7 +322,7 @@ class Kernel(ABC):
         return self.K(X, Z)
 
     # ------------------------------------------------------------------- model-facing helpers
-    def check_input_dim(self, n_features):
+    def check_input_dim(self, n_features):  # noqa: B027 - optional hook, no-op by default
         """Raise ``ValueError`` if the kernel cannot act on ``n_features`` inputs.
 
         Parameters

@@ -119,7 +119,7 @@ def check_vjp(forward, backward, inputs, rng, eps=1e-6, rtol=1e-5, atol=1e-8):
     def scalar(**kw):
         o = forward(**kw)
         o = (o,) if single else o
-        return float(sum(np.sum(w * np.asarray(oi)) for w, oi in zip(weights, o)))
+        return float(sum(np.sum(w * np.asarray(oi)) for w, oi in zip(weights, o, strict=True)))
 
     adj = backward(weights[0] if single else weights, **inputs)
     errors = {}

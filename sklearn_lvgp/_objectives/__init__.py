@@ -1,0 +1,1 @@
+"""Variational bounds: values plus adjoints of their intermediates."""

@@ -1,0 +1,240 @@
+"""Collapsed sparse-GP bound with uncertain inputs (Titsias & Lawrence 2010; spec §2).
+
+``collapsed_bound`` evaluates the stable B-form of spec §2.2 and returns the value plus a cache;
+``collapsed_bound_vjp`` returns the adjoints dF/dψ0, dF/dΨ1, dF/dΨ2, dF/dKuu, dF/dσ² (spec §2.3).
+The same cache is the collapsed posterior q(u) used by ``heldout_bound`` (spec §6) and
+``predictive_moments`` (spec §5.2).
+"""
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from .._linalg import cholesky_jitter, logdet_from_chol, solve_lower, solve_upper
+
+__all__ = ["BoundVJP", "collapsed_bound", "collapsed_bound_vjp", "heldout_bound",
+           "predictive_moments"]
+
+
+class BoundVJP(NamedTuple):
+    """Adjoints of the collapsed bound."""
+
+    psi0: float
+    Psi1: np.ndarray
+    Psi2: np.ndarray
+    Kuu: np.ndarray
+    noise_variance: float
+
+
+class CollapsedPosterior(NamedTuple):
+    """Factors of the collapsed bound; also the optimal q(u) (spec §5.1)."""
+
+    L: np.ndarray  # chol(Kuu + jitter)
+    LB: np.ndarray  # chol(I + L^-1 Psi2 L^-T / noise)
+    c: np.ndarray  # LB^-1 L^-1 Psi1ᵀ Y / noise          (M, D)
+    G: np.ndarray  # A^-1 Psi1ᵀ Y = L^-T LB^-T c            (M, D)
+    Binv: np.ndarray
+    trE: float
+    noise_variance: float
+    rel_jitter: float
+    N: int
+    D: int
+    YY: float
+    psi0: float
+    Psi1: np.ndarray
+    Y: np.ndarray
+
+
+def _sandwich_inv(L, X):
+    """``L^-T X L^-1`` for lower-triangular ``L``."""
+    return solve_upper(L, solve_upper(L, X).T).T
+
+
+def collapsed_bound(Y, psi0, Psi1, Psi2, Kuu, noise_variance, *, jitter=1e-6, max_tries=0):
+    """Collapsed bound F (without the KL term), summed over the D output columns.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (N, D)
+        Targets.
+    psi0 : float
+        Σ_n E[k(x_n, x_n)].
+    Psi1 : ndarray of shape (N, M)
+        E[k(x_n, z_m)].
+    Psi2 : ndarray of shape (M, M)
+        Σ_n E[k(x_n, Z)ᵀ k(x_n, Z)].
+    Kuu : ndarray of shape (M, M)
+        ``k(Z, Z)`` without jitter.
+    noise_variance : float
+        Gaussian noise variance σ².
+    jitter : float, default=1e-6
+        Relative jitter added to ``Kuu`` (times its mean diagonal).
+    max_tries : int, default=0
+        Jitter escalations allowed (with a warning each) before ``CholeskyError``. Inside an
+        optimiser keep 0 so a failure becomes +inf; at a final state allow escalation.
+
+    Returns
+    -------
+    F : float
+        The bound.
+    cache : CollapsedPosterior
+        Input of :func:`collapsed_bound_vjp`, :func:`heldout_bound`, :func:`predictive_moments`.
+    """
+    N, D = Y.shape
+    M = Kuu.shape[0]
+    s2 = float(noise_variance)
+    L, abs_jit = cholesky_jitter(Kuu, jitter, max_tries=max_tries, name="K_uu",
+                                 warn=max_tries > 0)
+    scale = float(np.mean(np.diag(Kuu)))
+    rel = abs_jit / scale if scale > 0 else 0.0
+    E = solve_lower(L, solve_lower(L, Psi2).T) / s2  # L^-1 Psi2 L^-T / σ² (spec §2.2)
+    E = 0.5 * (E + E.T)
+    B = np.eye(M) + E
+    LB, _ = cholesky_jitter(B, 0.0, max_tries=max_tries, name="B = I + L^-1 Psi2 L^-T / noise",
+                            warn=max_tries > 0)
+    PY = Psi1.T @ Y
+    c = solve_lower(LB, solve_lower(L, PY)) / s2
+    YY = float(np.sum(Y * Y))
+    trE = float(np.trace(E))
+    F = (-0.5 * N * D * math.log(2.0 * math.pi * s2) - 0.5 * D * logdet_from_chol(LB)
+         - 0.5 * YY / s2 + 0.5 * float(np.sum(c * c)) - 0.5 * D * (psi0 / s2 - trE))
+    G = solve_upper(L, solve_upper(LB, c))
+    LBinv = solve_lower(LB, np.eye(M))
+    Binv = LBinv.T @ LBinv
+    cache = CollapsedPosterior(L, LB, c, G, Binv, trE, s2, rel, N, D, YY, float(psi0),
+                               Psi1, Y)
+    return float(F), cache
+
+
+def collapsed_bound_vjp(cache):
+    """Adjoints of :func:`collapsed_bound` (spec §2.3).
+
+    Parameters
+    ----------
+    cache : CollapsedPosterior
+        From :func:`collapsed_bound`.
+
+    Returns
+    -------
+    BoundVJP
+        dF/dψ0, dF/dΨ1 (N, M), dF/dΨ2 (M, M), dF/dKuu (M, M; includes the dependence of the
+        relative jitter on ``mean(diag(Kuu))``), dF/dσ².
+    """
+    L, LB, c, G, Binv = cache.L, cache.LB, cache.c, cache.G, cache.Binv
+    s2, N, D = cache.noise_variance, cache.N, cache.D
+    M = L.shape[0]
+    eye = np.eye(M)
+    GG = G @ G.T
+    dpsi0 = -D / (2.0 * s2)
+    dPsi1 = cache.Y @ G.T / s2
+    dPsi2 = (D * _sandwich_inv(L, eye - Binv) - GG) / (2.0 * s2)
+    B = LB @ LB.T
+    dKu = 0.5 * D * _sandwich_inv(L, 2.0 * eye - B - Binv) - 0.5 * GG
+    dKu = 0.5 * (dKu + dKu.T)
+    dPsi2 = 0.5 * (dPsi2 + dPsi2.T)
+    if cache.rel_jitter:
+        dKu = dKu + cache.rel_jitter * np.trace(dKu) / M * eye
+    PY = cache.Psi1.T @ cache.Y
+    LBtc = solve_upper(LB, c)
+    dnoise = (-D * (N - M) / (2.0 * s2) - D * np.trace(Binv) / (2.0 * s2)
+              + (cache.YY - float(np.sum(G * PY)) + D * cache.psi0 - D * s2 * cache.trE)
+              / (2.0 * s2 * s2)
+              - float(np.sum(LBtc * LBtc)) / (2.0 * s2))
+    return BoundVJP(dpsi0, dPsi1, dPsi2, dKu, float(dnoise))
+
+
+def _weight_matrices(post):
+    """``Kuu^-1`` and ``σ² A^-1 = L^-T B^-1 L^-1`` as explicit weights for trace contractions."""
+    M = post.L.shape[0]
+    Kinv = _sandwich_inv(post.L, np.eye(M))
+    Cs = _sandwich_inv(post.L, post.Binv)
+    return Kinv, Cs
+
+
+def heldout_bound(Ystar, psi0, Psi1, Psi2, post):
+    """Bound of new rows with the model and q(u) fixed (spec §6), without the KL term.
+
+    Parameters
+    ----------
+    Ystar : ndarray of shape (N*, D)
+        New rows (in the model's centred space).
+    psi0 : float or ndarray of shape (N*,)
+        Σ_n ψ0 of the new points, or per-point values.
+    Psi1 : ndarray of shape (N*, M)
+        Ψ1 of the new points.
+    Psi2 : ndarray of shape (M, M) or (N*, M, M)
+        Summed Ψ2 of the new points, or per-point Ψ2.
+    post : CollapsedPosterior
+        The fitted model.
+
+    Returns
+    -------
+    value : float or ndarray of shape (N*,)
+        Summed bound (per-row values when ``Psi2`` is per point).
+    adjoints : BoundVJP or None
+        dℓ/dψ0, dℓ/dΨ1, dℓ/dΨ2 of the summed bound (``Kuu`` and noise adjoints are ``None``:
+        the model is fixed); ``None`` for per-point input.
+    """
+    s2, G, D = post.noise_variance, post.G, post.D
+    Kinv, Cs = _weight_matrices(post)
+    W = D * (Cs - Kinv) + G @ G.T
+    const = -0.5 * D * math.log(2.0 * math.pi * s2)
+    if np.ndim(Psi2) == 3:
+        quad = (np.sum(Ystar * Ystar, axis=1) - 2.0 * np.sum((Psi1 @ G) * Ystar, axis=1)
+                + np.einsum("nml,ml->n", Psi2, W) + D * np.asarray(psi0))
+        return const - quad / (2.0 * s2), None
+    n = Ystar.shape[0]
+    quad = (float(np.sum(Ystar * Ystar)) - 2.0 * float(np.sum((Psi1 @ G) * Ystar))
+            + float(np.sum(W * Psi2)) + D * float(psi0))
+    value = n * const - quad / (2.0 * s2)
+    dpsi0 = -D / (2.0 * s2)
+    dPsi1 = Ystar @ G.T / s2
+    dPsi2 = -W / (2.0 * s2)
+    return float(value), BoundVJP(dpsi0, dPsi1, 0.5 * (dPsi2 + dPsi2.T), None, None)
+
+
+def predictive_moments(post, psi0, Psi1, Psi2=None, full_cov=False):
+    """Moments of f* at (possibly uncertain) test inputs (spec §5.2; Girard et al. 2003).
+
+    Parameters
+    ----------
+    post : CollapsedPosterior
+        The fitted model.
+    psi0 : ndarray of shape (N*,)
+        Per-point ψ0 (``Kdiag`` for deterministic inputs).
+    Psi1 : ndarray of shape (N*, M)
+        Per-point Ψ1 (``K(X*, Z)`` for deterministic inputs).
+    Psi2 : ndarray of shape (N*, M, M) or None
+        Per-point Ψ2; ``None`` means deterministic inputs (Ψ2⁽ⁿ⁾ = ψ1ψ1ᵀ).
+    full_cov : bool, default=False
+        Return the (N*, D, D) output covariance instead of the (N*, D) variances.
+
+    Returns
+    -------
+    mean : ndarray of shape (N*, D)
+        E[f*].
+    var : ndarray of shape (N*, D) or (N*, D, D)
+        Var[f*] (noise not included).
+    """
+    G = post.G
+    Kinv, Cs = _weight_matrices(post)
+    mean = Psi1 @ G
+    if Psi2 is None:
+        shared = (np.asarray(psi0) - np.einsum("nm,ml,nl->n", Psi1, Kinv - Cs, Psi1))
+        D = G.shape[1]
+        if full_cov:
+            var = np.zeros((mean.shape[0], D, D))
+            var[:, np.arange(D), np.arange(D)] = shared[:, None]
+        else:
+            var = np.repeat(shared[:, None], D, axis=1)
+    else:
+        shared = np.asarray(psi0) - np.einsum("nml,ml->n", Psi2, Kinv - Cs)
+        P2G = np.matmul(Psi2, G)  # (N, M, D)
+        if full_cov:
+            var = np.einsum("md,nme->nde", G, P2G) - mean[:, :, None] * mean[:, None, :]
+            D = G.shape[1]
+            var[:, np.arange(D), np.arange(D)] += shared[:, None]
+        else:
+            var = np.einsum("md,nmd->nd", G, P2G) - mean * mean + shared[:, None]
+    return mean, np.maximum(var, 0.0) if not full_cov else var

@@ -1,0 +1,37 @@
+"""KL divergences of diagonal Gaussians and their gradients (spec §2.1)."""
+
+import numpy as np
+
+__all__ = ["gaussian_kl", "gaussian_kl_vjp"]
+
+
+def gaussian_kl(mu, S, prior_mean=0.0, prior_var=1.0):
+    """KL(N(mu, diag S) ‖ N(m0, diag v0)), summed over all entries.
+
+    Parameters
+    ----------
+    mu, S : ndarray of shape (N, Q)
+        Means and variances (``S > 0``).
+    prior_mean, prior_var : float or array broadcastable to (N, Q), default=0, 1
+        Prior moments.
+
+    Returns
+    -------
+    kl : float
+        The divergence.
+    """
+    d = mu - prior_mean
+    return 0.5 * float(np.sum(d * d / prior_var + S / prior_var - np.log(S)
+                              + np.log(prior_var) - 1.0))
+
+
+def gaussian_kl_vjp(mu, S, prior_mean=0.0, prior_var=1.0):
+    """Gradients of :func:`gaussian_kl` wrt ``mu`` and ``S``.
+
+    Returns
+    -------
+    dmu, dS : ndarray of shape (N, Q)
+        ``(mu - m0)/v0`` and ``(1/v0 - 1/S)/2``.
+    """
+    v0 = np.broadcast_to(np.asarray(prior_var, dtype=np.float64), np.shape(mu))
+    return (mu - prior_mean) / v0, 0.5 * (1.0 / v0 - 1.0 / S)

@@ -1,0 +1,158 @@
+"""Ψ-statistics of any kernel under a point-set rule, and their backward pass (spec §3.4).
+
+With ``Ks[n, k, :] = k(x_nk, Z)``: ``Psi1[n] = sum_k w_k Ks[n, k]``,
+``Psi2 = Ksᵀ diag(w) Ks`` (one symmetric GEMM per chunk of rows) and
+``psi0 = sum_nk w_k k(x_nk, x_nk)``. The backward pass forms
+``dKs[n, k] = w_k (dPsi1[n] + Ks[n, k] (dPsi2 + dPsi2ᵀ))`` and hands it to the kernel's own VJP.
+
+Rows are processed in chunks of fixed size so memory is ``O(chunk · K · M)``; the point matrix is
+kept for the backward pass only when the whole of it fits the same budget.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ._types import PsiStats, PsiVJP
+
+__all__ = ["pointset_psi", "pointset_psi_vjp", "CHUNK_ELEMENTS"]
+
+#: Budget (number of float64 entries) of one chunk's point-kernel matrix.
+CHUNK_ELEMENTS = 2 ** 21
+
+
+class _PointsetCache(NamedTuple):
+    kernel: object
+    Z: np.ndarray
+    mu: np.ndarray
+    sqrtS: np.ndarray
+    rule: object
+    per_point: bool
+    chunks: list
+    Ks: list
+
+
+def _chunks(N, K, M):
+    size = max(1, CHUNK_ELEMENTS // max(1, K * M))
+    return [(a, min(N, a + size)) for a in range(0, N, size)]
+
+
+def _points(mu, sqrtS, nodes, a, b):
+    """Evaluation points of rows ``a:b`` as an ``((b-a)·K, Q)`` matrix, and their nodes."""
+    xi = nodes if nodes.ndim == 2 else nodes[a:b]
+    X = mu[a:b, None, :] + sqrtS[a:b, None, :] * xi
+    return X.reshape(-1, mu.shape[1]), xi
+
+
+def pointset_psi(kernel, Z, mu, S, rule, per_point=False):
+    """Ψ-statistics by a point-set rule.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        Any kernel of :mod:`sklearn_lvgp.kernels`.
+    Z : ndarray of shape (M, Q)
+        Inducing inputs.
+    mu, S : ndarray of shape (N, Q)
+        Means and variances (``S >= 0``) of the diagonal Gaussians.
+    rule : PointRule
+        Nodes and weights (:mod:`sklearn_lvgp._psi._rules`).
+    per_point : bool, default=False
+        Return ``psi0`` of shape ``(N,)`` and ``Psi2`` of shape ``(N, M, M)`` instead of sums.
+
+    Returns
+    -------
+    stats : PsiStats
+        ``psi0``, ``Psi1`` (N, M), ``Psi2``.
+    cache : object
+        Opaque input of :func:`pointset_psi_vjp`.
+    """
+    mu = np.ascontiguousarray(mu, dtype=np.float64)
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    sqrtS = np.sqrt(np.asarray(S, dtype=np.float64))
+    N, _ = mu.shape
+    M = Z.shape[0]
+    w = rule.weights
+    K = w.shape[0]
+    sqrt_w = np.sqrt(w)
+    chunks = _chunks(N, K, M)
+    keep = len(chunks) == 1
+    Psi1 = np.empty((N, M))
+    psi0 = np.empty(N) if per_point else 0.0
+    Psi2 = np.empty((N, M, M)) if per_point else np.zeros((M, M))
+    kept = []
+    for a, b in chunks:
+        X, _ = _points(mu, sqrtS, rule.nodes, a, b)
+        Ks = kernel.K(X, Z).reshape(b - a, K, M)
+        if keep:
+            kept.append(Ks)
+        Psi1[a:b] = np.einsum("nkm,k->nm", Ks, w)
+        kd = kernel.Kdiag(X).reshape(b - a, K) @ w
+        Kw = Ks * sqrt_w[None, :, None]
+        if per_point:
+            psi0[a:b] = kd
+            Psi2[a:b] = np.matmul(Kw.transpose(0, 2, 1), Kw)
+        else:
+            psi0 += float(np.sum(kd))
+            flat = Kw.reshape(-1, M)
+            Psi2 += flat.T @ flat
+    cache = _PointsetCache(kernel, Z, mu, sqrtS, rule, per_point, chunks, kept)
+    return PsiStats(psi0, Psi1, Psi2), cache
+
+
+def pointset_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
+    """Backward pass of :func:`pointset_psi`.
+
+    Parameters
+    ----------
+    dL_dpsi0 : float or ndarray of shape (N,)
+        Adjoint of ``psi0`` (an array when the forward was ``per_point``).
+    dL_dPsi1 : ndarray of shape (N, M)
+        Adjoint of ``Psi1``.
+    dL_dPsi2 : ndarray of shape (M, M) or (N, M, M)
+        Adjoint of ``Psi2``; need not be symmetric.
+    cache : object
+        From :func:`pointset_psi`.
+
+    Returns
+    -------
+    PsiVJP
+        Adjoints of ``mu``, ``S`` (natural space; requires ``S > 0``), ``Z`` and kernel ``theta``.
+    """
+    kernel, Z, mu, sqrtS = cache.kernel, cache.Z, cache.mu, cache.sqrtS
+    rule = cache.rule
+    w = rule.weights
+    K = w.shape[0]
+    N, Q = mu.shape
+    M = Z.shape[0]
+    dL_dPsi1 = np.asarray(dL_dPsi1, dtype=np.float64)
+    dL_dPsi2 = np.asarray(dL_dPsi2, dtype=np.float64)
+    if cache.per_point:
+        G2 = dL_dPsi2 + dL_dPsi2.transpose(0, 2, 1)
+        d0 = np.broadcast_to(np.asarray(dL_dpsi0, dtype=np.float64), (N,))
+    else:
+        G2 = dL_dPsi2 + dL_dPsi2.T
+    dmu = np.empty((N, Q))
+    dS = np.empty((N, Q))
+    dZ = np.zeros((M, Q))
+    dtheta = np.zeros(kernel.n_theta)
+    for i, (a, b) in enumerate(cache.chunks):
+        X, xi = _points(mu, sqrtS, rule.nodes, a, b)
+        Ks = cache.Ks[i] if cache.Ks else kernel.K(X, Z).reshape(b - a, K, M)
+        if cache.per_point:
+            KG = np.matmul(Ks, G2[a:b])
+            ddiag = np.outer(d0[a:b], w).reshape(-1)
+        else:
+            KG = (Ks.reshape(-1, M) @ G2).reshape(b - a, K, M)
+            ddiag = np.tile(w * float(dL_dpsi0), b - a)
+        dKs = w[None, :, None] * (dL_dPsi1[a:b, None, :] + KG)
+        v = kernel.vjp(dKs.reshape(-1, M), X, Z)
+        vd = kernel.vjp_diag(ddiag, X)
+        dX = (v.X + vd.X).reshape(b - a, K, Q)
+        dmu[a:b] = dX.sum(axis=1)
+        dxi = (dX * xi).sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dS[a:b] = np.where(sqrtS[a:b] > 0, dxi / (2.0 * sqrtS[a:b]), 0.0)
+        dZ += v.Z
+        dtheta += v.theta + vd.theta
+    return PsiVJP(dmu, dS, dZ, dtheta)

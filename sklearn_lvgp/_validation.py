@@ -1,0 +1,70 @@
+"""Hand-written parameter checks (public sklearn API only) and input checks shared by estimators."""
+
+import numbers
+
+import numpy as np
+
+__all__ = ["check_int", "check_float", "check_option", "check_bool", "check_n_inducing",
+           "check_finite_array"]
+
+
+def check_int(name, value, min_value=None, allow_none=False):
+    """Validate an integer parameter; return it as ``int`` (or ``None``)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}.")
+    if min_value is not None and value < min_value:
+        raise ValueError(f"{name} must be >= {min_value}, got {value}.")
+    return int(value)
+
+
+def check_float(name, value, min_value=None, exclusive_min=False, allow_none=False):
+    """Validate a real parameter; return it as ``float`` (or ``None``)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}.")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}.")
+    if min_value is not None:
+        if exclusive_min and value <= min_value:
+            raise ValueError(f"{name} must be > {min_value}, got {value}.")
+        if not exclusive_min and value < min_value:
+            raise ValueError(f"{name} must be >= {min_value}, got {value}.")
+    return value
+
+
+def check_option(name, value, options):
+    """Validate a string option."""
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{name} must be one of {tuple(options)}, got {value!r}.")
+    return value
+
+
+def check_bool(name, value):
+    """Validate a boolean flag."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {value!r}.")
+    return bool(value)
+
+
+def check_n_inducing(n_inducing, n_samples, estimator_name):
+    """``n_inducing`` must be a positive int no larger than the number of samples."""
+    M = check_int("n_inducing", n_inducing, min_value=1)
+    if n_samples < M:
+        raise ValueError(
+            f"{estimator_name} needs at least n_inducing={M} samples to place its inducing "
+            f"points, got n_samples = {n_samples}. Lower n_inducing or pass more data.")
+    return M
+
+
+def check_finite_array(name, A, shape=None):
+    """A float64 copy of ``A`` after checking finiteness and (optionally) shape."""
+    A = np.array(A, dtype=np.float64, copy=True)
+    if shape is not None and A.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {A.shape}.")
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"{name} contains NaN or infinity.")
+    return A

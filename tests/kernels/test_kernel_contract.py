@@ -1,0 +1,367 @@
+"""The kernel contract, run on every kernel (GPyTorch-style), plus equality with sklearn kernels.
+
+Contract: symmetry, PSD, ``Kdiag == diag(K)``, auto == cross, theta round trip, fixed bounds,
+bounds shape, clone, nested parameters, and every VJP against finite differences
+(spec §13.2 item 5).
+"""
+
+import numba
+import numpy as np
+import pytest
+from sklearn.gaussian_process import kernels as skk
+
+from sklearn_lvgp.kernels import (
+    RBF,
+    Constant,
+    Kernel,
+    Linear,
+    Matern12,
+    Matern32,
+    Matern52,
+    MLPKernel,
+    Periodic,
+    Product,
+    RationalQuadratic,
+    Sum,
+    White,
+)
+from sklearn_lvgp.kernels import _kernels_numba as _nb
+from sklearn_lvgp.utils.gradcheck import check_vjp
+
+ARD = np.array([0.8, 1.5])
+
+
+def _mlp(**kw):
+    return MLPKernel(hidden_units=4, output_units=3, **kw).initialize(2, np.random.RandomState(0))
+
+
+# (id, factory, VJP rtol). Factories build a fresh kernel for every test; all act on 2-D inputs.
+KERNELS = [
+    ("rbf_iso", lambda: RBF(length_scale=1.3, variance=0.7), 1e-5),
+    ("rbf_ard", lambda: RBF(length_scale=ARD.copy(), variance=1.2), 1e-5),
+    ("matern12_ard", lambda: Matern12(length_scale=ARD.copy(), variance=0.9), 1e-4),
+    ("matern32_ard", lambda: Matern32(length_scale=ARD.copy(), variance=1.1), 1e-5),
+    ("matern52_ard", lambda: Matern52(length_scale=ARD.copy(), variance=1.3), 1e-5),
+    ("rational_quadratic", lambda: RationalQuadratic(length_scale=ARD.copy(), alpha=0.7,
+                                                     variance=1.1), 1e-5),
+    ("periodic", lambda: Periodic(period=1.3, length_scale=0.8, variance=1.4), 1e-5),
+    ("linear_ard", lambda: Linear(variances=np.array([0.5, 2.0])), 1e-5),
+    ("constant", lambda: Constant(variance=1.7), 1e-5),
+    ("white", lambda: White(noise_level=0.3), 1e-5),
+    ("sum_rbf_linear", lambda: RBF(length_scale=ARD.copy()) + Linear(variances=0.6), 1e-5),
+    ("sum_periodic_rbf_linear",
+     lambda: Periodic(period=2.1) + RBF(length_scale=ARD.copy()) + Linear(np.array([0.3, 0.9])),
+     1e-5),
+    ("product_scaled_rbf", lambda: 2.0 * RBF(length_scale=ARD.copy()), 1e-5),
+    ("product_rbf_periodic", lambda: RBF(length_scale=1.7) * Periodic(period=1.1), 1e-5),
+    ("mlp_rbf", _mlp, 1e-4),
+    ("mlp_matern32_unit_bias",
+     lambda: _mlp(base_kernel=Matern32(length_scale=np.ones(3)), per_unit_bias=True), 1e-4),
+]
+IDS = [k[0] for k in KERNELS]
+
+
+@pytest.fixture(params=KERNELS, ids=IDS)
+def case(request):
+    name, factory, rtol = request.param
+    return name, factory, rtol
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+@pytest.fixture
+def X(rng):
+    return rng.standard_normal((5, 2))
+
+
+@pytest.fixture
+def Z(rng):
+    return rng.standard_normal((4, 2))
+
+
+# ------------------------------------------------------------------------------ the contract
+def test_symmetric(case, X):
+    K = case[1]().K(X)
+    assert K.shape == (5, 5)
+    np.testing.assert_allclose(K, K.T, rtol=0, atol=1e-14)
+
+
+def test_psd(case, X):
+    K = case[1]().K(X)
+    scale = max(1.0, np.max(np.abs(K)))
+    assert np.linalg.eigvalsh(K).min() >= -1e-10 * scale
+
+
+def test_kdiag_equals_diag(case, X):
+    k = case[1]()
+    np.testing.assert_allclose(k.Kdiag(X), np.diag(k.K(X)), rtol=1e-13, atol=1e-14)
+
+
+def test_auto_equals_cross(case, X, Z):
+    k = case[1]()
+    assert k.K(X, Z).shape == (5, 4)
+    if isinstance(k, White):
+        # sklearn semantics (documented on White): the noise belongs to K(X) only.
+        np.testing.assert_array_equal(k.K(X, X), np.zeros((5, 5)))
+    else:
+        np.testing.assert_allclose(k.K(X, X), k.K(X), rtol=1e-13, atol=1e-14)
+
+
+def test_theta_round_trip(case, rng, X):
+    k = case[1]()
+    shapes = {h.name: np.shape(k.get_params()[h.name]) for h in k.hyperparameters}
+    new = k.theta + 0.1 * rng.standard_normal(k.n_theta)
+    k.theta = new
+    np.testing.assert_allclose(k.theta, new, rtol=1e-14, atol=1e-15)  # log(exp(t)) rounding
+    assert {h.name: np.shape(k.get_params()[h.name]) for h in k.hyperparameters} == shapes
+    np.testing.assert_allclose(case[1]().clone_with_theta(new).K(X), k.K(X), rtol=1e-13)
+
+
+def test_theta_wrong_length_raises(case):
+    k = case[1]()
+    with pytest.raises(ValueError, match="theta has"):
+        k.theta = np.zeros(k.n_theta + 1)
+
+
+def test_bounds_shape(case):
+    k = case[1]()
+    assert k.bounds.shape == (k.n_theta, 2)
+    assert k.n_theta == sum(h.n_elements for h in k.hyperparameters if not h.fixed)
+    lo, hi = k.bounds.T
+    assert np.all(lo <= k.theta) and np.all(k.theta <= hi)
+
+
+def test_fixed_bounds_drop_hyperparameter(case, rng, X, Z):
+    k = case[1]()
+    first = k.hyperparameters[0]
+    keep = np.ones(k.n_theta, dtype=bool)
+    keep[:first.n_elements] = False
+    full_theta = k.theta
+    dL_dK = rng.standard_normal((5, 4))
+    full_grad = k.vjp(dL_dK, X, Z).theta
+
+    k.set_params(**{f"{first.name}_bounds": "fixed"})
+    assert k.hyperparameters[0].fixed
+    assert k.n_theta == keep.sum()
+    assert k.bounds.shape == (k.n_theta, 2)
+    np.testing.assert_array_equal(k.theta, full_theta[keep])
+    np.testing.assert_allclose(k.vjp(dL_dK, X, Z).theta, full_grad[keep], rtol=1e-13)
+    assert k.vjp_diag(rng.standard_normal(5), X).theta.shape == (k.n_theta,)
+
+
+def test_clone_equal_and_independent(case, X):
+    k = case[1]()
+    c = k.clone()
+    assert c == k and c is not k
+    np.testing.assert_array_equal(c.K(X), k.K(X))
+    for name, value in k.get_params(deep=True).items():
+        if isinstance(value, np.ndarray):
+            assert not np.shares_memory(value, c.get_params(deep=True)[name]), name
+        if isinstance(value, Kernel):
+            assert c.get_params(deep=True)[name] is not value, name
+    theta = k.theta
+    c.theta = theta + 0.5
+    np.testing.assert_array_equal(k.theta, theta)
+    assert c != k
+
+
+def test_get_set_params_nesting(case):
+    k = case[1]()
+    name = k.hyperparameters[-1].name  # e.g. "k2__variances", "base_kernel__length_scale"
+    params = k.get_params(deep=True)
+    assert name in params
+    new = 2.0 * np.asarray(params[name]) if np.ndim(params[name]) else 2.0 * params[name]
+    assert k.set_params(**{name: new}) is k
+    np.testing.assert_array_equal(k.get_params(deep=True)[name], new)
+    with pytest.raises(ValueError, match="Invalid parameter"):
+        k.set_params(not_a_parameter=1.0)
+
+
+# ------------------------------------------------------------------------------------- VJPs
+def test_vjp_cross(case, rng, X, Z):
+    k, rtol = case[1](), case[2]
+
+    def forward(X, Z, theta):
+        return k.clone_with_theta(theta).K(X, Z)
+
+    def backward(w, X, Z, theta):
+        v = k.clone_with_theta(theta).vjp(w, X, Z)
+        assert v.X.shape == X.shape and v.Z.shape == Z.shape and v.theta.shape == theta.shape
+        return {"X": v.X, "Z": v.Z, "theta": v.theta}
+
+    check_vjp(forward, backward, {"X": X, "Z": Z, "theta": k.theta}, rng, rtol=rtol)
+
+
+def test_vjp_symmetric(case, rng, X):
+    k, rtol = case[1](), case[2]
+
+    def forward(X, theta):
+        return k.clone_with_theta(theta).K(X)
+
+    def backward(w, X, theta):
+        v = k.clone_with_theta(theta).vjp(w, X)
+        assert v.Z is None and v.X.shape == X.shape
+        return {"X": v.X, "theta": v.theta}
+
+    check_vjp(forward, backward, {"X": X, "theta": k.theta}, rng, rtol=rtol)
+
+
+def test_vjp_diag(case, rng, X):
+    k, rtol = case[1](), case[2]
+
+    def forward(X, theta):
+        return k.clone_with_theta(theta).Kdiag(X)
+
+    def backward(w, X, theta):
+        v = k.clone_with_theta(theta).vjp_diag(w, X)
+        assert v.Z is None and v.X.shape == X.shape
+        return {"X": v.X, "theta": v.theta}
+
+    check_vjp(forward, backward, {"X": X, "theta": k.theta}, rng, rtol=rtol)
+
+
+# ------------------------------------------------------------------- equality with sklearn
+def _c(value):
+    return skk.ConstantKernel(constant_value=value)
+
+
+SKLEARN_PAIRS = [
+    ("rbf_ard", lambda: RBF(length_scale=ARD.copy(), variance=1.2),
+     lambda: _c(1.2) * skk.RBF(length_scale=ARD.copy()), 2),
+    ("matern12", lambda: Matern12(length_scale=ARD.copy(), variance=0.9),
+     lambda: _c(0.9) * skk.Matern(length_scale=ARD.copy(), nu=0.5), 2),
+    ("matern32", lambda: Matern32(length_scale=ARD.copy(), variance=1.1),
+     lambda: _c(1.1) * skk.Matern(length_scale=ARD.copy(), nu=1.5), 2),
+    ("matern52", lambda: Matern52(length_scale=ARD.copy(), variance=1.3),
+     lambda: _c(1.3) * skk.Matern(length_scale=ARD.copy(), nu=2.5), 2),
+    ("rational_quadratic_iso", lambda: RationalQuadratic(length_scale=1.3, alpha=0.7, variance=1.1),
+     lambda: _c(1.1) * skk.RationalQuadratic(length_scale=1.3, alpha=0.7), 2),
+    ("periodic_1d", lambda: Periodic(period=1.3, length_scale=0.8, variance=1.4),
+     lambda: _c(1.4) * skk.ExpSineSquared(length_scale=1.6, periodicity=1.3), 1),
+    ("linear", lambda: Linear(variances=1.0),
+     lambda: skk.DotProduct(sigma_0=0.0, sigma_0_bounds="fixed"), 2),
+    ("constant", lambda: Constant(variance=1.7), lambda: _c(1.7), 2),
+    ("white", lambda: White(noise_level=0.3), lambda: skk.WhiteKernel(noise_level=0.3), 2),
+    ("sum_rbf_linear", lambda: RBF(length_scale=ARD.copy()) + Linear(),
+     lambda: skk.RBF(length_scale=ARD.copy()) + skk.DotProduct(sigma_0=0.0), 2),
+    ("product_rbf_periodic_1d", lambda: RBF(length_scale=1.7) * Periodic(period=1.1),
+     lambda: skk.RBF(length_scale=1.7) * skk.ExpSineSquared(length_scale=2.0, periodicity=1.1), 1),
+    ("product_scaled_matern32", lambda: 2.0 * Matern32(length_scale=ARD.copy()),
+     lambda: _c(2.0) * skk.Matern(length_scale=ARD.copy(), nu=1.5), 2),
+]
+
+
+@pytest.mark.parametrize("ours, theirs, n_features", [p[1:] for p in SKLEARN_PAIRS],
+                         ids=[p[0] for p in SKLEARN_PAIRS])
+def test_equals_sklearn(ours, theirs, n_features, rng):
+    X = rng.standard_normal((6, n_features))
+    Z = rng.standard_normal((3, n_features))
+    k, ref = ours(), theirs()
+    np.testing.assert_allclose(k.K(X), ref(X), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(k.K(X, Z), ref(X, Z), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(k.Kdiag(X), ref.diag(X), rtol=1e-12, atol=1e-14)
+
+
+def test_scalar_times_kernel_builds_constant_product():
+    k = 2.0 * RBF()
+    assert isinstance(k, Product) and isinstance(k.k1, Constant) and k.k1.variance == 2.0
+    s = RBF() + 0.5
+    assert isinstance(s, Sum) and isinstance(s.k2, Constant)
+
+
+# ------------------------------------------------------------------- kernel-specific checks
+def test_linear_input_dim_and_relevance():
+    k = Linear(variances=np.array([0.5, 2.0, 1.0]))
+    with pytest.raises(ValueError, match="3 variances but the inputs have 2"):
+        k.check_input_dim(2)
+    with pytest.raises(ValueError, match="3 variances"):
+        k.K(np.ones((2, 2)))
+    np.testing.assert_array_equal(k.relevance(3), [0.5, 2.0, 1.0])
+    np.testing.assert_array_equal(Linear(variances=0.7).relevance(4), np.full(4, 0.7))
+
+
+def test_periodic_multidim_formula(rng):
+    X, Z = rng.standard_normal((3, 3)), rng.standard_normal((2, 3))
+    p, ls, var = 1.7, 0.6, 0.9
+    ref = var * np.exp(-0.5 * np.sum(np.sin(np.pi * (X[:, None] - Z[None]) / p) ** 2, -1) / ls**2)
+    np.testing.assert_allclose(Periodic(p, ls, var).K(X, Z), ref, rtol=1e-13)
+
+
+def test_mlp_default_parameter_count():
+    k = MLPKernel().initialize(2, np.random.RandomState(0))
+    assert k.n_theta == 60 + 1800 + 2 + 1 + 60 == 1923
+    assert k.W1.shape == (2, 30) and k.W2.shape == (30, 60)
+    assert k.b1 == 0.01 and k.b2 == 0.01
+    np.testing.assert_array_equal(k.base_kernel.length_scale, np.ones(60))
+    assert isinstance(k.base_kernel, RBF) and k.base_kernel.variance == 1.0
+
+
+def test_mlp_initialize_is_reproducible_and_pure():
+    k = MLPKernel(hidden_units=4, output_units=3)
+    a = k.initialize(2, np.random.RandomState(3))
+    b = k.initialize(2, np.random.RandomState(3))
+    assert a == b
+    assert k.W1 is None and k.base_kernel is None
+    np.testing.assert_array_equal(a.theta, b.theta)
+    assert a.initialize(2, np.random.RandomState(5)) == a  # set values are kept
+    with pytest.raises(ValueError, match="not initialised"):
+        k.K(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="not initialised"):
+        _ = k.theta
+
+
+def test_mlp_input_dim_and_relevance():
+    k = _mlp()
+    with pytest.raises(ValueError, match="W1 has shape"):
+        k.check_input_dim(3)
+    with pytest.raises(ValueError, match="columns"):
+        k.K(np.zeros((2, 3)))
+    np.testing.assert_allclose(k.relevance(2), np.sqrt(np.sum(k.W1**2, axis=1)))
+    assert k.relevance(2).shape == (2,)
+
+
+def test_mlp_nested_params_and_clone():
+    k = _mlp()
+    params = k.get_params(deep=True)
+    assert "base_kernel__length_scale" in params and "base_kernel__variance" in params
+    k.set_params(base_kernel__variance=3.0)
+    assert k.base_kernel.variance == 3.0
+    np.testing.assert_allclose(k.Kdiag(np.zeros((2, 2))), 3.0)
+    c = k.clone()
+    c.W1[0, 0] += 1.0
+    c.base_kernel.length_scale[0] = 5.0
+    assert k.W1[0, 0] != c.W1[0, 0] and k.base_kernel.length_scale[0] == 1.0
+
+
+# ---------------------------------------------------------------------- numba determinism
+def _backward_stationary(rng):
+    X, Z = rng.standard_normal((700, 3)), rng.standard_normal((40, 3))
+    G = rng.standard_normal((700, 40))
+    return _nb.stationary_backward, (G, X, Z, np.array([0.7, 1.2, 2.0]))
+
+
+def _backward_periodic(rng):
+    X, Z = rng.standard_normal((700, 3)), rng.standard_normal((40, 3))
+    G = rng.standard_normal((700, 40))
+    return _nb.periodic_backward, (G, X, Z, 1.3, 0.8)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+@pytest.mark.parametrize("make", [_backward_stationary, _backward_periodic],
+                         ids=["stationary_backward", "periodic_backward"])
+def test_numba_backward_identical_for_1_and_2_threads(make, rng):
+    fn, args = make(rng)
+    assert args[0].shape[0] > _nb.ROW_BLOCK * 4  # several row blocks
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = fn(*args)
+        numba.set_num_threads(2)
+        two = fn(*args)
+    finally:
+        numba.set_num_threads(previous)
+    for a, b in zip(one, two, strict=True):
+        np.testing.assert_array_equal(a, b)
