@@ -1,8 +1,10 @@
 """Optimiser drivers: L-BFGS-B for deterministic objectives, Adam for stochastic ones.
 
 Both minimise ``fun(x) -> (value, grad)``. A :class:`~sklearn_lvgp._linalg.CholeskyError` or a
-non-finite value inside the objective is turned into ``+inf`` so the line search backs off; the best
-finite iterate is always the one returned. Non-convergence emits sklearn's ``ConvergenceWarning``.
+non-finite value inside the objective is turned into a large *finite* penalty (far above the best
+value seen) so the line search backs off: scipy's L-BFGS-B treats ``+inf`` or ``nan`` as converged
+or abnormal and stops at once. The best finite iterate is always the one returned. Non-convergence
+emits sklearn's ``ConvergenceWarning``.
 """
 
 import time
@@ -30,7 +32,7 @@ class OptimizeResult(NamedTuple):
 
 
 class _GuardedObjective:
-    """Wrap ``fun`` so failures give ``+inf`` and the best finite point is remembered."""
+    """Wrap ``fun`` so failures give a large finite penalty and the best point is remembered."""
 
     def __init__(self, fun):
         self.fun = fun
@@ -45,15 +47,21 @@ class _GuardedObjective:
         except CholeskyError as exc:
             self.n_failed += 1
             self.last_error = exc
-            return np.inf, np.zeros_like(x)
+            return self._penalty(), np.zeros_like(x)
         f = float(f)
         if not (np.isfinite(f) and np.all(np.isfinite(g))):
             self.n_failed += 1
-            return np.inf, np.zeros_like(x)
+            return self._penalty(), np.zeros_like(x)
         if f < self.best_f:
             self.best_f = f
             self.best_x = np.array(x, copy=True)
         return f, g
+
+
+    def _penalty(self):
+        if not np.isfinite(self.best_f):
+            return 1e300
+        return self.best_f + 1e8 * (1.0 + abs(self.best_f))
 
 
 def _no_finite_point(guard, name):

@@ -1,0 +1,252 @@
+"""Closed-form Ψ-statistics of the RBF (ARD or isotropic) kernel and their VJP (spec §3.1).
+
+``rbf_psi`` returns the statistics and a cache; ``rbf_psi_vjp`` maps upstream adjoints to
+adjoints of ``mu``, ``S``, ``Z`` and the kernel's ``theta`` (``log variance``,
+``log length_scale``).
+The loops are in :mod:`._psi_numba`; Ψ2 is accumulated over ``n`` inside each entry, so no
+``(N, M, M)`` tensor exists unless the per-point summands are requested.
+
+The two-RBF helpers (:func:`two_rbf_setup`, :func:`two_rbf_psi2`, :func:`two_rbf_psi2_vjp`) also
+serve the RBF×RBF cross term of sums (:mod:`._cross`).
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _psi_numba as _nb
+from ._types import PsiStats, PsiVJP, check_psi_adjoints, check_psi_inputs, symmetrise
+
+__all__ = ["rbf_psi", "rbf_psi_vjp"]
+
+
+def rbf_lengthscale_sq(kernel, Q):
+    """Squared length scales ``lam_q = l_q^2`` broadcast to ``(Q,)`` (validated by the kernel)."""
+    kernel._inv_ls(Q)
+    ls = np.broadcast_to(np.asarray(kernel.length_scale, dtype=np.float64), (Q,))
+    return np.ascontiguousarray(ls * ls)
+
+
+def rbf_theta_grad(kernel, dlog_var, dlam, lam):
+    """Pack ``d/d log variance`` and natural ``d/d lam`` into the kernel's ``theta`` space.
+
+    ``d/d log l_q = 2 lam_q d/d lam_q``; an isotropic length scale receives the sum.
+    """
+    dlog_ls = 2.0 * lam * dlam
+    if np.ndim(kernel.length_scale) == 0:
+        dlog_ls = np.sum(dlog_ls)
+    return kernel._pack_theta_grad({"variance": dlog_var, "length_scale": dlog_ls})
+
+
+# ---------------------------------------------------------------------- Ψ1 building blocks
+
+class Psi1Setup(NamedTuple):
+    """Per-row quantities of the RBF Ψ1 (``B = 1 / (lam + S)``, log prefactor ``logk1``)."""
+
+    lam: np.ndarray
+    B: np.ndarray
+    logk1: np.ndarray
+
+
+def rbf_psi1_setup(lam, var, S):
+    """Quantities shared by the RBF Ψ1 forward and backward passes."""
+    B = np.ascontiguousarray(1.0 / (lam + S))
+    logk1 = np.log(var) - 0.5 * np.sum(np.log1p(S / lam), axis=1)
+    return Psi1Setup(lam, B, np.ascontiguousarray(logk1))
+
+
+# ------------------------------------------------------------------- two-RBF Ψ2 / cross term
+
+class TwoRBFSetup(NamedTuple):
+    """Everything the two-RBF loops need (see :mod:`._psi_numba` for the formula)."""
+
+    mu: np.ndarray
+    E: np.ndarray
+    logk2: np.ndarray
+    I: np.ndarray
+    J: np.ndarray
+    cmid: np.ndarray
+    cmidT: np.ndarray
+    pconst: np.ndarray
+    DuT: np.ndarray
+    mult: np.ndarray
+    wa: np.ndarray
+    wb: np.ndarray
+    tau: np.ndarray
+    M: int
+    sym: bool
+
+
+def two_rbf_setup(lam_a, lam_b, log_c, Z, mu, S, sym):
+    """Prepare ``C_{mm'} = sum_n E[k_a(x_n, z_m) k_b(x_n, z_m')]`` for two RBF kernels.
+
+    Parameters
+    ----------
+    lam_a, lam_b : ndarray of shape (Q,)
+        Squared length scales of the two kernels.
+    log_c : float
+        ``log(var_a * var_b)``.
+    Z, mu, S : ndarray
+        Inducing inputs and variational parameters (already checked).
+    sym : bool
+        ``True`` when both kernels are the same (Ψ2 of one RBF): only pairs ``m <= m'`` are
+        visited and ``lam_a`` is used for both.
+
+    Returns
+    -------
+    TwoRBFSetup
+    """
+    M = Z.shape[0]
+    if sym:
+        tau = 0.5 * lam_a
+        u = 2.0 * lam_a
+        wa = np.full_like(lam_a, 0.5)
+        wb = wa
+        I, J = np.triu_indices(M)
+    else:
+        u = lam_a + lam_b
+        tau = lam_a * lam_b / u
+        wa = lam_b / u
+        wb = lam_a / u
+        I, J = np.divmod(np.arange(M * M), M)
+    I = np.ascontiguousarray(I, dtype=np.int64)
+    J = np.ascontiguousarray(J, dtype=np.int64)
+    delta = Z[I] - Z[J]
+    Du = delta / u
+    cmid = np.ascontiguousarray(wa * Z[I] + wb * Z[J])
+    pconst = np.ascontiguousarray(log_c - 0.5 * np.sum(delta * Du, axis=1))
+    mult = np.where(I == J, 1.0, 2.0) if sym else np.ones(I.shape[0])
+    E = np.ascontiguousarray(1.0 / (tau + S))
+    logk2 = np.ascontiguousarray(-0.5 * np.sum(np.log1p(S / tau), axis=1))
+    return TwoRBFSetup(mu, E, logk2, I, J, cmid, np.ascontiguousarray(cmid.T), pconst,
+                       np.ascontiguousarray(Du.T), mult, np.ascontiguousarray(wa),
+                       np.ascontiguousarray(wb), tau, M, bool(sym))
+
+
+def two_rbf_psi2(setup, per_point=False):
+    """Summed ``(M, M)`` or per-point ``(N, M, M)`` two-RBF matrix from a :class:`TwoRBFSetup`."""
+    s = setup
+    fn = _nb.two_rbf_psi2_per_point if per_point else _nb.two_rbf_psi2
+    return fn(s.mu, s.E, s.logk2, s.I, s.J, s.cmid, s.pconst, s.M, s.sym)
+
+
+def two_rbf_psi2_vjp(G, setup):
+    """Backward pass of :func:`two_rbf_psi2`.
+
+    Parameters
+    ----------
+    G : ndarray of shape (1, M, M) or (N, M, M)
+        Upstream adjoint; must be symmetric in its last two axes when ``setup.sym``.
+    setup : TwoRBFSetup
+
+    Returns
+    -------
+    dmu, dS : ndarray of shape (N, Q)
+    dZ : ndarray of shape (M, Q)
+    dlam_a, dlam_b : ndarray of shape (Q,)
+        Natural-space derivatives wrt the squared length scales (with ``sym`` only their sum is
+        meaningful: it is the derivative wrt the shared ``lam``).
+    dlog_c : float
+        Derivative wrt ``log(var_a var_b)``.
+    """
+    s = setup
+    dmu, dS, dZ, dla, dlb, total = _nb.two_rbf_psi2_backward(
+        s.mu, s.E, s.logk2, s.I, s.J, s.cmidT, s.pconst, s.DuT, s.mult, s.wa, s.wb,
+        np.ascontiguousarray(G))
+    half = 0.5 * total / s.tau
+    return dmu, dS, dZ, dla + s.wa * s.wa * half, dlb + s.wb * s.wb * half, total
+
+
+# ------------------------------------------------------------------------------ public API
+
+class _RBFCache(NamedTuple):
+    kernel: object
+    Z: np.ndarray
+    mu: np.ndarray
+    S: np.ndarray
+    var: float
+    psi1: Psi1Setup
+    Psi1: np.ndarray
+    two: TwoRBFSetup
+
+
+def rbf_psi(kernel, Z, mu, S, per_point=False):
+    """Closed-form Ψ-statistics of an RBF kernel (spec §3.1).
+
+    Parameters
+    ----------
+    kernel : RBF
+        Kernel with scalar (isotropic) or per-dimension (ARD) ``length_scale``.
+    Z : ndarray of shape (M, Q)
+        Inducing inputs.
+    mu : ndarray of shape (N, Q)
+        Means of ``q(x_n)``.
+    S : ndarray of shape (N, Q)
+        Variances of ``q(x_n)`` (``S >= 0``; ``S = 0`` gives kernel values at ``mu``).
+    per_point : bool, default=False
+        Return the per-point summands ``Psi2[n]`` of shape (N, M, M) instead of their sum.
+
+    Returns
+    -------
+    stats : PsiStats
+        ``psi0``, ``Psi1`` (N, M) and ``Psi2`` (M, M) or (N, M, M).
+    cache : object
+        Opaque state for :func:`rbf_psi_vjp`.
+    """
+    Z, mu, S = check_psi_inputs(Z, mu, S)
+    N, Q = mu.shape
+    lam = rbf_lengthscale_sq(kernel, Q)
+    var = float(kernel.variance)
+    p1 = rbf_psi1_setup(lam, var, S)
+    Psi1 = _nb.rbf_psi1(mu, Z, p1.B, p1.logk1)
+    two = two_rbf_setup(lam, lam, 2.0 * np.log(var), Z, mu, S, sym=True)
+    Psi2 = two_rbf_psi2(two, per_point)
+    stats = PsiStats(float(N * var), Psi1, Psi2)
+    return stats, _RBFCache(kernel, Z, mu, S, var, p1, Psi1, two)
+
+
+def rbf_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
+    """Backward pass of :func:`rbf_psi`.
+
+    Parameters
+    ----------
+    dL_dpsi0 : float or None
+        Adjoint of ``psi0`` (``None`` means zero).
+    dL_dPsi1 : ndarray of shape (N, M) or None
+        Adjoint of ``Psi1``.
+    dL_dPsi2 : ndarray of shape (M, M) or (N, M, M), or None
+        Adjoint of ``Psi2`` (summed or per point; need not be symmetric, its symmetric part is
+        used).
+    cache : object
+        Second output of :func:`rbf_psi`.
+
+    Returns
+    -------
+    PsiVJP
+        Adjoints of ``mu``, ``S``, ``Z`` and ``kernel.theta``.
+    """
+    c = cache
+    N, Q = c.mu.shape
+    M = c.Z.shape[0]
+    g0, G1, G2 = check_psi_adjoints(dL_dpsi0, dL_dPsi1, dL_dPsi2, N, M)
+    lam = c.psi1.lam
+    dmu = np.zeros((N, Q))
+    dS = np.zeros((N, Q))
+    dZ = np.zeros((M, Q))
+    dlam = np.zeros(Q)
+    dlog_var = g0 * N * c.var
+    if G1 is not None:
+        m1, s1, z1, l1, tot1 = _nb.rbf_psi1_backward(c.mu, c.Z, c.psi1.B, c.Psi1, G1)
+        dmu += m1
+        dS += s1
+        dZ += z1
+        dlam += l1 + 0.5 * tot1 / lam
+        dlog_var += tot1
+    if G2 is not None:
+        m2, s2, z2, la, lb, tot2 = two_rbf_psi2_vjp(symmetrise(G2), c.two)
+        dmu += m2
+        dS += s2
+        dZ += z2
+        dlam += la + lb
+        dlog_var += 2.0 * tot2
+    return PsiVJP(dmu, dS, dZ, rbf_theta_grad(c.kernel, dlog_var, dlam, lam))

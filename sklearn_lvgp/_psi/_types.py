@@ -1,0 +1,105 @@
+"""Result types shared by every Ψ-statistic implementation, and their input checks."""
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["PsiStats", "PsiVJP"]
+
+
+class PsiStats(NamedTuple):
+    """Ψ-statistics of a kernel under ``q(x_n) = N(mu_n, diag(S_n))`` (spec §0).
+
+    Attributes
+    ----------
+    psi0 : float
+        ``sum_n E[k(x_n, x_n)]``.
+    Psi1 : ndarray of shape (N, M)
+        ``E[k(x_n, z_m)]``.
+    Psi2 : ndarray of shape (M, M) or (N, M, M)
+        ``sum_n E[k(z_m, x_n) k(x_n, z_m')]``, or its per-point summands.
+    """
+
+    psi0: float
+    Psi1: np.ndarray
+    Psi2: np.ndarray
+
+
+class PsiVJP(NamedTuple):
+    """Adjoints of the inputs of a Ψ-statistic computation.
+
+    Attributes
+    ----------
+    mu : ndarray of shape (N, Q)
+        Adjoint of the variational means.
+    S : ndarray of shape (N, Q)
+        Adjoint of the variational variances (natural space, not log).
+    Z : ndarray of shape (M, Q)
+        Adjoint of the inducing inputs.
+    theta : ndarray of shape (n_theta,)
+        Adjoint of the kernel's free hyperparameters, in its ``theta`` (transformed) space.
+    """
+
+    mu: np.ndarray
+    S: np.ndarray
+    Z: np.ndarray
+    theta: np.ndarray
+
+
+def check_psi_inputs(Z, mu, S):
+    """Return float64 C-contiguous ``Z``, ``mu``, ``S`` after shape and value checks.
+
+    Raises ``ValueError`` for mismatched shapes, non-finite values or negative variances
+    (``S = 0`` is allowed: the closed forms reduce to kernel evaluations at ``mu``).
+    """
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    mu = np.ascontiguousarray(mu, dtype=np.float64)
+    S = np.ascontiguousarray(S, dtype=np.float64)
+    if mu.ndim != 2 or Z.ndim != 2:
+        raise ValueError(f"mu and Z must be 2-D, got shapes {mu.shape} and {Z.shape}.")
+    if S.shape != mu.shape:
+        raise ValueError(f"S has shape {S.shape} but mu has shape {mu.shape}.")
+    if Z.shape[1] != mu.shape[1]:
+        raise ValueError(f"Z has {Z.shape[1]} columns but mu has {mu.shape[1]}.")
+    for name, a in (("Z", Z), ("mu", mu), ("S", S)):
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"{name} contains NaN or infinite values.")
+    if np.any(S < 0):
+        raise ValueError("S (the variational variances) must be non-negative.")
+    return Z, mu, S
+
+
+def check_psi_adjoints(dL_dpsi0, dL_dPsi1, dL_dPsi2, N, M):
+    """Normalise upstream adjoints: ``None`` means zero; ``dL_dPsi2`` becomes (1|N, M, M).
+
+    Returns ``(g0, G1, G2)`` with ``g0`` a float, ``G1`` an (N, M) array or ``None`` and ``G2``
+    a 3-D array or ``None``; ``G2`` is not symmetrised here.
+    """
+    g0 = 0.0 if dL_dpsi0 is None else float(dL_dpsi0)
+    G1 = None
+    if dL_dPsi1 is not None:
+        G1 = np.ascontiguousarray(dL_dPsi1, dtype=np.float64)
+        if G1.shape != (N, M):
+            raise ValueError(f"dL_dPsi1 has shape {G1.shape}, expected {(N, M)}.")
+    return g0, G1, as_psi2_adjoint(dL_dPsi2, N, M)
+
+
+def as_psi2_adjoint(dL_dPsi2, N, M):
+    """``dL_dPsi2`` of shape (M, M), (1, M, M) or (N, M, M) as a 3-D float64 array.
+
+    ``None`` is passed through; a leading axis of length 1 means the adjoint of the summed Ψ2.
+    """
+    if dL_dPsi2 is None:
+        return None
+    G2 = np.asarray(dL_dPsi2, dtype=np.float64)
+    if G2.shape == (M, M):
+        G2 = G2[None]
+    elif G2.shape not in ((N, M, M), (1, M, M)):
+        raise ValueError(
+            f"dL_dPsi2 has shape {G2.shape}, expected {(M, M)} or {(N, M, M)} (per point).")
+    return np.ascontiguousarray(G2)
+
+
+def symmetrise(G2):
+    """Symmetric part ``(G + G^T) / 2`` over the last two axes, C-contiguous."""
+    return np.ascontiguousarray(0.5 * (G2 + np.swapaxes(G2, -1, -2)))

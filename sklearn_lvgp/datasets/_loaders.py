@@ -1,0 +1,94 @@
+"""Readers of ``shared/data`` files (format described in that folder's README)."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["data_home", "load_oil_flow", "load_usps"]
+
+_ENV = "SKLEARN_LVGP_DATA"
+
+
+def data_home():
+    """Folder holding the offline datasets.
+
+    Returns
+    -------
+    path : pathlib.Path
+        ``$SKLEARN_LVGP_DATA`` if set, else the first existing of ``./../shared/data`` and
+        ``<repository>/../shared/data``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If no candidate folder exists.
+    """
+    candidates = []
+    if os.environ.get(_ENV):
+        candidates.append(Path(os.environ[_ENV]))
+    candidates.append(Path.cwd().parent / "shared" / "data")
+    candidates.append(Path(__file__).resolve().parents[3] / "shared" / "data")
+    for c in candidates:
+        if c.is_dir():
+            return c
+    raise FileNotFoundError(
+        "The offline datasets folder was not found (looked in: "
+        + ", ".join(str(c) for c in candidates)
+        + f"). Set {_ENV} to the folder holding oil_flow.csv, usps_digits.npz, ...")
+
+
+def load_oil_flow(subset="gplvm100"):
+    """Three-phase oil flow data (Bishop & James 1993).
+
+    Parameters
+    ----------
+    subset : {"gplvm100", "train", "validation", "test"}, default="gplvm100"
+        ``"gplvm100"`` is the 100-point subset used by the Unscented GPLVM paper (in that file's
+        order); the others are the 1000-point Netlab splits.
+
+    Returns
+    -------
+    X : ndarray of shape (n, 12)
+        Measurements (raw, unscaled).
+    y : ndarray of shape (n,)
+        Flow regime labels in {0, 1, 2}.
+    """
+    if subset not in ("gplvm100", "train", "validation", "test"):
+        raise ValueError(f"unknown oil flow subset {subset!r}.")
+    path = data_home() / "oil_flow.csv"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found.")
+    table = np.genfromtxt(path, delimiter=",", names=True, dtype=None, encoding="utf-8")
+    if subset == "gplvm100":
+        rows = table[table["gplvm100"] >= 0]
+        rows = rows[np.argsort(rows["gplvm100"])]
+    else:
+        rows = table[table["split"] == subset]
+        rows = rows[np.argsort(rows["row"])]
+    X = np.column_stack([rows[f"x{i}"] for i in range(1, 13)]).astype(np.float64)
+    return X, rows["label"].astype(np.int64)
+
+
+def load_usps(per_class=500):
+    """USPS digits from ``usps_all.mat`` as used by the Unscented GPLVM paper (spec §9.2).
+
+    Parameters
+    ----------
+    per_class : int, default=500
+        First images of each class (at most 1100).
+
+    Returns
+    -------
+    X : ndarray of shape (10 * per_class, 256)
+        Pixels divided by 256, rows ordered by class 1, 2, ..., 9, 0.
+    y : ndarray of shape (10 * per_class,)
+        Digit labels.
+    """
+    path = data_home() / "usps_digits.npz"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found.")
+    with np.load(path) as d:
+        X, y, idx = d["X"], d["y"], d["index_in_class"]
+    keep = idx < int(per_class)
+    return X[keep].astype(np.float64) / 256.0, y[keep].astype(np.int64)

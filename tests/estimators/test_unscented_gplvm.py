@@ -1,0 +1,356 @@
+"""UnscentedGPLVM: gradients of the full objective, behaviour, bad input, reproducibility and a
+small version of the oil-flow experiment (seed 001 Table 1; the full table is ``-m slow``)."""
+
+import pickle
+import warnings
+
+import numba
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.decomposition import PCA
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process.kernels import RBF as SkRBF
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_lvgp import UnscentedGPLVM
+from sklearn_lvgp._params import ParamPacker
+from sklearn_lvgp._psi import make_rule
+from sklearn_lvgp.kernels import RBF, Linear, Matern32, MLPKernel, Periodic
+from sklearn_lvgp.utils.gradcheck import check_grad
+
+FAST = {"n_inducing": 5, "max_iter": 60, "random_state": 0}
+
+
+def _objective(model, kernel, rule, Y, Q, M):
+    """The estimator's objective as a function of the flat unconstrained vector."""
+    N = Y.shape[0]
+    packer = ParamPacker([("mu", (N, Q)), ("S", (N, Q), "log"), ("Z", (M, Q)),
+                          ("theta", (kernel.n_theta,)), ("noise", (), "log")])
+    work = kernel.clone()
+
+    def fun(flat):
+        p = packer.unpack(flat)
+        work.theta = p["theta"]
+        value, grads = model._elbo_and_grads(work, Y, p, rule, 1e-6)
+        return value, packer.pack_grad(grads, p)
+
+    return packer, fun
+
+
+CONFIGS = {
+    "analytic-rbf": (lambda Q: RBF(np.array([1.0, 1.4])), "analytic", 1e-5),
+    "ut-matern32": (lambda Q: Matern32(np.array([0.9, 1.2])), "unscented", 1e-5),
+    "ut-mlp": (lambda Q: MLPKernel(hidden_units=4, output_units=3).initialize(
+        Q, np.random.RandomState(0)), "unscented", 1e-4),
+    "ut-per+rbf+lin": (lambda Q: Periodic(period=2.0) + RBF(np.ones(Q)) + Linear(np.ones(Q)),
+                       "unscented", 1e-5),
+    "analytic-rbf+lin": (lambda Q: RBF(np.ones(Q)) + Linear(np.ones(Q)), "analytic", 1e-5),
+    "gh-matern32": (lambda Q: Matern32(np.ones(Q)), "gauss_hermite", 1e-5),
+    "mc-matern32-frozen": (lambda Q: Matern32(np.ones(Q)), "monte_carlo", 1e-5),
+}
+
+
+@pytest.mark.parametrize("config", list(CONFIGS))
+def test_full_objective_gradient_matches_finite_differences(tiny_gplvm_data, rng, config):
+    """Spec §13.2 item 7: every block of (mu, log S, Z, theta, log noise) at once."""
+    make_kernel, expectation, rtol = CONFIGS[config]
+    Y = tiny_gplvm_data[:, :4]
+    N, Q, M = Y.shape[0], 2, 5
+    kernel = make_kernel(Q)
+    _, rule = make_rule(expectation, kernel, Q, gh_order=3, n_samples=4,
+                        random_state=np.random.RandomState(2), n_points=N)
+    packer, fun = _objective(UnscentedGPLVM(n_components=Q), kernel, rule, Y, Q, M)
+    x = packer.pack({"mu": rng.standard_normal((N, Q)), "S": rng.uniform(0.05, 0.4, (N, Q)),
+                     "Z": rng.standard_normal((M, Q)), "theta": kernel.theta, "noise": 0.2})
+    check_grad(fun, x, rtol=rtol)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    r = np.random.default_rng(3)
+    t = r.uniform(-2, 2, 60)
+    Y = np.column_stack([np.sin(t), np.cos(t), t, t ** 2 / 4]) + 0.05 * r.standard_normal((60, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = UnscentedGPLVM(n_components=2, kernel=Matern32(np.ones(2)),
+                               expectation="unscented", n_inducing=10, max_iter=300,
+                               random_state=0).fit(Y)
+    return model, Y
+
+
+def test_test_time_objective_gradient_and_envelope(fitted, rng):
+    """Spec §13.2 item 8: FD of the held-out bound in (mu*, log S*), and the envelope identity."""
+    model, Y = fitted
+    Yc = Y - model.mean_
+    rule = model._rule_shared()
+    n, Q = 4, 2
+    packer = ParamPacker([("mu", (n, Q)), ("S", (n, Q), "log")])
+    ystar = Yc[:n] + 0.1
+
+    def fun(flat):
+        p = packer.unpack(flat)
+        value, adj, cache = model._heldout(ystar, p["mu"], p["S"], rule)
+        from sklearn_lvgp._objectives._kl import gaussian_kl_vjp
+        from sklearn_lvgp._psi import psi_vjp
+
+        v = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, cache)
+        dmu, dS = gaussian_kl_vjp(p["mu"], p["S"])
+        return value, packer.pack_grad({"mu": v.mu - dmu, "S": v.S - dS}, p)
+
+    x = packer.pack({"mu": rng.standard_normal((n, Q)), "S": rng.uniform(0.1, 0.5, (n, Q))})
+    check_grad(fun, x, rtol=1e-5)
+
+    # envelope: at the training latents, d(held-out bound)/d(mu) equals dF/d(mu)
+    p = {"mu": model.latent_mean_, "S": model.latent_variance_, "Z": model.inducing_inputs_,
+         "noise": model.noise_variance_}
+    _, grads = model._elbo_and_grads(model.kernel_, Yc, p, rule, model._jitter)
+    from sklearn_lvgp._psi import psi_vjp
+
+    _, adj, cache = model._heldout(Yc, p["mu"], p["S"], rule)
+    v = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, cache)
+    np.testing.assert_allclose(v.mu - p["mu"], grads["mu"], rtol=1e-7, atol=1e-7)
+
+
+def test_fitted_attributes_and_shapes(fitted):
+    model, Y = fitted
+    assert model.latent_mean_.shape == (60, 2) and model.latent_variance_.shape == (60, 2)
+    assert np.all(model.latent_variance_ > 0)
+    assert model.inducing_inputs_.shape == (10, 2)
+    assert model.expectation_ == "unscented"
+    assert model.relevance_.shape == (2,)
+    assert np.isfinite(model.elbo_) and model.n_iter_ > 0
+    assert model.elbo_ >= model.elbo_history_[0]
+    assert list(model.get_feature_names_out()) == ["unscentedgplvm0", "unscentedgplvm1"]
+
+
+@pytest.mark.parametrize(("kernel", "expected"), [(None, "analytic"), (Matern32(), "unscented"),
+                                                  (RBF() + Linear(), "analytic"),
+                                                  (Periodic() + RBF(), "unscented")])
+def test_auto_expectation_is_recorded(tiny_gplvm_data, kernel, expected):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = UnscentedGPLVM(kernel=kernel, **{**FAST, "max_iter": 5}).fit(tiny_gplvm_data)
+    assert model.expectation_ == expected
+
+
+def test_transform_returns_fitted_latents_for_training_rows(fitted):
+    model, Y = fitted
+    np.testing.assert_array_equal(model.transform(Y), model.latent_mean_)
+    # rows that differ in the last bits go through inference and land on the same latents
+    near = model.transform(Y[:8] * (1 + 1e-12))
+    np.testing.assert_allclose(near, model.latent_mean_[:8], atol=1e-2)
+
+
+def test_transform_of_new_rows_and_scores(fitted):
+    model, Y = fitted
+    mu, S = model.transform(Y[:5] + 0.02, return_variance=True)
+    assert mu.shape == (5, 2) and np.all(S > 0)
+    scores = model.score_samples(Y[:10])
+    assert scores.shape == (10,)
+    assert model.score(Y[:10]) == pytest.approx(scores.mean())
+    junk = np.random.default_rng(0).normal(0, 3, (10, 4))
+    assert model.score(Y[:10]) > model.score(junk) + 5.0
+
+
+def test_uncertain_prediction_matches_monte_carlo(fitted):
+    """Spec §13.1.7: moments of §5.2 vs sampling x* then the exact SGPR predictive mixture."""
+    model, _ = fitted
+    m_star = model.latent_mean_[:2]
+    s_star = np.array([[0.05, 0.02], [0.01, 0.08]])
+    # compare the unscented-rule moments with the same rule's integrand sampled exactly:
+    # use a high-order Gauss–Hermite model so the expectation rule error is negligible
+    gh = clone(model).set_params(expectation="gauss_hermite", gh_order=12)
+    gh.__dict__.update({k: v for k, v in model.__dict__.items() if k.endswith("_")})
+    gh._post, gh._jitter, gh._Y, gh._row_index = model._post, model._jitter, model._Y, {}
+    gh._transform_seed = model._transform_seed
+    _, gh._rule = make_rule("gauss_hermite", model.kernel_, 2, gh_order=12)
+    mean, var = gh.predict_uncertain(m_star, s_star, include_noise=True)
+    r = np.random.default_rng(5)
+    n = 100_000
+    for i in range(2):
+        x = m_star[i] + np.sqrt(s_star[i]) * r.standard_normal((n, 2))
+        mu_f, std = model.inverse_transform(x, return_std=True, include_noise=True)
+        mix_mean = mu_f.mean(0)
+        mix_var = (std ** 2).mean(0) + mu_f.var(0)
+        se_mean = np.sqrt(mix_var / n)
+        assert np.all(np.abs(mean[i] - mix_mean) <= 4 * se_mean)
+        second = std ** 2 + mu_f ** 2
+        se_var = np.sqrt(second.var(0) / n) + 2 * np.abs(mix_mean) * se_mean
+        assert np.all(np.abs(var[i] - mix_var) <= 4 * se_var)
+
+
+def test_zero_input_variance_matches_deterministic_prediction(fitted):
+    model, _ = fitted
+    X = model.latent_mean_[:5]
+    m0, v0 = model.predict_uncertain(X, np.zeros_like(X))
+    m1, s1 = model.inverse_transform(X, return_std=True)
+    np.testing.assert_allclose(m0, m1, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(v0, s1 ** 2, rtol=1e-10, atol=1e-10)
+    _, cov = model.predict_uncertain(X, np.full_like(X, 0.1), full_cov=True)
+    assert cov.shape == (5, 4, 4)
+    np.testing.assert_allclose(cov, np.transpose(cov, (0, 2, 1)))
+
+
+def test_reproducible_and_independent_of_thread_count():
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has a single thread")
+    Y = np.random.default_rng(0).standard_normal((600, 5))
+    fits = []
+    for n_jobs in (1, 2, 1):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            m = UnscentedGPLVM(n_components=3, kernel=Matern32(np.ones(3)),
+                               expectation="unscented", n_inducing=20, max_iter=8,
+                               random_state=1, n_jobs=n_jobs).fit(Y)
+        fits.append(m)
+    for m in fits[1:]:
+        np.testing.assert_array_equal(m.latent_mean_, fits[0].latent_mean_)
+        assert m.elbo_ == fits[0].elbo_
+
+
+def test_monte_carlo_fit_is_reproducible(tiny_gplvm_data):
+    kw = {"expectation": "monte_carlo", "n_samples": 8, "max_iter": 40, "random_state": 4,
+          "n_inducing": 5}
+    a = UnscentedGPLVM(**kw).fit(tiny_gplvm_data)
+    b = UnscentedGPLVM(**kw).fit(tiny_gplvm_data)
+    assert a.expectation_ == "monte_carlo"
+    np.testing.assert_array_equal(a.latent_mean_, b.latent_mean_)
+    np.testing.assert_array_equal(a.transform(tiny_gplvm_data[:3] + 0.1),
+                                  b.transform(tiny_gplvm_data[:3] + 0.1))
+
+
+def test_convergence_warning_when_budget_too_small(tiny_gplvm_data):
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        UnscentedGPLVM(**{**FAST, "max_iter": 2}).fit(tiny_gplvm_data)
+
+
+def test_inputs_are_never_modified(tiny_gplvm_data):
+    Y = tiny_gplvm_data.copy()
+    init = np.random.default_rng(0).standard_normal((15, 2))
+    kernel = RBF(np.array([1.0, 1.0]))
+    init_copy, kernel_params = init.copy(), kernel.get_params()
+    model = UnscentedGPLVM(kernel=kernel, init=init, **FAST)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(Y)
+        model.transform(Y + 0.1)
+    np.testing.assert_array_equal(Y, tiny_gplvm_data)
+    np.testing.assert_array_equal(init, init_copy)
+    np.testing.assert_array_equal(kernel.length_scale, kernel_params["length_scale"])
+    assert model.kernel is kernel and model.kernel_ is not kernel
+
+
+BAD_FIT = [
+    ({}, np.array([[1.0, np.nan], [0.0, 1.0]] * 8), ValueError, "NaN"),
+    ({}, np.array([[1.0, np.inf], [0.0, 1.0]] * 8), ValueError, "infinity"),
+    ({}, np.arange(16.0), ValueError, "2D array"),
+    ({}, np.empty((0, 3)), ValueError, "0 sample"),
+    ({"n_inducing": 20}, np.ones((10, 3)), ValueError, "at least n_inducing=20"),
+    ({"n_components": 0}, None, ValueError, "n_components must be >= 1"),
+    ({"expectation": "exact"}, None, ValueError, "expectation must be one of"),
+    ({"expectation": "gauss_hermite", "gh_order": 4, "n_components": 12}, None, ValueError,
+     r"4\*\*12 = 16,777,216 evaluation points"),
+    ({"kernel": RBF(np.ones(3))}, None, ValueError, "3 length scales but the inputs have 2"),
+    ({"kernel": SkRBF()}, None, TypeError, "sklearn_lvgp.kernels.Kernel"),
+    ({"init": np.zeros((3, 2))}, None, ValueError, r"init must have shape \(15, 2\)"),
+    ({"init": "spectral"}, None, ValueError, "init must be one of"),
+    ({"expectation": "monte_carlo", "optimizer": "lbfgs"}, None, ValueError, "stochastic"),
+    ({"learning_rate": -1.0}, None, ValueError, "learning_rate must be > 0"),
+    ({"max_iter": 1.5}, None, TypeError, "max_iter must be an int"),
+]
+
+
+@pytest.mark.parametrize(("params", "X", "error", "match"), BAD_FIT,
+                         ids=[m for *_, m in BAD_FIT])
+def test_bad_input_gives_clear_errors(tiny_gplvm_data, params, X, error, match):
+    X = tiny_gplvm_data[:, :3] if X is None else X
+    with pytest.raises(error, match=match):
+        UnscentedGPLVM(**{**FAST, "n_components": 2, **params}).fit(X)
+
+
+def test_bad_input_at_prediction_time(fitted):
+    model, Y = fitted
+    with pytest.raises(ValueError, match="features"):
+        model.transform(Y[:, :3])
+    with pytest.raises(ValueError, match="NaN"):
+        model.transform(np.where(np.eye(4, dtype=bool)[:1], np.nan, Y[:1]))
+    with pytest.raises(ValueError, match="non-negative"):
+        model.predict_uncertain(np.zeros((2, 2)), -np.ones((2, 2)))
+    with pytest.raises(ValueError, match=r"var must have shape \(2, 2\)"):
+        model.predict_uncertain(np.zeros((2, 2)), np.ones((3, 2)))
+    with pytest.raises(ValueError, match=r"X must have shape \(n, 2\)"):
+        model.inverse_transform(np.zeros((2, 3)))
+
+
+def test_pipeline_gridsearch_clone_pickle(tiny_gplvm_data):
+    Y = np.vstack([tiny_gplvm_data, tiny_gplvm_data + 0.01])
+    pipe = make_pipeline(StandardScaler(), UnscentedGPLVM(kernel=RBF(np.ones(2)), **FAST))
+    search = GridSearchCV(pipe, {"unscentedgplvm__kernel__length_scale": [np.ones(2),
+                                                                          2 * np.ones(2)]},
+                          cv=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        search.fit(Y)
+        model = clone(search.best_estimator_[-1]).fit(Y)
+    assert np.isfinite(search.best_score_)
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.transform(Y[:4] + 0.3), model.transform(Y[:4] + 0.3))
+
+
+@pytest.fixture
+def oil100(shared_data):
+    from sklearn_lvgp.datasets import load_oil_flow
+
+    return load_oil_flow("gplvm100")
+
+
+def _knn(Z, y):
+    scores = cross_val_score(KNeighborsClassifier(1), Z, y,
+                             cv=KFold(5, shuffle=True, random_state=42))
+    return 100 * scores.mean(), 100 * scores.std(ddof=1)
+
+
+def _paper_fit(Y, kernel, expectation, **kw):
+    model = UnscentedGPLVM(n_components=5, n_inducing=20, kernel=kernel, expectation=expectation,
+                           init="pca_unscaled", noise_variance_init=0.01, center=False,
+                           random_state=42, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(Y)
+    top = np.argsort(-model.relevance_)[:2]
+    return model, model.latent_mean_[:, top]
+
+
+def test_oil_flow_protocol_pca_row_is_exact(oil100):
+    """Spec §13.1.1: PCA-2 + 1-NN with KFold(5, shuffle, 42) gives 79.0 ± 6.5 (Table 1)."""
+    Y, labels = oil100
+    mean, std = _knn(PCA(2).fit_transform(Y), labels)
+    assert mean == pytest.approx(79.0, abs=0.1) and std == pytest.approx(6.5, abs=0.1)
+
+
+@pytest.mark.parametrize(("kernel", "expectation", "target"), [
+    (lambda: Matern32(np.ones(5)), "unscented", 95.0),
+    (lambda: RBF(np.ones(5)), "analytic", 95.0),
+])
+def test_oil_flow_small_reproduction(oil100, kernel, expectation, target):
+    """Table 1 rows UT-Matérn (paper 100.0) and analytic RBF (paper 98.0), capped iterations."""
+    Y, labels = oil100
+    _, Z = _paper_fit(Y, kernel(), expectation, max_iter=2000)
+    mean, _ = _knn(Z, labels)
+    assert mean >= target
+
+
+def test_oil_flow_transform_of_held_out_rows(oil100):
+    """Spec §13.1.8: fit on 80 rows, transform 20 unseen ones, 1-NN against the training latents."""
+    Y, labels = oil100
+    order = np.random.RandomState(0).permutation(100)
+    train, test = order[:80], order[80:]
+    model, _ = _paper_fit(Y[train], Matern32(np.ones(5)), "unscented", max_iter=2000)
+    top = np.argsort(-model.relevance_)[:2]
+    Z_test = model.transform(Y[test])[:, top]
+    knn = KNeighborsClassifier(1).fit(model.latent_mean_[:, top], labels[train])
+    assert knn.score(Z_test, labels[test]) >= 0.90

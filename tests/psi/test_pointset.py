@@ -1,0 +1,217 @@
+"""Point-set Ψ-statistics (UT, Gauss–Hermite, Monte Carlo): accuracy against the closed forms
+(spec §13.1.5), exact limits, VJPs for every kernel, chunking and thread-count invariance."""
+
+import numba
+import numpy as np
+import pytest
+
+from sklearn_lvgp._parallel import threads
+from sklearn_lvgp._psi import (
+    _pointset,
+    gauss_hermite_rule,
+    make_rule,
+    monte_carlo_rule,
+    psi_statistics,
+    psi_vjp,
+    unscented_rule,
+)
+from sklearn_lvgp.kernels import RBF, Linear, Matern32, MLPKernel, Periodic, White
+from sklearn_lvgp.utils.gradcheck import check_vjp
+
+
+def _rel(a, b):
+    return np.linalg.norm(a - b) / np.linalg.norm(b)
+
+
+def _gaussians(rng, N, M, Q, level):
+    mu = rng.standard_normal((N, Q))
+    S = level * rng.uniform(0.5, 1.5, (N, Q))
+    Z = rng.standard_normal((M, Q))
+    return mu, S, Z
+
+
+@pytest.mark.parametrize("Q", [2, 5])
+@pytest.mark.parametrize(("level", "tol1", "tol2"), [(0.01, 5e-4, 5e-4), (0.1, 1e-2, 2e-2)])
+def test_unscented_accuracy_against_closed_form_rbf(rng, Q, level, tol1, tol2):
+    mu, S, Z = _gaussians(rng, 40, 20, Q, level)
+    k = RBF(np.ones(Q))
+    exact, _ = psi_statistics(k, Z, mu, S, "analytic")
+    ut, _ = psi_statistics(k, Z, mu, S, unscented_rule(Q))
+    assert ut.psi0 == pytest.approx(exact.psi0, rel=1e-12)
+    assert _rel(ut.Psi1, exact.Psi1) <= tol1
+    assert _rel(ut.Psi2, exact.Psi2) <= tol2
+
+
+def test_unscented_is_exact_for_linear_kernel(rng):
+    mu, S, Z = _gaussians(rng, 12, 5, 3, 0.7)
+    k = Linear(np.array([0.5, 1.5, 2.0]))
+    exact, _ = psi_statistics(k, Z, mu, S, "analytic")
+    ut, _ = psi_statistics(k, Z, mu, S, unscented_rule(3))
+    assert ut.psi0 == pytest.approx(exact.psi0, rel=1e-10)
+    assert _rel(ut.Psi1, exact.Psi1) <= 1e-10
+    assert _rel(ut.Psi2, exact.Psi2) <= 1e-10
+
+
+def test_unscented_equals_two_point_gauss_hermite_in_one_dimension(rng):
+    mu, S, Z = _gaussians(rng, 10, 4, 1, 0.4)
+    k = Matern32(0.8)
+    ut, _ = psi_statistics(k, Z, mu, S, unscented_rule(1))
+    gh, _ = psi_statistics(k, Z, mu, S, gauss_hermite_rule(2, 1))
+    np.testing.assert_allclose(ut.Psi1, gh.Psi1, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ut.Psi2, gh.Psi2, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("Q", [1, 2])
+@pytest.mark.parametrize(("level", "order"), [(0.5, 20), (1.0, 40)])
+def test_high_order_gauss_hermite_matches_closed_form(rng, Q, level, order):
+    """GH(20) reaches 1e-8 for S/l² ≤ 0.75; near S/l² = 1.5 it needs about 40 nodes."""
+    mu, S, Z = _gaussians(rng, 8, 5, Q, level)
+    k = RBF(np.ones(Q))
+    exact, _ = psi_statistics(k, Z, mu, S, "analytic")
+    gh, _ = psi_statistics(k, Z, mu, S, gauss_hermite_rule(order, Q))
+    assert _rel(gh.Psi1, exact.Psi1) <= 1e-8
+    assert _rel(gh.Psi2, exact.Psi2) <= 1e-8
+
+
+def test_monte_carlo_error_within_standard_errors_and_shrinks(rng):
+    Q = 2
+    mu, S, Z = _gaussians(rng, 6, 4, Q, 0.5)
+    k = RBF(np.ones(Q))
+    exact, _ = psi_statistics(k, Z, mu, S, "analytic")
+    state = np.random.RandomState(3)
+    errors = []
+    for K in (100, 10_000):
+        rule = monte_carlo_rule(K, Q, state, n_points=mu.shape[0])
+        est, _ = psi_statistics(k, Z, mu, S, rule)
+        X = (mu[:, None, :] + np.sqrt(S)[:, None, :] * rule.nodes).reshape(-1, Q)
+        samples = k.K(X, Z).reshape(mu.shape[0], K, -1)
+        se = samples.std(axis=1, ddof=1) / np.sqrt(K)
+        assert np.all(np.abs(est.Psi1 - exact.Psi1) <= 4 * se + 1e-15)
+        errors.append(_rel(est.Psi1, exact.Psi1))
+    assert 3.0 < errors[0] / errors[1] < 40.0  # about sqrt(100) = 10
+
+
+KERNELS = {
+    "rbf": lambda Q: RBF(np.linspace(0.8, 1.3, Q), variance=1.4),
+    "matern32": lambda Q: Matern32(np.linspace(0.9, 1.2, Q)),
+    "periodic": lambda Q: Periodic(period=2.0, length_scale=0.9),
+    "linear": lambda Q: Linear(np.linspace(0.5, 1.5, Q)),
+    "mlp": lambda Q: MLPKernel(hidden_units=3, output_units=2).initialize(
+        Q, np.random.RandomState(0)),
+    "per+rbf+lin": lambda Q: Periodic() + RBF(np.ones(Q)) + Linear(np.ones(Q)),
+    "rbf*white": lambda Q: RBF(1.0) + White(0.1),
+}
+
+RULES = {
+    "unscented": lambda Q, N: unscented_rule(Q),
+    "gauss_hermite": lambda Q, N: gauss_hermite_rule(3, Q),
+    "monte_carlo": lambda Q, N: monte_carlo_rule(5, Q, np.random.RandomState(1), n_points=N),
+}
+
+
+@pytest.mark.parametrize("rule_name", list(RULES))
+@pytest.mark.parametrize("kernel_name", list(KERNELS))
+def test_pointset_vjp_matches_finite_differences(rng, kernel_name, rule_name):
+    N, M, Q = 5, 3, 2
+    mu, S, Z = _gaussians(rng, N, M, Q, 0.3)
+    kernel = KERNELS[kernel_name](Q)
+    rule = RULES[rule_name](Q, N)
+
+    def forward(mu, S, Z, theta):
+        stats, _ = psi_statistics(kernel.clone_with_theta(theta), Z, mu, S, rule)
+        return np.asarray(stats.psi0), stats.Psi1, stats.Psi2
+
+    def backward(w, mu, S, Z, theta):
+        _, cache = psi_statistics(kernel.clone_with_theta(theta), Z, mu, S, rule)
+        v = psi_vjp(float(w[0]), w[1], w[2], cache)
+        return {"mu": v.mu, "S": v.S, "Z": v.Z, "theta": v.theta}
+
+    rtol = 1e-4 if kernel_name == "mlp" else 1e-5
+    check_vjp(forward, backward, {"mu": mu, "S": S, "Z": Z, "theta": kernel.theta}, rng,
+              rtol=rtol)
+
+
+def test_per_point_statistics_sum_and_vjp(rng):
+    N, M, Q = 4, 3, 2
+    mu, S, Z = _gaussians(rng, N, M, Q, 0.3)
+    kernel = Matern32(np.ones(Q))
+    rule = unscented_rule(Q)
+    per, _ = psi_statistics(kernel, Z, mu, S, rule, per_point=True)
+    tot, _ = psi_statistics(kernel, Z, mu, S, rule)
+    assert per.psi0.shape == (N,) and per.Psi2.shape == (N, M, M)
+    assert np.sum(per.psi0) == pytest.approx(tot.psi0)
+    np.testing.assert_allclose(per.Psi2.sum(0), tot.Psi2, rtol=1e-12)
+
+    def forward(mu, S, Z):
+        stats, _ = psi_statistics(kernel, Z, mu, S, rule, per_point=True)
+        return stats.psi0, stats.Psi1, stats.Psi2
+
+    def backward(w, mu, S, Z):
+        _, cache = psi_statistics(kernel, Z, mu, S, rule, per_point=True)
+        v = psi_vjp(w[0], w[1], w[2], cache)
+        return {"mu": v.mu, "S": v.S, "Z": v.Z}
+
+    check_vjp(forward, backward, {"mu": mu, "S": S, "Z": Z}, rng)
+
+
+@pytest.mark.parametrize("rule_name", list(RULES))
+def test_zero_variance_limit_is_deterministic_kernel(rng, rule_name):
+    N, M, Q = 6, 4, 2
+    mu, _, Z = _gaussians(rng, N, M, Q, 0.3)
+    kernel = Periodic(period=1.5) + Matern32(np.ones(Q))
+    stats, _ = psi_statistics(kernel, Z, mu, np.zeros((N, Q)), RULES[rule_name](Q, N))
+    Knm = kernel.K(mu, Z)
+    np.testing.assert_allclose(stats.Psi1, Knm, rtol=1e-12)
+    np.testing.assert_allclose(stats.Psi2, Knm.T @ Knm, rtol=1e-12)
+    assert stats.psi0 == pytest.approx(np.sum(kernel.Kdiag(mu)))
+
+
+def test_chunking_does_not_change_results(rng, monkeypatch):
+    N, M, Q = 50, 6, 3
+    mu, S, Z = _gaussians(rng, N, M, Q, 0.3)
+    kernel = Matern32(np.ones(Q))
+    rule = unscented_rule(Q)
+    whole, cache = psi_statistics(kernel, Z, mu, S, rule)
+    g = rng.standard_normal((M, M))
+    v_whole = psi_vjp(0.3, np.ones((N, M)), g, cache)
+    monkeypatch.setattr(_pointset, "CHUNK_ELEMENTS", 7 * 2 * Q * M)  # 7 rows per chunk
+    parts, cache = psi_statistics(kernel, Z, mu, S, rule)
+    assert len(cache.inner.chunks) == 8 and not cache.inner.Ks
+    v_parts = psi_vjp(0.3, np.ones((N, M)), g, cache)
+    np.testing.assert_allclose(parts.Psi2, whole.Psi2, rtol=1e-12)
+    for a, b in zip(v_parts, v_whole, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_results_identical_for_one_and_two_threads(rng):
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has a single thread")
+    N, M, Q = 400, 20, 3
+    mu, S, Z = _gaussians(rng, N, M, Q, 0.3)
+    kernel = Matern32(np.ones(Q))
+    rule = unscented_rule(Q)
+    g = rng.standard_normal((M, M))
+    results = []
+    for n_jobs in (1, 2):
+        with threads(n_jobs):
+            stats, cache = psi_statistics(kernel, Z, mu, S, rule)
+            v = psi_vjp(0.3, np.ones((N, M)), g, cache)
+        results.append((stats.Psi1, stats.Psi2, *v))
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_make_rule_resolution_and_errors():
+    assert make_rule("auto", RBF(1.0), 2)[0] == "analytic"
+    assert make_rule("auto", Matern32(1.0), 2)[0] == "unscented"
+    with pytest.raises(ValueError, match="closed-form"):
+        make_rule("analytic", Matern32(1.0), 2)
+    with pytest.raises(ValueError, match="expectation must be one of"):
+        make_rule("quadrature", RBF(1.0), 2)
+    with pytest.raises(ValueError, match=r"3\*\*30 = .* evaluation points"):
+        make_rule("gauss_hermite", RBF(1.0), 30, gh_order=3)
+    with pytest.raises(ValueError, match="random_state"):
+        make_rule("monte_carlo", RBF(1.0), 2)
+    name, rule = make_rule("monte_carlo", RBF(1.0), 2, n_samples=7,
+                           random_state=np.random.RandomState(0))
+    assert name == "monte_carlo" and rule.nodes.shape == (7, 2)

@@ -1,0 +1,46 @@
+"""scikit-learn's estimator checks on every public estimator, with fast parameters."""
+
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_lvgp.kernels import Matern32
+from sklearn_lvgp.utils.discovery import all_estimators
+
+#: Small, fast settings per estimator; the checks use tiny datasets (as few as 10 rows).
+FAST_PARAMS = {
+    "UnscentedGPLVM": {"n_inducing": 5, "max_iter": 30, "transform_max_iter": 20,
+                       "random_state": 0},
+}
+
+#: Checks expected to fail, with the reason (none at present).
+EXPECTED_FAILED = {}
+
+
+#: Extra configurations whose code paths differ from the defaults.
+VARIANTS = {
+    "UnscentedGPLVM": [
+        {"expectation": "unscented", "kernel": Matern32()},
+        {"expectation": "monte_carlo", "n_samples": 4},
+    ],
+}
+
+
+def _instances():
+    for name, cls in all_estimators():
+        yield cls(**FAST_PARAMS.get(name, {}))
+        for variant in VARIANTS.get(name, []):
+            yield cls(**{**FAST_PARAMS.get(name, {}), **variant})
+
+
+def _expected_failed(estimator):
+    return EXPECTED_FAILED.get(type(estimator).__name__, {})
+
+
+def test_every_estimator_has_fast_params():
+    assert {name for name, _ in all_estimators()} <= set(FAST_PARAMS)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@parametrize_with_checks(list(_instances()), expected_failed_checks=_expected_failed)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)

@@ -1,0 +1,92 @@
+"""Jittered Cholesky (warns, then raises clearly) and the Cholesky / triangular-solve backward."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from sklearn_lvgp._linalg import (
+    CholeskyError,
+    JitterWarning,
+    cho_solve,
+    cholesky_jitter,
+    cholesky_vjp,
+    logdet_from_chol,
+    solve_lower,
+    solve_lower_vjp,
+)
+from sklearn_lvgp.utils.gradcheck import check_vjp
+
+
+def _spd(rng, n):
+    A = rng.standard_normal((n, n))
+    return A @ A.T + n * np.eye(n)
+
+
+def test_cholesky_plain_matrix_needs_no_warning(rng):
+    A = _spd(rng, 5)
+    A_copy = A.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitterWarning)
+        L, used = cholesky_jitter(A, jitter=1e-6)
+    np.testing.assert_allclose(L @ L.T, A + used * np.eye(5), rtol=1e-12)
+    np.testing.assert_array_equal(A, A_copy)
+
+
+def test_cholesky_escalates_with_warning_on_singular_matrix():
+    v = np.array([[1.0, 2.0, 3.0]])
+    A = v.T @ v - 1e-9 * np.eye(3)  # slightly indefinite
+    with pytest.warns(JitterWarning, match="relative jitter"):
+        L, used = cholesky_jitter(A, jitter=1e-14, max_tries=12, name="K_uu")
+    assert used > 1e-14
+    assert np.all(np.isfinite(L))
+
+
+def test_cholesky_raises_naming_matrix_and_parameter():
+    A = -np.eye(3)
+    with pytest.raises(CholeskyError, match=r"K_uu.*Increase `jitter`"):
+        with pytest.warns(JitterWarning):
+            cholesky_jitter(A, jitter=1e-6, max_tries=2, name="K_uu")
+
+
+def test_cholesky_rejects_nan():
+    with pytest.raises(CholeskyError, match="NaN"):
+        cholesky_jitter(np.array([[1.0, np.nan], [np.nan, 1.0]]))
+
+
+def test_solves_and_logdet(rng):
+    A = _spd(rng, 4)
+    L, used = cholesky_jitter(A, jitter=0.0)
+    B = rng.standard_normal((4, 2))
+    np.testing.assert_allclose(A @ cho_solve(L, B), B, atol=1e-10)
+    assert logdet_from_chol(L) == pytest.approx(np.linalg.slogdet(A)[1], rel=1e-12)
+
+
+def test_cholesky_vjp_matches_finite_differences(rng):
+    A = _spd(rng, 4)
+
+    def forward(A):
+        return np.linalg.cholesky(0.5 * (A + A.T))
+
+    # the adjoint of a symmetric input is checked along symmetric perturbations
+    W = np.tril(rng.standard_normal((4, 4)))
+    L = forward(A)
+    dA = cholesky_vjp(L, W)
+    V = rng.standard_normal((4, 4))
+    V = V + V.T
+    h = 1e-6
+    num = (np.sum(W * forward(A + h * V)) - np.sum(W * forward(A - h * V))) / (2 * h)
+    assert np.sum(dA * V) == pytest.approx(num, rel=1e-6)
+
+
+def test_solve_lower_vjp_matches_finite_differences(rng):
+    L0 = np.linalg.cholesky(_spd(rng, 4))
+
+    def forward(L, B):
+        return solve_lower(np.tril(L), B)
+
+    def backward(W, L, B):
+        dL, dB = solve_lower_vjp(np.tril(L), forward(L, B), W)
+        return {"L": np.tril(dL), "B": dB}
+
+    check_vjp(forward, backward, {"L": L0, "B": rng.standard_normal((4, 3))}, rng)
