@@ -13,16 +13,9 @@ import numpy as np
 from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.model_selection import KFold, cross_val_score
-from sklearn.neighbors import KNeighborsClassifier
 
 from . import UnscentedGPLVM
-
-
-def knn_accuracy(Z, y):
-    """Mean 5-fold 1-NN accuracy of embedding ``Z`` (KFold, shuffle, seed 42)."""
-    cv = KFold(n_splits=5, shuffle=True, random_state=42)
-    return cross_val_score(KNeighborsClassifier(n_neighbors=1), Z, y, cv=cv)
+from .utils.evaluation import knn_accuracy
 
 
 def main(argv=None):

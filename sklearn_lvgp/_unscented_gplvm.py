@@ -245,7 +245,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             work.theta = p["theta"]
             r = (monte_carlo_rule(self.n_samples, Q, mc_state, n_points=N) if stochastic
                  else rule)
-            value, grads = self._elbo_and_grads(work, Y, p, r, jitter)
+            value, grads, _ = self._elbo_and_grads(work, Y, p, r, jitter)
             return -value, -packer.pack_grad(grads, p)
 
         if optimizer == "lbfgs":
@@ -283,7 +283,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         return [tuple(None if not np.isfinite(v) else v for v in row) for row in bounds]
 
     def _elbo_and_grads(self, kernel, Y, p, rule, jitter, max_tries=0):
-        """ELBO (collapsed bound − KL) and its gradient wrt each constrained block."""
+        """ELBO (collapsed bound − KL), its gradient wrt each constrained block, the posterior."""
         mu, S, Z, s2 = p["mu"], p["S"], p["Z"], float(p["noise"])
         stats, pcache = psi_statistics(kernel, Z, mu, S, rule)
         Kuu = kernel.K(Z)
@@ -296,16 +296,15 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         dkl_mu, dkl_S = gaussian_kl_vjp(mu, S)
         grads = {"mu": pv.mu - dkl_mu, "S": pv.S - dkl_S, "Z": pv.Z + kv.X,
                  "theta": pv.theta + kv.theta, "noise": adj.noise_variance}
-        self._last_post = post
-        return F - kl, grads
+        return F - kl, grads, post
 
     def _finalise(self, Y):
         p = {"mu": self.latent_mean_, "S": self.latent_variance_, "Z": self.inducing_inputs_,
              "noise": self.noise_variance_}
-        elbo, _ = self._elbo_and_grads(self.kernel_, Y, p, self._rule, self._jitter, max_tries=6)
+        elbo, _, post = self._elbo_and_grads(self.kernel_, Y, p, self._rule, self._jitter,
+                                             max_tries=6)
         self.elbo_ = float(elbo)
-        self._post = self._last_post
-        del self._last_post
+        self._post = post
 
     # --------------------------------------------------------------------- new rows (spec §6)
     def _infer_latents(self, Ystar):

@@ -23,6 +23,8 @@ with ``u = lam + rho``, ``tau = lam rho / u`` and ``c = wa z + wb z'``, ``wa = r
 import numba as nb
 import numpy as np
 
+from .._jit import twin_jit
+
 PSI_BLOCK = 64
 
 
@@ -34,7 +36,7 @@ def n_blocks(n_rows):
 
 # ------------------------------------------------------------------------------------ RBF Ψ1
 
-@nb.njit(parallel=True, cache=True)
+@twin_jit(work=lambda mu, Z, *rest: mu.shape[0] * Z.shape[0] * mu.shape[1])
 def rbf_psi1(mu, Z, B, logk1):
     """``Psi1[n, m] = exp(logk1[n] - 0.5 sum_q B[n, q] (mu[n, q] - Z[m, q])^2)``.
 
@@ -53,7 +55,7 @@ def rbf_psi1(mu, Z, B, logk1):
     return out
 
 
-@nb.njit(parallel=True, cache=True)
+@twin_jit(work=lambda mu, Z, *rest: mu.shape[0] * Z.shape[0] * mu.shape[1])
 def rbf_psi1_backward(mu, Z, B, Psi1, A):
     """Backward pass of :func:`rbf_psi1` given the adjoint ``A = dL/dPsi1``.
 
@@ -96,7 +98,7 @@ def rbf_psi1_backward(mu, Z, B, Psi1, A):
 
 # --------------------------------------------------------------------------- two-RBF Ψ2 / cross
 
-@nb.njit(parallel=True, cache=True)
+@twin_jit(work=lambda mu, E, logk2, I, *rest: mu.shape[0] * I.shape[0] * mu.shape[1])
 def two_rbf_psi2(mu, E, logk2, I, J, cmid, pconst, M, sym):
     """Summed Ψ2-type matrix of two RBF kernels, one pair ``(I[p], J[p])`` per parallel task.
 
@@ -122,7 +124,7 @@ def two_rbf_psi2(mu, E, logk2, I, J, cmid, pconst, M, sym):
     return out
 
 
-@nb.njit(parallel=True, cache=True)
+@twin_jit(work=lambda mu, E, logk2, I, *rest: mu.shape[0] * I.shape[0] * mu.shape[1])
 def two_rbf_psi2_per_point(mu, E, logk2, I, J, cmid, pconst, M, sym):
     """Per-point version of :func:`two_rbf_psi2`: ``out[n]`` is the ``n``-th summand."""
     N, Q = mu.shape
@@ -141,7 +143,7 @@ def two_rbf_psi2_per_point(mu, E, logk2, I, J, cmid, pconst, M, sym):
     return out
 
 
-@nb.njit(parallel=True, cache=True)
+@twin_jit(work=lambda mu, E, logk2, I, *rest: mu.shape[0] * I.shape[0] * mu.shape[1])
 def two_rbf_psi2_backward(mu, E, logk2, I, J, cmidT, pconst, DuT, mult, wa, wb, G):
     """Backward pass of :func:`two_rbf_psi2` (and of its per-point version).
 
@@ -233,7 +235,7 @@ def two_rbf_psi2_backward(mu, E, logk2, I, J, cmidT, pconst, DuT, mult, wa, wb, 
 
 # ------------------------------------------------------------------------------ RBF × linear
 
-@nb.njit(parallel=True, cache=True)
+@twin_jit(work=lambda mu, S, Z, *rest: mu.shape[0] * Z.shape[0] * mu.shape[1])
 def rbf_linear_tilted(mu, S, Z, lam, B, Psi1):
     """``W[m, q] = sum_n Psi1[n, m] (lam_q mu_nq + S_nq z_mq) / (lam_q + S_nq)`` (spec §3.3).
 
@@ -250,7 +252,7 @@ def rbf_linear_tilted(mu, S, Z, lam, B, Psi1):
     return W
 
 
-@nb.njit(parallel=True, cache=True)
+@twin_jit(work=lambda mu, S, Z, *rest: mu.shape[0] * Z.shape[0] * mu.shape[1])
 def rbf_linear_tilted_backward(mu, S, Z, lam, B, Psi1, dW):
     """Backward pass of :func:`rbf_linear_tilted` given ``dW`` of shape (1, M, Q) or (N, M, Q).
 

@@ -18,28 +18,61 @@ def n_blocks(n_rows):
     return max(1, (n_rows + ROW_BLOCK - 1) // ROW_BLOCK)
 
 
-@twin_jit(work=lambda X, Z, *rest: X.shape[0] * Z.shape[0] * X.shape[1])
-def scaled_sqdist(X, Z, inv_ls):
-    """``r2[n, m] = sum_q ((X[n, q] - Z[m, q]) * inv_ls[q])**2``."""
+# ----------------------------------------------------------------------- stationary kernels
+# A stationary kernel is variance * g(r2) with r2 = sum_q ((x_q - z_q) / l_q)^2 and g(0) = 1.
+# ``kind`` selects the profile g; the forward pass and the whole backward pass (to X, Z, log l,
+# log variance and log alpha) are each one fused loop over (n, m), with no N×M temporaries.
+RBF_KIND, MATERN12_KIND, MATERN32_KIND, MATERN52_KIND, RQ_KIND = 0, 1, 2, 3, 4
+
+
+@nb.njit(inline="always")
+def _profile(kind, r2, alpha):
+    """``(g, dg/dr2, dg/dlog(alpha))`` of the profile ``kind`` at ``r2``."""
+    if kind == RBF_KIND:
+        g = np.exp(-0.5 * r2)
+        return g, -0.5 * g, 0.0
+    if kind == MATERN12_KIND:
+        r = np.sqrt(r2)
+        g = np.exp(-r)
+        # not differentiable at r = 0; the zero subgradient is used there
+        return g, (-0.5 * g / r if r > 0.0 else 0.0), 0.0
+    if kind == MATERN32_KIND:
+        r = np.sqrt(3.0 * r2)
+        e = np.exp(-r)
+        return (1.0 + r) * e, -1.5 * e, 0.0
+    if kind == MATERN52_KIND:
+        r = np.sqrt(5.0 * r2)
+        e = np.exp(-r)
+        return (1.0 + r + 5.0 * r2 / 3.0) * e, -(5.0 / 6.0) * (1.0 + r) * e, 0.0
+    t = r2 / (2.0 * alpha)
+    base = 1.0 + t
+    g = base ** (-alpha)
+    return g, -0.5 * g / base, alpha * g * (-np.log(base) + t / base)
+
+
+@twin_jit(work=lambda X, Z, *rest: 2 * X.shape[0] * Z.shape[0] * X.shape[1])
+def stationary_K(X, Z, inv_ls, variance, kind, alpha):
+    """``K[n, m] = variance * g(r2(x_n, z_m))``."""
     N, Q = X.shape
     M = Z.shape[0]
     out = np.empty((N, M))
     for n in nb.prange(N):
         for m in range(M):
-            acc = 0.0
+            r2 = 0.0
             for q in range(Q):
                 d = (X[n, q] - Z[m, q]) * inv_ls[q]
-                acc += d * d
-            out[n, m] = acc
+                r2 += d * d
+            g, _, _ = _profile(kind, r2, alpha)
+            out[n, m] = variance * g
     return out
 
 
-@twin_jit(work=lambda G, X, Z, *rest: G.size * X.shape[1])
-def stationary_backward(G, X, Z, inv_ls):
-    """Chain rule through ``r2`` given ``G = dL/dr2`` (shared by all stationary kernels).
+@twin_jit(work=lambda dK, X, Z, *rest: 3 * X.shape[0] * Z.shape[0] * X.shape[1])
+def stationary_K_vjp(dK, X, Z, inv_ls, variance, kind, alpha):
+    """Backward pass of :func:`stationary_K` given ``dK = dL/dK``.
 
-    Returns ``dX`` (N, Q), ``dZ`` (M, Q) and ``dlogls`` (Q,): the gradient wrt the log of each
-    length scale (``d r2 / d log l_q = -2 (x_q - z_q)^2 / l_q^2``).
+    Returns ``dX`` (N, Q), ``dZ`` (M, Q), ``dlogls`` (Q,), ``dlogvar`` and ``dlogalpha``
+    (gradients wrt ``log`` of each length scale, of the variance and of alpha).
     """
     N, Q = X.shape
     M = Z.shape[0]
@@ -47,111 +80,42 @@ def stationary_backward(G, X, Z, inv_ls):
     dX = np.zeros((N, Q))
     dZ_part = np.zeros((nb_, M, Q))
     dl_part = np.zeros((nb_, Q))
+    dv_part = np.zeros(nb_)
+    da_part = np.zeros(nb_)
     inv2 = inv_ls * inv_ls
     for b in nb.prange(nb_):
         lo = b * ROW_BLOCK
         hi = min(N, lo + ROW_BLOCK)
         for n in range(lo, hi):
             for m in range(M):
-                g = G[n, m]
-                if g == 0.0:
+                w = dK[n, m]
+                if w == 0.0:
                     continue
+                r2 = 0.0
+                for q in range(Q):
+                    d = (X[n, q] - Z[m, q]) * inv_ls[q]
+                    r2 += d * d
+                g, dg, dga = _profile(kind, r2, alpha)
+                dv_part[b] += w * variance * g
+                da_part[b] += w * variance * dga
+                c = 2.0 * w * variance * dg
                 for q in range(Q):
                     d = X[n, q] - Z[m, q]
-                    t = 2.0 * g * d * inv2[q]
+                    t = c * d * inv2[q]
                     dX[n, q] += t
                     dZ_part[b, m, q] -= t
                     dl_part[b, q] -= t * d
     dZ = np.zeros((M, Q))
     dl = np.zeros(Q)
+    dv = 0.0
+    da = 0.0
     for b in range(nb_):
         dZ += dZ_part[b]
         dl += dl_part[b]
-    return dX, dZ, dl
+        dv += dv_part[b]
+        da += da_part[b]
+    return dX, dZ, dl, dv, da
 
-
-# --------------------------------------------------------------------------------- profiles
-# Each profile maps the squared scaled distance r2 to g(r2) with g(0) = 1, and returns the pair
-# (g, dg/dr2) elementwise. The kernel is variance * g.
-
-@twin_jit(work=lambda r2, *rest: 4 * r2.size)
-def rbf_profile(r2):
-    N, M = r2.shape
-    g = np.empty((N, M))
-    dg = np.empty((N, M))
-    for n in nb.prange(N):
-        for m in range(M):
-            v = np.exp(-0.5 * r2[n, m])
-            g[n, m] = v
-            dg[n, m] = -0.5 * v
-    return g, dg
-
-
-@twin_jit(work=lambda r2, *rest: 4 * r2.size)
-def matern12_profile(r2):
-    N, M = r2.shape
-    g = np.empty((N, M))
-    dg = np.empty((N, M))
-    for n in nb.prange(N):
-        for m in range(M):
-            r = np.sqrt(r2[n, m])
-            v = np.exp(-r)
-            g[n, m] = v
-            # not differentiable at r = 0; the zero subgradient is used there
-            dg[n, m] = -0.5 * v / r if r > 0.0 else 0.0
-    return g, dg
-
-
-@twin_jit(work=lambda r2, *rest: 4 * r2.size)
-def matern32_profile(r2):
-    s3 = np.sqrt(3.0)
-    N, M = r2.shape
-    g = np.empty((N, M))
-    dg = np.empty((N, M))
-    for n in nb.prange(N):
-        for m in range(M):
-            r = np.sqrt(r2[n, m])
-            e = np.exp(-s3 * r)
-            g[n, m] = (1.0 + s3 * r) * e
-            dg[n, m] = -1.5 * e
-    return g, dg
-
-
-@twin_jit(work=lambda r2, *rest: 4 * r2.size)
-def matern52_profile(r2):
-    s5 = np.sqrt(5.0)
-    N, M = r2.shape
-    g = np.empty((N, M))
-    dg = np.empty((N, M))
-    for n in nb.prange(N):
-        for m in range(M):
-            rr = r2[n, m]
-            r = np.sqrt(rr)
-            e = np.exp(-s5 * r)
-            g[n, m] = (1.0 + s5 * r + 5.0 * rr / 3.0) * e
-            dg[n, m] = -(5.0 / 6.0) * (1.0 + s5 * r) * e
-    return g, dg
-
-
-@twin_jit(work=lambda r2, *rest: 4 * r2.size)
-def rq_profile(r2, alpha):
-    N, M = r2.shape
-    g = np.empty((N, M))
-    dg = np.empty((N, M))
-    dalpha = np.empty((N, M))  # d g / d log(alpha)
-    for n in nb.prange(N):
-        for m in range(M):
-            t = r2[n, m] / (2.0 * alpha)
-            base = 1.0 + t
-            v = base ** (-alpha)
-            g[n, m] = v
-            dg[n, m] = -0.5 * v / base
-            dalpha[n, m] = alpha * v * (-np.log(base) + t / base)
-    return g, dg, dalpha
-
-
-# --------------------------------------------------------------------------------- periodic
-# k(x, z) = variance * exp(-0.5 * sum_q sin^2(pi (x_q - z_q) / p) / l^2)   (spec §4, one p, one l)
 
 @twin_jit(work=lambda X, Z, *rest: 4 * X.shape[0] * Z.shape[0] * X.shape[1])
 def periodic_forward(X, Z, period, length_scale, variance):

@@ -1,9 +1,10 @@
 """Stationary kernels ``variance * g(r2)`` with ARD length scales.
 
 A stationary kernel supplies only its profile ``g`` and ``dg/dr2`` as a function of the squared
-scaled distance ``r2 = sum_q (x_q - z_q)^2 / l_q^2`` (one jitted elementwise loop); the chain rule
-to ``X``, ``Z`` and ``log l`` is shared (``stationary_backward``). Working in ``r2`` rather than
-``r`` keeps the Matérn 3/2 and 5/2 derivatives finite at ``r = 0`` without special cases.
+scaled distance ``r2 = sum_q (x_q - z_q)^2 / l_q^2`` (``_kernels_numba._profile``); the forward
+loop and the chain rule to ``X``, ``Z``, ``log l`` and ``log variance`` are shared and fused
+(``stationary_K``, ``stationary_K_vjp``). Working in ``r2`` rather than ``r`` keeps the Matérn 3/2
+and 5/2 derivatives finite at ``r = 0`` without special cases.
 """
 
 import numpy as np
@@ -26,16 +27,12 @@ class _Stationary(Kernel):
         self.length_scale_bounds = length_scale_bounds
         self.variance_bounds = variance_bounds
 
-    # -- profile hooks -------------------------------------------------------------------------
-    def _profile(self, r2):
-        """Return ``(g, dg/dr2)`` elementwise; ``g(0) = 1``."""
-        raise NotImplementedError
+    #: Profile selector of the jitted loops (``_kernels_numba.*_KIND``).
+    _kind = None
 
-    def _extra_theta_grads(self, dL_dK, cache):
-        """Gradients of extra (non-variance, non-length-scale) hyperparameters."""
-        return {}
+    def _alpha(self):
+        return 1.0
 
-    # -- helpers -------------------------------------------------------------------------------
     def _inv_ls(self, Q):
         ls = np.asarray(self.length_scale, dtype=np.float64)
         if ls.ndim == 0:
@@ -53,48 +50,38 @@ class _Stationary(Kernel):
         """Inverse length scales ``1 / l_q`` (spec §4)."""
         return self._inv_ls(n_features).copy()
 
-    def _forward(self, X, Z):
+    def _prepare(self, X, Z):
         X = _as_float_array(X, "X")
         Zc = X if Z is None else _as_float_array(Z, "Z")
         if Zc.shape[1] != X.shape[1]:
             raise ValueError(f"X has {X.shape[1]} columns but Z has {Zc.shape[1]}.")
-        inv_ls = self._inv_ls(X.shape[1])
-        r2 = _nb.scaled_sqdist(X, Zc, inv_ls)
-        prof = self._profile(r2)
-        return X, Zc, inv_ls, r2, prof
+        return X, Zc, self._inv_ls(X.shape[1])
 
     # -- contract ------------------------------------------------------------------------------
     def K(self, X, Z=None):
-        _, _, _, _, prof = self._forward(X, Z)
-        return float(self.variance) * prof[0]
+        X, Zc, inv_ls = self._prepare(X, Z)
+        return _nb.stationary_K(X, Zc, inv_ls, float(self.variance), self._kind, self._alpha())
 
     def Kdiag(self, X):
         X = _as_float_array(X, "X")
         return np.full(X.shape[0], float(self.variance))
 
     def vjp(self, dL_dK, X, Z=None):
-        X, Zc, inv_ls, r2, prof = self._forward(X, Z)
-        dL_dK = np.asarray(dL_dK, dtype=np.float64)
-        var = float(self.variance)
-        g, dg = prof[0], prof[1]
-        G = np.ascontiguousarray(dL_dK * (var * dg))
-        dX, dZ, dlogls = _nb.stationary_backward(G, X, Zc, inv_ls)
+        X, Zc, inv_ls = self._prepare(X, Z)
+        dL_dK = np.ascontiguousarray(dL_dK, dtype=np.float64)
+        dX, dZ, dlogls, dlogvar, dlogalpha = _nb.stationary_K_vjp(
+            dL_dK, X, Zc, inv_ls, float(self.variance), self._kind, self._alpha())
         if Z is None:
             dX = dX + dZ
             dZ = None
-        grads = {"variance": var * np.sum(dL_dK * g)}
-        if np.ndim(self.length_scale) == 0:
-            grads["length_scale"] = np.sum(dlogls)
-        else:
-            grads["length_scale"] = dlogls
-        grads.update(self._extra_theta_grads(dL_dK, prof))
+        grads = {"variance": dlogvar, "alpha": dlogalpha,
+                 "length_scale": np.sum(dlogls) if np.ndim(self.length_scale) == 0 else dlogls}
         return KernelVJP(dX, dZ, self._pack_theta_grad(grads))
 
     def vjp_diag(self, dL_dKdiag, X):
         X = _as_float_array(X, "X")
-        grads = {"variance": float(self.variance) * float(np.sum(dL_dKdiag)),
+        grads = {"variance": float(self.variance) * float(np.sum(dL_dKdiag)), "alpha": 0.0,
                  "length_scale": np.zeros(np.shape(self.length_scale))}
-        grads.update({name: 0.0 for name, _ in self._hyperparameters if name not in grads})
         return KernelVJP(np.zeros_like(X), None, self._pack_theta_grad(grads))
 
 
@@ -115,8 +102,7 @@ class RBF(_Stationary):
         Bounds on the variance.
     """
 
-    def _profile(self, r2):
-        return _nb.rbf_profile(r2)
+    _kind = _nb.RBF_KIND
 
 
 class Matern12(_Stationary):
@@ -138,8 +124,7 @@ class Matern12(_Stationary):
         Bounds on the variance.
     """
 
-    def _profile(self, r2):
-        return _nb.matern12_profile(r2)
+    _kind = _nb.MATERN12_KIND
 
 
 class Matern32(_Stationary):
@@ -159,8 +144,7 @@ class Matern32(_Stationary):
         Bounds on the variance.
     """
 
-    def _profile(self, r2):
-        return _nb.matern32_profile(r2)
+    _kind = _nb.MATERN32_KIND
 
 
 class Matern52(_Stationary):
@@ -180,8 +164,7 @@ class Matern52(_Stationary):
         Bounds on the variance.
     """
 
-    def _profile(self, r2):
-        return _nb.matern52_profile(r2)
+    _kind = _nb.MATERN52_KIND
 
 
 class RationalQuadratic(_Stationary):
@@ -216,8 +199,7 @@ class RationalQuadratic(_Stationary):
         self.alpha = alpha
         self.alpha_bounds = alpha_bounds
 
-    def _profile(self, r2):
-        return _nb.rq_profile(r2, float(self.alpha))
+    _kind = _nb.RQ_KIND
 
-    def _extra_theta_grads(self, dL_dK, prof):
-        return {"alpha": float(self.variance) * np.sum(dL_dK * prof[2])}
+    def _alpha(self):
+        return float(self.alpha)

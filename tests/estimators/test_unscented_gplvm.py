@@ -35,7 +35,7 @@ def _objective(model, kernel, rule, Y, Q, M):
     def fun(flat):
         p = packer.unpack(flat)
         work.theta = p["theta"]
-        value, grads = model._elbo_and_grads(work, Y, p, rule, 1e-6)
+        value, grads, _ = model._elbo_and_grads(work, Y, p, rule, 1e-6)
         return value, packer.pack_grad(grads, p)
 
     return packer, fun
@@ -107,7 +107,7 @@ def test_test_time_objective_gradient_and_envelope(fitted, rng):
     # envelope: at the training latents, d(held-out bound)/d(mu) equals dF/d(mu)
     p = {"mu": model.latent_mean_, "S": model.latent_variance_, "Z": model.inducing_inputs_,
          "noise": model.noise_variance_}
-    _, grads = model._elbo_and_grads(model.kernel_, Yc, p, rule, model._jitter)
+    _, grads, _ = model._elbo_and_grads(model.kernel_, Yc, p, rule, model._jitter)
     from sklearn_lvgp._psi import psi_vjp
 
     _, adj, cache = model._heldout(Yc, p["mu"], p["S"], rule)

@@ -340,7 +340,8 @@ def test_mlp_nested_params_and_clone():
 def _backward_stationary(rng):
     X, Z = rng.standard_normal((700, 3)), rng.standard_normal((40, 3))
     G = rng.standard_normal((700, 40))
-    return _nb.stationary_backward, (G, X, Z, np.array([0.7, 1.2, 2.0]))
+    inv_ls = np.array([0.7, 1.2, 2.0])
+    return _nb.stationary_K_vjp, (G, X, Z, inv_ls, 1.3, _nb.MATERN32_KIND, 1.0)
 
 
 def _backward_periodic(rng):
@@ -351,7 +352,7 @@ def _backward_periodic(rng):
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
 @pytest.mark.parametrize("make", [_backward_stationary, _backward_periodic],
-                         ids=["stationary_backward", "periodic_backward"])
+                         ids=["stationary_K_vjp", "periodic_backward"])
 def test_numba_backward_identical_for_1_and_2_threads(make, rng):
     fn, args = make(rng)
     assert args[0].shape[0] > _nb.ROW_BLOCK * 4  # several row blocks
@@ -364,4 +365,13 @@ def test_numba_backward_identical_for_1_and_2_threads(make, rng):
     finally:
         numba.set_num_threads(previous)
     for a, b in zip(one, two, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+@pytest.mark.parametrize("make", [_backward_stationary, _backward_periodic],
+                         ids=["stationary_K_vjp", "periodic_backward"])
+def test_serial_and_parallel_twins_agree_bitwise(make, rng):
+    fn, args = make(rng)
+    for a, b in zip(fn.serial(*args), fn.parallel(*args), strict=True):
         np.testing.assert_array_equal(a, b)
