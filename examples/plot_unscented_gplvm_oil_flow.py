@@ -1,6 +1,6 @@
 """
-Oil flow: Bayesian GPLVM with any kernel (Table 1 of Souza et al., 2021)
-=======================================================================
+Oil flow: Bayesian GPLVM with any kernel (Table 1 of de Souza et al., 2021)
+===========================================================================
 
 Reproduces the dimensionality-reduction experiment of the Unscented GPLVM paper on the
 three-phase oil flow data: a 5-dimensional latent space is learned with different kernels and

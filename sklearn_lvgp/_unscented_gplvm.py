@@ -120,8 +120,8 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
 
     References
     ----------
-    Souza, D. A., Mesquita, D., Gomes, J. P. P., Mattos, C. L. C. (2021). Learning GPLVM with
-    arbitrary kernels using the unscented transformation. AISTATS.
+    de Souza, D. A., Mesquita, D., Mattos, C. L. C., Gomes, J. P. P. (2021). Learning GPLVM
+    with arbitrary kernels using the unscented transformation. AISTATS.
 
     Titsias, M. K., Lawrence, N. D. (2010). Bayesian Gaussian process latent variable model.
     AISTATS.
@@ -455,7 +455,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         return A
 
     def predict_uncertain(self, mean, var, full_cov=False, include_noise=True):
-        """Moments of the data-space predictive at Gaussian latent inputs (spec §5.2).
+        """Compute the moments of the data-space predictive at Gaussian latent inputs (spec §5.2).
 
         Parameters
         ----------

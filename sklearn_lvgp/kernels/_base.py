@@ -26,7 +26,7 @@ __all__ = ["Hyperparameter", "KernelVJP", "Kernel", "Sum", "Product"]
 class Hyperparameter(NamedTuple):
     """Description of one hyperparameter of a kernel.
 
-    Attributes
+    Parameters
     ----------
     name : str
         Attribute name on the kernel (also the ``__init__`` argument).
@@ -48,7 +48,17 @@ class Hyperparameter(NamedTuple):
 
 
 class KernelVJP(NamedTuple):
-    """Adjoints returned by a kernel backward pass."""
+    """Adjoints returned by a kernel backward pass.
+
+    Parameters
+    ----------
+    X : ndarray of shape (N, Q)
+        Adjoint of the first argument.
+    Z : ndarray of shape (M, Q) or None
+        Adjoint of the second argument (``None`` when it was ``X`` itself).
+    theta : ndarray of shape (n_theta,)
+        Adjoint of the free hyperparameters in ``theta`` space.
+    """
 
     X: np.ndarray
     Z: np.ndarray | None
@@ -83,7 +93,7 @@ class Kernel(ABC):
         )
 
     def get_params(self, deep=True):
-        """Parameters of this kernel (nested kernels expanded with ``__`` when ``deep``).
+        """Get the parameters of this kernel (nested kernels expanded with ``__`` when ``deep``).
 
         Parameters
         ----------
@@ -365,7 +375,13 @@ class Kernel(ABC):
         return np.ones(n_features)
 
     def summands(self):
-        """Flat list of the additive components of this kernel (``[self]`` unless a sum)."""
+        """Flat list of the additive components of this kernel.
+
+        Returns
+        -------
+        summands : list of Kernel
+            ``[self]`` unless the kernel is a :class:`Sum`, whose summands are flattened.
+        """
         return [self]
 
     # ------------------------------------------------------------------------------ algebra

@@ -47,7 +47,18 @@ class _Stationary(Kernel):
         self._inv_ls(n_features)
 
     def relevance(self, n_features):
-        """Inverse length scales ``1 / l_q`` (spec §4)."""
+        """Inverse length scales ``1 / l_q`` (spec §4).
+
+        Parameters
+        ----------
+        n_features : int
+            Input dimension.
+
+        Returns
+        -------
+        relevance : ndarray of shape (n_features,)
+            ``1 / length_scale`` broadcast to every input dimension.
+        """
         return self._inv_ls(n_features).copy()
 
     def _prepare(self, X, Z):
