@@ -81,13 +81,20 @@ def pointset_psi(kernel, Z, mu, S, rule, per_point=False):
     psi0 = np.empty(N) if per_point else 0.0
     Psi2 = np.empty((N, M, M)) if per_point else np.zeros((M, M))
     kept = []
+    const_diag = kernel.diag_is_constant
+    if const_diag:
+        diag_value = float(kernel.Kdiag(mu[:1])[0])
     for a, b in chunks:
         X, _ = _points(mu, sqrtS, rule.nodes, a, b)
-        Ks = kernel.K(X, Z).reshape(b - a, K, M)
+        Kflat, kcache = kernel.K_cached(X, Z)
+        Ks = Kflat.reshape(b - a, K, M)
         if keep:
-            kept.append(Ks)
+            kept.append((Ks, kcache))
         Psi1[a:b] = np.einsum("nkm,k->nm", Ks, w)
-        kd = kernel.Kdiag(X).reshape(b - a, K) @ w
+        if const_diag:
+            kd = np.full(b - a, diag_value * float(np.sum(w)))
+        else:
+            kd = kernel.Kdiag(X).reshape(b - a, K) @ w
         Kw = Ks * sqrt_w[None, :, None]
         if per_point:
             psi0[a:b] = kd
@@ -136,9 +143,14 @@ def pointset_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
     dS = np.empty((N, Q))
     dZ = np.zeros((M, Q))
     dtheta = np.zeros(kernel.n_theta)
+    const_diag = kernel.diag_is_constant
     for i, (a, b) in enumerate(cache.chunks):
         X, xi = _points(mu, sqrtS, rule.nodes, a, b)
-        Ks = cache.Ks[i] if cache.Ks else kernel.K(X, Z).reshape(b - a, K, M)
+        if cache.Ks:
+            Ks, kcache = cache.Ks[i]
+        else:
+            Kflat, kcache = kernel.K_cached(X, Z)
+            Ks = Kflat.reshape(b - a, K, M)
         if cache.per_point:
             KG = np.matmul(Ks, G2[a:b])
             ddiag = np.outer(d0[a:b], w).reshape(-1)
@@ -146,13 +158,19 @@ def pointset_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
             KG = (Ks.reshape(-1, M) @ G2).reshape(b - a, K, M)
             ddiag = np.tile(w * float(dL_dpsi0), b - a)
         dKs = w[None, :, None] * (dL_dPsi1[a:b, None, :] + KG)
-        v = kernel.vjp(dKs.reshape(-1, M), X, Z)
-        vd = kernel.vjp_diag(ddiag, X)
-        dX = (v.X + vd.X).reshape(b - a, K, Q)
+        v = kernel.vjp_cached(dKs.reshape(-1, M), kcache)
+        dX = v.X.reshape(b - a, K, Q)
+        if const_diag:
+            # Kdiag does not depend on x: only its hyperparameters receive the adjoint
+            dtheta += kernel.vjp_diag(np.array([np.sum(ddiag)]), X[:1]).theta
+        else:
+            vd = kernel.vjp_diag(ddiag, X)
+            dX = dX + vd.X.reshape(b - a, K, Q)
+            dtheta += vd.theta
         dmu[a:b] = dX.sum(axis=1)
         dxi = (dX * xi).sum(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             dS[a:b] = np.where(sqrtS[a:b] > 0, dxi / (2.0 * sqrtS[a:b]), 0.0)
         dZ += v.Z
-        dtheta += v.theta + vd.theta
+        dtheta += v.theta
     return PsiVJP(dmu, dS, dZ, dtheta)

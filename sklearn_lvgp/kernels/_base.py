@@ -331,6 +331,51 @@ class Kernel(ABC):
     def __call__(self, X, Z=None):
         return self.K(X, Z)
 
+    # -------------------------------------------------------- optional cached forward/backward
+    def K_cached(self, X, Z=None):
+        """Forward pass that also returns what :meth:`vjp_cached` needs.
+
+        The default keeps the inputs and lets :meth:`vjp_cached` recompute; kernels with costly
+        intermediates (e.g. :class:`MLPKernel` features) override both methods.
+
+        Parameters
+        ----------
+        X : ndarray of shape (N, Q)
+            First argument.
+        Z : ndarray of shape (M, Q), default=None
+            Second argument; ``None`` means ``X``.
+
+        Returns
+        -------
+        K : ndarray of shape (N, M)
+            Kernel matrix.
+        cache : object
+            Input of :meth:`vjp_cached`.
+        """
+        return self.K(X, Z), (X, Z)
+
+    def vjp_cached(self, dL_dK, cache):
+        """Backward pass of :meth:`K_cached`; same result as :meth:`vjp`.
+
+        Parameters
+        ----------
+        dL_dK : ndarray of shape (N, M)
+            Adjoint of the kernel matrix.
+        cache : object
+            From :meth:`K_cached`.
+
+        Returns
+        -------
+        KernelVJP
+            Adjoints of ``X``, ``Z`` and ``theta``.
+        """
+        return self.vjp(dL_dK, *cache)
+
+    @property
+    def diag_is_constant(self):
+        """Whether ``Kdiag(X)`` is the same for every input (stationary-type kernels)."""
+        return False
+
     # ------------------------------------------------------------------- model-facing helpers
     def check_input_dim(self, n_features):  # noqa: B027 - optional hook, no-op by default
         """Raise ``ValueError`` if the kernel cannot act on ``n_features`` inputs.
@@ -483,6 +528,10 @@ class _Binary(Kernel):
     @property
     def n_theta(self):
         return self.k1.n_theta + self.k2.n_theta
+
+    @property
+    def diag_is_constant(self):
+        return self.k1.diag_is_constant and self.k2.diag_is_constant
 
     def check_input_dim(self, n_features):
         self.k1.check_input_dim(n_features)

@@ -50,6 +50,10 @@ class Constant(Kernel):
         M = X.shape[0] if Z is None else Z.shape[0]
         return np.full((X.shape[0], M), float(self.variance))
 
+    @property
+    def diag_is_constant(self):
+        return True
+
     def Kdiag(self, X):
         X = _as_float_array(X, "X")
         return np.full(X.shape[0], float(self.variance))
@@ -106,6 +110,10 @@ class White(Kernel):
         if Z is None:
             return float(self.noise_level) * np.eye(X.shape[0])
         return np.zeros((X.shape[0], Z.shape[0]))
+
+    @property
+    def diag_is_constant(self):
+        return True
 
     def Kdiag(self, X):
         X = _as_float_array(X, "X")

@@ -324,29 +324,67 @@ class MLPKernel(Kernel):
         return mlp_forward(X, *weights)
 
     def K(self, X, Z=None):
+        return self.K_cached(X, Z)[0]
+
+    def K_cached(self, X, Z=None):
+        """Kernel matrix plus the network features, reused by :meth:`vjp_cached`.
+
+        Parameters
+        ----------
+        X : ndarray of shape (N, Q)
+            First argument.
+        Z : ndarray of shape (M, Q), default=None
+            Second argument; ``None`` means ``X``.
+
+        Returns
+        -------
+        K : ndarray of shape (N, M)
+            Kernel matrix.
+        cache : tuple
+            Features and network intermediates of both arguments.
+        """
         w = self._weights()
-        GX, _ = self._features(X, w)
-        GZ = None if Z is None else self._features(Z, w, "Z")[0]
-        return self.base_kernel.K(GX, GZ)
+        GX, cX = self._features(X, w)
+        if Z is None:
+            return self.base_kernel.K(GX, None), (w, GX, cX, None, None)
+        GZ, cZ = self._features(Z, w, "Z")
+        return self.base_kernel.K(GX, GZ), (w, GX, cX, GZ, cZ)
+
+    def vjp_cached(self, dL_dK, cache):
+        """Backward pass of :meth:`K_cached` without recomputing the features.
+
+        Parameters
+        ----------
+        dL_dK : ndarray of shape (N, M)
+            Adjoint of the kernel matrix.
+        cache : tuple
+            From :meth:`K_cached`.
+
+        Returns
+        -------
+        KernelVJP
+            Adjoints of ``X``, ``Z`` and ``theta``.
+        """
+        w, GX, cX, GZ, cZ = cache
+        W1, _, W2, _ = w
+        v = self.base_kernel.vjp(dL_dK, GX, GZ)
+        adj_x = mlp_vjp(v.X, cX, W1, W2)
+        if GZ is None:
+            return KernelVJP(adj_x.X, None, self._theta_grad(adj_x, v.theta))
+        adj_z = mlp_vjp(v.Z, cZ, W1, W2)
+        adj = _add_weights(adj_x, adj_z)
+        return KernelVJP(adj_x.X, adj_z.X, self._theta_grad(adj, v.theta))
+
+    @property
+    def diag_is_constant(self):
+        return self.base_kernel is not None and self.base_kernel.diag_is_constant
 
     def Kdiag(self, X):
         GX, _ = self._features(X, self._weights())
         return self.base_kernel.Kdiag(GX)
 
     def vjp(self, dL_dK, X, Z=None):
-        w = self._weights()
-        W1, _, W2, _ = w
-        GX, cX = self._features(X, w)
-        if Z is None:
-            v = self.base_kernel.vjp(dL_dK, GX, None)
-            adj = mlp_vjp(v.X, cX, W1, W2)
-            return KernelVJP(adj.X, None, self._theta_grad(adj, v.theta))
-        GZ, cZ = self._features(Z, w, "Z")
-        v = self.base_kernel.vjp(dL_dK, GX, GZ)
-        adj_x = mlp_vjp(v.X, cX, W1, W2)
-        adj_z = mlp_vjp(v.Z, cZ, W1, W2)
-        adj = _add_weights(adj_x, adj_z)
-        return KernelVJP(adj_x.X, adj_z.X, self._theta_grad(adj, v.theta))
+        return self.vjp_cached(dL_dK, self.K_cached(X, Z)[1])
 
     def vjp_diag(self, dL_dKdiag, X):
         w = self._weights()

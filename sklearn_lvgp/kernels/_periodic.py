@@ -79,6 +79,10 @@ class Periodic(Kernel):
         p, ls, var = self._scalars()
         return _nb.periodic_forward(X, Zc, p, ls, var)
 
+    @property
+    def diag_is_constant(self):
+        return True
+
     def Kdiag(self, X):
         X = _as_float_array(X, "X")
         return np.full(X.shape[0], self._scalars()[2])

@@ -33,6 +33,10 @@ class _Stationary(Kernel):
     def _alpha(self):
         return 1.0
 
+    @property
+    def diag_is_constant(self):
+        return True
+
     def _inv_ls(self, Q):
         ls = np.asarray(self.length_scale, dtype=np.float64)
         if ls.ndim == 0:

@@ -223,6 +223,26 @@ def test_vjp_diag(case, rng, X):
     check_vjp(forward, backward, {"X": X, "theta": k.theta}, rng, rtol=rtol)
 
 
+def test_cached_forward_backward_equals_plain(case, rng, X, Z):
+    k = case[1]()
+    W = rng.standard_normal((X.shape[0], Z.shape[0]))
+    K, cache = k.K_cached(X, Z)
+    np.testing.assert_array_equal(K, k.K(X, Z))
+    a, b = k.vjp_cached(W, cache), k.vjp(W, X, Z)
+    for u, v in zip(a, b, strict=True):
+        np.testing.assert_allclose(u, v, rtol=1e-13, atol=1e-14)
+
+
+def test_diag_is_constant_is_truthful(case, rng, X):
+    k = case[1]()
+    d = k.Kdiag(np.vstack([X, 10 * rng.standard_normal(X.shape)]))
+    if k.diag_is_constant:
+        np.testing.assert_allclose(d, d[0], rtol=1e-14)
+        assert np.all(k.vjp_diag(np.ones(X.shape[0]), X).X == 0.0)
+    else:
+        assert np.ptp(d) > 0
+
+
 # ------------------------------------------------------------------- equality with sklearn
 def _c(value):
     return skk.ConstantKernel(constant_value=value)
