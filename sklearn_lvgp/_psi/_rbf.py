@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _psi_numba as _nb
+from ._two_rbf import two_rbf_backward, two_rbf_forward
 from ._types import PsiStats, PsiVJP, check_psi_adjoints, check_psi_inputs, symmetrise
 
 __all__ = ["rbf_psi", "rbf_psi_vjp"]
@@ -58,7 +59,7 @@ def rbf_psi1_setup(lam, var, S):
 # ------------------------------------------------------------------- two-RBF Ψ2 / cross term
 
 class TwoRBFSetup(NamedTuple):
-    """Everything the two-RBF loops need (see :mod:`._psi_numba` for the formula)."""
+    """Everything the two-RBF computation needs (see :mod:`._two_rbf` for the formula)."""
 
     mu: np.ndarray
     E: np.ndarray
@@ -125,9 +126,7 @@ def two_rbf_setup(lam_a, lam_b, log_c, Z, mu, S, sym):
 
 def two_rbf_psi2(setup, per_point=False):
     """Summed ``(M, M)`` or per-point ``(N, M, M)`` two-RBF matrix from a :class:`TwoRBFSetup`."""
-    s = setup
-    fn = _nb.two_rbf_psi2_per_point if per_point else _nb.two_rbf_psi2
-    return fn(s.mu, s.E, s.logk2, s.I, s.J, s.cmid, s.pconst, s.M, s.sym)
+    return two_rbf_forward(setup, per_point)
 
 
 def two_rbf_psi2_vjp(G, setup):
@@ -150,9 +149,7 @@ def two_rbf_psi2_vjp(G, setup):
         Derivative wrt ``log(var_a var_b)``.
     """
     s = setup
-    dmu, dS, dZ, dla, dlb, total = _nb.two_rbf_psi2_backward(
-        s.mu, s.E, s.logk2, s.I, s.J, s.cmidT, s.pconst, s.DuT, s.mult, s.wa, s.wb,
-        np.ascontiguousarray(G))
+    dmu, dS, dZ, dla, dlb, total = two_rbf_backward(np.asarray(G, dtype=np.float64), s)
     half = 0.5 * total / s.tau
     return dmu, dS, dZ, dla + s.wa * s.wa * half, dlb + s.wb * s.wb * half, total
 
