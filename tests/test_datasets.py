@@ -1,0 +1,54 @@
+"""Loaders of the offline datasets (skipped when ``../shared/data`` is absent)."""
+
+import numpy as np
+import pytest
+
+from sklearn_lvgp.datasets import data_home, load_oil_flow, load_usps
+from sklearn_lvgp.utils.evaluation import knn_accuracy, most_relevant
+
+
+@pytest.mark.parametrize(("subset", "n"), [("gplvm100", 100), ("train", 1000), ("test", 1000)])
+def test_oil_flow_subsets(shared_data, subset, n):
+    X, y = load_oil_flow(subset)
+    assert X.shape == (n, 12) and y.shape == (n,)
+    assert set(np.unique(y)) == {0, 1, 2}
+
+
+def test_oil_flow_gplvm100_matches_documented_counts(shared_data):
+    _, y = load_oil_flow("gplvm100")
+    assert np.bincount(y).tolist() == [36, 31, 33]
+
+
+def test_usps_order_and_scale(shared_data):
+    X, y = load_usps(5)
+    assert X.shape == (50, 256)
+    assert y[:5].tolist() == [1] * 5 and y[-5:].tolist() == [0] * 5
+    assert 0.0 <= X.min() and X.max() < 1.0
+
+
+def test_missing_data_folder_gives_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("SKLEARN_LVGP_DATA", str(tmp_path / "nowhere"))
+    monkeypatch.chdir(tmp_path)
+    import sklearn_lvgp.datasets._loaders as loaders
+
+    monkeypatch.setattr(loaders, "__file__", str(tmp_path / "a" / "b" / "c" / "d.py"))
+    with pytest.raises(FileNotFoundError, match="SKLEARN_LVGP_DATA"):
+        data_home()
+
+
+def test_unknown_subset_rejected():
+    with pytest.raises(ValueError, match="unknown oil flow subset"):
+        load_oil_flow("all")
+
+
+def test_knn_accuracy_and_most_relevant():
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 20)
+    Z = np.column_stack([y + 0.01 * rng.standard_normal(40), rng.standard_normal(40)])
+    assert knn_accuracy(Z[:, :1], y).mean() == 1.0
+
+    class Fitted:
+        relevance_ = np.array([0.1, 3.0, 1.0])
+        latent_mean_ = np.arange(6.0).reshape(2, 3)
+
+    np.testing.assert_array_equal(most_relevant(Fitted()), [[1.0, 2.0], [4.0, 5.0]])
