@@ -4,10 +4,11 @@ Cholesky with jitter escalation, triangular solves, log-determinants and the bac
 Cholesky and triangular solves (used by the uncollapsed bounds).
 """
 
-import warnings
 
 import numpy as np
 from scipy import linalg as sla
+
+from ._warn import warn as _warn
 
 __all__ = [
     "CholeskyError",
@@ -84,19 +85,17 @@ def cholesky_jitter(A, jitter=1e-6, max_tries=5, name="K", parameter="jitter", w
             L = None
         if L is not None and np.all(np.isfinite(L)):
             if attempt > 0 and warn:
-                warnings.warn(
+                _warn(
                     f"{name} was not positive definite with {parameter}={jitter:g}; "
                     f"succeeded with relative jitter {rel:.1e} (absolute {rel * scale:.2e}).",
                     JitterWarning,
-                    stacklevel=2,
                 )
             return L, rel * scale
         rel = max(rel, 1e-12) * 10.0
         if attempt < max_tries and warn and attempt > 0:
-            warnings.warn(
+            _warn(
                 f"{name} not positive definite; escalating relative jitter to {rel:.1e}.",
                 JitterWarning,
-                stacklevel=2,
             )
     raise CholeskyError(
         f"{name} is not positive definite even with relative jitter {rel / 10:.1e} "

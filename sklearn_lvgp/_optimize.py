@@ -8,7 +8,6 @@ emits sklearn's ``ConvergenceWarning``.
 """
 
 import time
-import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -16,6 +15,7 @@ from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
 from ._linalg import CholeskyError
+from ._warn import warn
 
 __all__ = ["OptimizeResult", "minimize_lbfgsb", "minimize_adam"]
 
@@ -115,11 +115,10 @@ def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0,
         raise _no_finite_point(guard, name)
     converged = bool(res.status == 0)
     if not converged:
-        warnings.warn(
+        warn(
             f"{name}: L-BFGS-B did not converge after {res.nit} iterations ({res.message}). "
             "Increase max_iter or loosen tol.",
             ConvergenceWarning,
-            stacklevel=3,
         )
     if verbose:
         print(f"[{name}] done: {res.nit} iterations, objective {guard.best_f:.6e}, "
@@ -204,11 +203,10 @@ def minimize_adam(fun, x0, *, learning_rate=0.01, max_iter=1000, tol=None, beta1
                 break
     history = history[:it]
     if tol is not None and not converged:
-        warnings.warn(
+        warn(
             f"{name}: Adam did not meet tol={tol:g} within {max_iter} steps. "
             "Increase max_iter or learning_rate.",
             ConvergenceWarning,
-            stacklevel=3,
         )
     final = history[np.isfinite(history)]
     return OptimizeResult(x, float(final[-1]) if final.size else np.nan, it,
