@@ -1,4 +1,9 @@
-"""Thread control: map an estimator's ``n_jobs`` to numba and BLAS threads, restored in ``finally``.
+"""Thread control: map an estimator's ``n_jobs`` to numba threads, restored in ``finally``.
+
+BLAS is held at one thread inside the estimators. Their matrix products are small or tall and
+skinny (``(N·K, M)`` with M in the tens to hundreds), which OpenBLAS barely speeds up, while its
+spinning worker threads compete with numba's for the same cores: on 2 cores, numba 2 / BLAS 1 took
+4.2 ms per bound+gradient where 2 / 2 took 15.9 ms (N=1000, Q=5, M=20; ``benchmarks/RESULTS.md``).
 
 The numba ``workqueue`` threading layer is not thread-safe: do not enter jitted parallel code from
 several Python threads at once (lmcinnes/umap issue #665). Use process-based parallelism (joblib's
@@ -22,7 +27,7 @@ def resolve_n_jobs(n_jobs):
 
 @contextmanager
 def threads(n_jobs):
-    """Context manager running numba ``prange`` loops and BLAS with ``n_jobs`` threads.
+    """Context manager running numba ``prange`` loops with ``n_jobs`` threads and BLAS with one.
 
     Parameters
     ----------
@@ -38,7 +43,7 @@ def threads(n_jobs):
     previous = numba.get_num_threads()
     try:
         numba.set_num_threads(n)
-        with threadpool_limits(limits=n):
+        with threadpool_limits(limits=1, user_api="blas"):
             yield n
     finally:
         numba.set_num_threads(previous)

@@ -28,7 +28,7 @@ import numpy as np
 __all__ = ["two_rbf_forward", "two_rbf_backward"]
 
 #: Budget (float64 entries) of one chunk's ``(rows, pairs)`` block.
-CHUNK_ENTRIES = 2 ** 15  # 256 KiB blocks: large fresh allocations page-fault on every call
+CHUNK_ENTRIES = 2 ** 14  # 128 KiB blocks: large fresh allocations page-fault on every call
 
 
 def _chunks(N, P):
