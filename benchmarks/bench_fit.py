@@ -1,0 +1,339 @@
+"""Benchmark ``bound_grad``: one bound + gradient evaluation, ours against GPy's BayesianGPLVM.
+
+What is timed is exactly what L-BFGS-B calls once per iteration inside
+:meth:`sklearn_lvgp.UnscentedGPLVM.fit`: unpack the flat unconstrained vector
+(μ, log S, Z, θ, log σ²), evaluate the ELBO (collapsed bound − KL) with ``_elbo_and_grads``, and
+pack the gradient — at N=1000, D=12, Q=5, M=20 for
+
+* analytic RBF (closed-form Ψ-statistics; the baseline of the ratios),
+* UT RBF and UT Matérn 3/2 (unscented transform, 2Q = 10 points per row),
+* GH(2) Matérn 3/2 (tensor Gauss–Hermite, 2^Q = 32 points per row),
+
+with 1 and 2 threads (``sklearn_lvgp._parallel.threads``: numba and BLAS). GPy's
+``m._objective_grads(m.optimizer_array)`` (RBF ARD, the same data, means, variances, inducing
+inputs and hyperparameters) is timed in the same repeats.
+
+Every configuration runs in a **process of its own** (``_lvgp_worker.py`` with this interpreter;
+``_gpy_worker.py`` with the interpreter named by ``LVGP_PEER_PYTHON``, default
+``../venv-peers/bin/python`` next to the repository, else this one), as it would in a real fit.
+The parent asks the processes for one timed call each in turn, so all of them see the same load.
+Separate processes matter: the analytic path allocates and frees a few MB of temporaries per call,
+and glibc's malloc then returns that memory to the kernel and page-faults it back on the next
+call (about 3000 minor faults per call here) unless some earlier, larger allocation in the same
+process has raised malloc's thresholds. The ``+ malloc tuned`` rows (1 thread) rerun our
+configurations and GPy with ``MALLOC_MMAP_THRESHOLD_``/``MALLOC_TRIM_THRESHOLD_`` set, which
+removes those faults, to show what that costs.
+
+If the peer interpreter cannot import GPy the GPy columns say "GPy not installed".
+Ratios are per repeat: config / analytic RBF, and GPy / config (how many times faster we are).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from _common import (
+    REPO,
+    ensure_repo_on_path,
+    fmt_ms,
+    fmt_ratio,
+    interleaved,
+    markdown_table,
+    ratio_summary,
+    summary,
+)
+
+ensure_repo_on_path()
+
+NAME = "bound_grad"
+HERE = Path(__file__).resolve().parent
+GPY_WORKER = HERE / "_gpy_worker.py"
+LVGP_WORKER = HERE / "_lvgp_worker.py"
+CONFIGS = [
+    ("analytic RBF", "RBF", "analytic"),
+    ("UT RBF", "RBF", "unscented"),
+    ("UT Matérn 3/2", "Matern32", "unscented"),
+    ("GH(2) Matérn 3/2", "Matern32", "gauss_hermite"),
+]
+BASELINE = "analytic RBF"
+TARGET_SPEEDUP = 10.0
+THREADS = (1, 2)
+#: Environment that stops glibc malloc from returning freed memory to the kernel.
+MALLOC_TUNED = {"MALLOC_MMAP_THRESHOLD_": str(2 ** 28), "MALLOC_TRIM_THRESHOLD_": str(2 ** 30)}
+TUNED = " + malloc tuned"
+#: Idle seconds before each multi-threaded run (OpenBLAS threads spin ~0.1 s after a call).
+PAUSE = 0.15
+
+
+def make_problem(N=1000, D=12, Q=5, M=20, seed=0):
+    """Synthetic data and a realistic mid-optimisation parameter point (all float64)."""
+    rng = np.random.RandomState(seed)
+    X = rng.standard_normal((N, Q))
+    W = rng.standard_normal((Q, D))
+    Y = np.tanh(X @ W) + 0.1 * rng.standard_normal((N, D))
+    Y -= Y.mean(axis=0)
+    mu = X + 0.1 * rng.standard_normal((N, Q))
+    return {
+        "Y": Y, "mu": mu, "S": rng.uniform(0.05, 0.2, (N, Q)),
+        "Z": mu[rng.choice(N, M, replace=False)] + 0.01 * rng.standard_normal((M, Q)),
+        "lengthscale": np.linspace(1.0, 2.0, Q), "variance": 1.0, "noise": 0.1,
+    }
+
+
+def make_objective(kernel_name, expectation, prob):
+    """The optimiser's objective closure, as built in ``UnscentedGPLVM._fit``; plus ``x0``."""
+    from sklearn_lvgp import UnscentedGPLVM
+    from sklearn_lvgp._params import ParamPacker
+    from sklearn_lvgp._psi import make_rule
+    from sklearn_lvgp.kernels import RBF, Matern32
+
+    kcls = {"RBF": RBF, "Matern32": Matern32}[kernel_name]
+    Y, mu, S, Z = prob["Y"], prob["mu"], prob["S"], prob["Z"]
+    N, Q = mu.shape
+    kernel = kcls(length_scale=np.array(prob["lengthscale"], dtype=float),
+                  variance=float(prob["variance"]))
+    _, rule = make_rule(expectation, kernel, Q, gh_order=2,
+                        random_state=np.random.RandomState(0))
+    est = UnscentedGPLVM(n_components=Q, n_inducing=Z.shape[0])
+    packer = ParamPacker([("mu", (N, Q)), ("S", (N, Q), "log"), ("Z", Z.shape),
+                          ("theta", (kernel.n_theta,)), ("noise", (), "log")])
+    x0 = packer.pack({"mu": mu, "S": S, "Z": Z, "theta": kernel.theta,
+                      "noise": float(prob["noise"])})
+    work = kernel.clone()
+
+    def objective(flat):
+        p = packer.unpack(flat)
+        work.theta = p["theta"]
+        # returns (elbo, grads) or (elbo, grads, posterior) depending on the library version
+        value, grads = est._elbo_and_grads(work, Y, p, rule, 1e-6)[:2]
+        return -value, -packer.pack_grad(grads, p)
+
+    return objective, x0
+
+
+def peer_python():
+    """The interpreter for the GPy side: ``LVGP_PEER_PYTHON``, ``../venv-peers``, or this one."""
+    env = os.environ.get("LVGP_PEER_PYTHON")
+    if env:
+        return env
+    venv = REPO.parent / "venv-peers" / "bin" / "python"
+    return str(venv) if venv.exists() else sys.executable
+
+
+class Peer:
+    """A worker process speaking the ``@@``-JSON-lines protocol of the ``_*_worker.py`` files.
+
+    Calling the object times one evaluation in the worker and returns its seconds; the minor
+    page faults of each call are collected in ``faults``.
+    """
+
+    def __init__(self, args, env):
+        self._stderr = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen([str(a) for a in args], env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self._stderr, text=True,
+                                     bufsize=1)
+        self.faults = []
+        self.info = self._read()
+
+    def _read(self):
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                self._stderr.seek(0)
+                tail = self._stderr.read().strip().splitlines()[-3:]
+                return {"error": "worker exited: " + " / ".join(tail)}
+            if line.startswith("@@"):
+                return json.loads(line[2:])
+
+    def __call__(self):
+        self.proc.stdin.write("time\n")
+        self.proc.stdin.flush()
+        msg = self._read()
+        if "t" not in msg:
+            raise RuntimeError(f"benchmark worker failed: {msg}")
+        if not msg["finite"]:
+            raise FloatingPointError("non-finite objective in the benchmark")
+        self.faults.append(msg.get("faults", -1))
+        return msg["t"]
+
+    def close(self):
+        """Stop the worker process (it exits on ``quit`` or end of input)."""
+        try:
+            if self.proc.poll() is None:
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.flush()
+                self.proc.stdin.close()
+                self.proc.wait(timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            self.proc.kill()
+        self._stderr.close()
+
+
+def _gpy_env(n_threads, extra=None):
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = str(n_threads)
+    env.pop("PYTHONPATH", None)
+    env.update(extra or {})
+    return env
+
+
+def _start(peers, key, args, env):
+    try:
+        peer = Peer(args, env)
+    except OSError as exc:  # e.g. the peer interpreter does not exist
+        return f"{type(exc).__name__}: {exc}"
+    if "error" in peer.info:
+        peer.close()
+        return peer.info["error"]
+    peers[key] = peer
+    return None
+
+
+def run(quick=False, repeats=None):
+    """Run the benchmark (``repeats`` overrides the default count); returns a JSON dict."""
+    default, warmup = (5, 1) if quick else (40, 1)  # the workers warm up by themselves as well
+    requested = repeats or default
+    # at least 30 measured repeats; stop adding more after 150 s (2 threads on a loaded box)
+    min_repeats, budget = (None, None) if (quick or repeats) else (30, 150.0)
+    prob = make_problem()
+    N, Q = prob["mu"].shape
+    D, M = prob["Y"].shape[1], prob["Z"].shape[0]
+    python = peer_python()
+    gpy = {"python": python}
+    peers = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "problem.npz"
+        np.savez(path, **prob)
+        try:
+            for n in THREADS:
+                for tuned in ((False, True) if n == 1 else (False,)):
+                    suffix = TUNED if tuned else ""
+                    extra = MALLOC_TUNED if tuned else {}
+                    err = _start(peers, f"GPy{suffix}|{n}", [python, GPY_WORKER, path],
+                                 _gpy_env(n, extra))
+                    if err:
+                        gpy["error"] = err
+                        break
+                    info = peers[f"GPy{suffix}|{n}"].info
+                    gpy.update({k: v for k, v in info.items() if k != "threadpools"})
+                    gpy.setdefault("threadpools", {})[f"{n}{suffix}"] = info.get("threadpools")
+                for tuned in ((False, True) if n == 1 else (False,)):
+                    suffix = TUNED if tuned else ""
+                    env = dict(os.environ, **(MALLOC_TUNED if tuned else {}))
+                    for label, kernel, expectation in CONFIGS:
+                        err = _start(peers, f"{label}{suffix}|{n}",
+                                     [sys.executable, LVGP_WORKER, path, kernel, expectation, n],
+                                     env)
+                        if err:
+                            raise RuntimeError(f"{label} ({n} threads): {err}")
+            elbo_ours = peers[f"{BASELINE}|1"].info["elbo"]
+            # one block per thread count: the idle-spinning pool threads of a 2-thread process
+            # would otherwise slow down the 1-thread process timed right after it
+            times = {}
+            for n in THREADS:
+                block = {k: p for k, p in peers.items() if k.endswith(f"|{n}")}
+                times.update(interleaved(block, requested, warmup, min_repeats=min_repeats,
+                                         budget_s=budget, pause_s=0.0 if n == 1 else PAUSE))
+            faults = {k: float(np.median(p.faults[warmup:])) for k, p in peers.items()}
+        finally:
+            for peer in peers.values():
+                peer.close()
+    installed = "GPy|1" in times
+    repeats = {n: len(times[f"{BASELINE}|{n}"]) for n in ("1", "2")}
+    if installed:
+        gpy["elbo_ours_analytic"] = elbo_ours
+        gpy["elbo_rel_diff"] = abs(gpy["elbo"] - elbo_ours) / abs(elbo_ours)
+
+    results = {}
+    for key, t in times.items():
+        label, n = key.rsplit("|", 1)
+        suffix = TUNED if label.endswith(TUNED) else ""
+        entry = {"seconds": summary(t), "minor_faults_per_call": faults[key],
+                 "ratio_to_analytic": ratio_summary(t, times[f"{BASELINE}{suffix}|{n}"]),
+                 "raw": t.tolist()}
+        if n != "1":
+            # different blocks, so a ratio of medians rather than per-repeat ratios
+            entry["median_ratio_to_1_thread"] = float(np.median(t)
+                                                      / np.median(times[f"{label}|1"]))
+        if suffix:
+            entry["ratio_to_untuned"] = ratio_summary(t, times[f"{label[:-len(TUNED)]}|{n}"])
+        if installed and not label.startswith("GPy"):
+            entry["gpy_over_ours"] = ratio_summary(times[f"GPy{suffix}|{n}"], t)
+        results.setdefault(label, {})[n] = entry
+    target = None
+    if installed:
+        best = {n: results[BASELINE][n]["gpy_over_ours"]["median"] for n in ("1", "2")}
+        tuned = results[BASELINE + TUNED]["1"]["gpy_over_ours"]["median"]
+        target = {"required": TARGET_SPEEDUP, "gpy_over_analytic_median": best,
+                  "met": {n: bool(v >= TARGET_SPEEDUP) for n, v in best.items()},
+                  "gpy_over_analytic_median_malloc_tuned": tuned}
+    return {
+        "name": NAME, "quick": quick, "repeats": repeats, "repeats_requested": requested,
+        "warmup": warmup, "pause_before_multithreaded_runs_s": PAUSE,
+        "design": "one process per configuration; interleaved repeats; one block per thread count",
+        "malloc_tuned_env": MALLOC_TUNED,
+        "problem": {"N": N, "D": D, "Q": Q, "M": M,
+                    "S_range": [0.05, 0.2], "lengthscale": prob["lengthscale"].tolist()},
+        "threads": list(THREADS), "baseline": BASELINE, "gpy_installed": installed,
+        "gpy": gpy, "results": results, "target": target,
+    }
+
+
+def report(res):
+    """Markdown tables of a :func:`run` result (also works on the JSON read back)."""
+    p = res["problem"]
+    head = (f"### bound_grad — ELBO + gradient, N={p['N']}, D={p['D']}, Q={p['Q']}, "
+            f"M={p['M']} (interleaved repeats: {res['repeats']['1']} with 1 thread, "
+            f"{res['repeats']['2']} with 2; one process per row)\n\n")
+    installed = res["gpy_installed"]
+    header = ["config", "threads", "ms: median [min–max]", "÷ analytic RBF (same repeat)",
+              "GPy ÷ ours" if installed else "GPy", "page faults / call"]
+    labels = [c[0] for c in CONFIGS] + (["GPy"] if installed else [])
+    rows = []
+    for suffix in ("", TUNED):
+        for label in labels:
+            for n, e in res["results"].get(label + suffix, {}).items():
+                if label == "GPy":
+                    gpy = "—"
+                else:
+                    gpy = fmt_ratio(e["gpy_over_ours"]) if installed else "GPy not installed"
+                rows.append([label + suffix, n, fmt_ms(e["seconds"]),
+                             fmt_ratio(e["ratio_to_analytic"]), gpy,
+                             f"{e['minor_faults_per_call']:.0f}"])
+    out = [head + markdown_table(header, rows)]
+    extra = []
+    for label in labels:
+        e2 = res["results"][label].get("2")
+        et = res["results"].get(label + TUNED, {}).get("1")
+        extra.append([label, f"{e2['median_ratio_to_1_thread']:.3g}×" if e2 else "—",
+                      fmt_ratio(et["ratio_to_untuned"]) if et else "—"])
+    out += ["", "Ratios (< 1 means faster):", "",
+            markdown_table(["config", "2 threads ÷ 1 thread (ratio of medians)",
+                            "malloc tuned ÷ default (1 thread, same repeat)"], extra)]
+    g = res["gpy"]
+    if installed:
+        out += ["", f"GPy {g['gpy']} (numpy {g['numpy']}, psicomp {g['psicomp']}) via "
+                f"`{g['python']}`; ELBO GPy {g['elbo']:.6f} vs ours (analytic RBF) "
+                f"{g['elbo_ours_analytic']:.6f}, relative difference {g['elbo_rel_diff']:.2e}."]
+        t = res["target"]
+        met = ", ".join(f"{n} thread(s): {t['gpy_over_analytic_median'][str(n)]:.3g}× "
+                        f"({'met' if t['met'][str(n)] else 'NOT met'})"
+                        for n in res["threads"])
+        out.append(f"Target ≥{t['required']:g}× faster than GPy (analytic RBF, median): {met}; "
+                   f"both sides malloc-tuned, 1 thread: "
+                   f"{t['gpy_over_analytic_median_malloc_tuned']:.3g}×.")
+    else:
+        out += ["", f"GPy not installed (peer interpreter `{g['python']}`: "
+                f"{g.get('error', 'unavailable')})."]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    import run as _run
+
+    sys.exit(_run.main(["--only", NAME, *sys.argv[1:]]))
