@@ -125,8 +125,8 @@ def logdet_from_chol(L):
 
 
 def symmetrise(A):
-    """Return ``(A + A^T) / 2``."""
-    return 0.5 * (A + A.T)
+    """Symmetric part ``(A + A^T) / 2`` over the last two axes, C-contiguous."""
+    return np.ascontiguousarray(0.5 * (A + np.swapaxes(A, -1, -2)))
 
 
 def _phi(A):

@@ -418,8 +418,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
                                           rule, per_point=True)
                 values, _ = heldout_bound(Ystar[a:b], stats.psi0, stats.Psi1, stats.Psi2,
                                           self._post)
-                kl = 0.5 * np.sum(mu[a:b] ** 2 + S[a:b] - np.log(S[a:b]) - 1.0, axis=1)
-                out[a:b] = values - kl
+                out[a:b] = values - gaussian_kl(mu[a:b], S[a:b], per_row=True)
         return out
 
     def score(self, X, y=None):

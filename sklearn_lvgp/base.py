@@ -19,11 +19,8 @@ class _BaseLVGP(BaseEstimator):
     constructor parameter.
     """
 
-    _requires_y = False
-
     def _validate_fit_data(self, X, y):
-        if self._requires_y:
-            return validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
+        """Validated float64 ``X`` (and ``y``); unsupervised here, supervised models override."""
         return validate_data(self, X, dtype=np.float64), None
 
     def fit(self, X, y=None):

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._linalg import cholesky_jitter, logdet_from_chol, solve_lower, solve_upper
+from .._linalg import cholesky_jitter, logdet_from_chol, solve_lower, solve_upper, symmetrise
 
 __all__ = ["BoundVJP", "collapsed_bound", "collapsed_bound_vjp", "heldout_bound",
            "predictive_moments"]
@@ -88,8 +88,7 @@ def collapsed_bound(Y, psi0, Psi1, Psi2, Kuu, noise_variance, *, jitter=1e-6, ma
                                  warn=max_tries > 0)
     scale = float(np.mean(np.diag(Kuu)))
     rel = abs_jit / scale if scale > 0 else 0.0
-    E = solve_lower(L, solve_lower(L, Psi2).T) / s2  # L^-1 Psi2 L^-T / σ² (spec §2.2)
-    E = 0.5 * (E + E.T)
+    E = symmetrise(solve_lower(L, solve_lower(L, Psi2).T) / s2)  # L^-1 Psi2 L^-T / σ² (§2.2)
     B = np.eye(M) + E
     LB, _ = cholesky_jitter(B, 0.0, max_tries=max_tries, name="B = I + L^-1 Psi2 L^-T / noise",
                             warn=max_tries > 0)
@@ -131,8 +130,8 @@ def collapsed_bound_vjp(cache):
     dPsi2 = (D * _sandwich_inv(L, eye - Binv) - GG) / (2.0 * s2)
     B = LB @ LB.T
     dKu = 0.5 * D * _sandwich_inv(L, 2.0 * eye - B - Binv) - 0.5 * GG
-    dKu = 0.5 * (dKu + dKu.T)
-    dPsi2 = 0.5 * (dPsi2 + dPsi2.T)
+    dKu = symmetrise(dKu)
+    dPsi2 = symmetrise(dPsi2)
     if cache.rel_jitter:
         dKu = dKu + cache.rel_jitter * np.trace(dKu) / M * eye
     PY = cache.Psi1.T @ cache.Y
@@ -191,7 +190,7 @@ def heldout_bound(Ystar, psi0, Psi1, Psi2, post):
     dpsi0 = -D / (2.0 * s2)
     dPsi1 = Ystar @ G.T / s2
     dPsi2 = -W / (2.0 * s2)
-    return float(value), BoundVJP(dpsi0, dPsi1, 0.5 * (dPsi2 + dPsi2.T), None, None)
+    return float(value), BoundVJP(dpsi0, dPsi1, symmetrise(dPsi2), None, None)
 
 
 def predictive_moments(post, psi0, Psi1, Psi2=None, full_cov=False):

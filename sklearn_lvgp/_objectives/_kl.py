@@ -5,8 +5,8 @@ import numpy as np
 __all__ = ["gaussian_kl", "gaussian_kl_vjp"]
 
 
-def gaussian_kl(mu, S, prior_mean=0.0, prior_var=1.0):
-    """KL(N(mu, diag S) ‖ N(m0, diag v0)), summed over all entries.
+def gaussian_kl(mu, S, prior_mean=0.0, prior_var=1.0, per_row=False):
+    """KL(N(mu, diag S) ‖ N(m0, diag v0)), summed over all entries (or per row).
 
     Parameters
     ----------
@@ -15,14 +15,17 @@ def gaussian_kl(mu, S, prior_mean=0.0, prior_var=1.0):
     prior_mean, prior_var : float or array broadcastable to (N, Q), default=0, 1
         Prior moments.
 
+    per_row : bool, default=False
+        Return one value per row (per data point) instead of the total.
+
     Returns
     -------
-    kl : float
+    kl : float or ndarray of shape (N,)
         The divergence.
     """
     d = mu - prior_mean
-    return 0.5 * float(np.sum(d * d / prior_var + S / prior_var - np.log(S)
-                              + np.log(prior_var) - 1.0))
+    terms = d * d / prior_var + S / prior_var - np.log(S) + np.log(prior_var) - 1.0
+    return 0.5 * np.sum(terms, axis=1) if per_row else 0.5 * float(np.sum(terms))
 
 
 def gaussian_kl_vjp(mu, S, prior_mean=0.0, prior_var=1.0):

@@ -9,8 +9,6 @@ estimators resolve ``expectation="auto"`` and record what they used.
 
 from typing import NamedTuple
 
-import numpy as np
-
 from ._pointset import pointset_psi, pointset_psi_vjp
 from ._rules import (
     MAX_GH_POINTS,
@@ -134,20 +132,7 @@ def psi_statistics(kernel, Z, mu, S, rule, per_point=False):
     if not has_closed_form(kernel):
         raise ValueError(f"no closed-form Ψ-statistics for {kernel!r}.")
     stats, inner = sum_psi(kernel.summands(), Z, mu, S, per_point=per_point)
-    if per_point and np.ndim(stats.psi0) == 0:
-        stats = stats._replace(psi0=_closed_form_psi0_per_point(kernel, mu, S))
     return stats, _Cache(sum_psi_vjp, inner)
-
-
-def _closed_form_psi0_per_point(kernel, mu, S):
-    """Per-point ψ0 for the closed-form kernels: σ² (RBF) or Σ_q α_q (μ² + S) (linear)."""
-    out = np.zeros(mu.shape[0])
-    for k in kernel.summands():
-        if hasattr(k, "variances"):
-            out += (mu * mu + S) @ np.broadcast_to(np.asarray(k.variances, float), mu.shape[1:])
-        else:
-            out += float(k.variance)
-    return out
 
 
 def psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):

@@ -322,7 +322,8 @@ def sum_psi(kernels, Z, mu, S, per_point=False):
             C, cache = cross_psi2(ks[a], ks[b], Z, mu, S, per_point)
             cross.append((a, b, cache))
             Psi2 = Psi2 + C + np.swapaxes(C, -1, -2)
-    stats = PsiStats(float(psi0), Psi1, np.ascontiguousarray(Psi2))
+    psi0 = psi0 if per_point else float(psi0)
+    stats = PsiStats(psi0, Psi1, np.ascontiguousarray(Psi2))
     return stats, _SumCache(ks, caches, cross, (mu.shape[0], Z.shape[0], mu.shape[1]))
 
 

@@ -12,7 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._types import PsiStats, PsiVJP, check_psi_adjoints, check_psi_inputs, symmetrise
+from .._linalg import symmetrise
+from ._types import PsiStats, PsiVJP, check_psi_adjoints, check_psi_inputs
 
 __all__ = ["linear_psi", "linear_psi_vjp"]
 
@@ -83,7 +84,8 @@ def linear_psi(kernel, Z, mu, S, per_point=False):
     Z, mu, S = check_psi_inputs(Z, mu, S)
     alpha = linear_alpha(kernel, mu.shape[1])
     ZA = Z * alpha
-    psi0 = float(np.sum((mu * mu + S) @ alpha))
+    per_row = (mu * mu + S) @ alpha
+    psi0 = per_row if per_point else float(np.sum(per_row))
     Psi1 = mu @ ZA.T
     if per_point:
         Psi2 = Psi1[:, :, None] * Psi1[:, None, :] + np.einsum("mq,nq,kq->nmk", ZA, S, ZA)
@@ -117,9 +119,9 @@ def linear_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
     M = c.Z.shape[0]
     g0, G1, G2 = check_psi_adjoints(dL_dpsi0, dL_dPsi1, dL_dPsi2, N, M)
     alpha, ZA, mu = c.alpha, c.ZA, c.mu
-    dmu = 2.0 * g0 * mu * alpha
-    dS = np.broadcast_to(g0 * alpha, (N, Q)).copy()
-    dalpha = g0 * np.sum(mu * mu + c.S, axis=0)
+    dmu = 2.0 * g0[:, None] * mu * alpha
+    dS = g0[:, None] * alpha * np.ones((N, Q))
+    dalpha = g0 @ (mu * mu + c.S)
     dZA = np.zeros((M, Q))
     if G1 is not None:
         dmu += G1 @ ZA

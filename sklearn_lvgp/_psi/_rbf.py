@@ -14,9 +14,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._linalg import symmetrise
 from . import _psi_numba as _nb
 from ._two_rbf import two_rbf_backward, two_rbf_forward
-from ._types import PsiStats, PsiVJP, check_psi_adjoints, check_psi_inputs, symmetrise
+from ._types import PsiStats, PsiVJP, check_psi_adjoints, check_psi_inputs
 
 __all__ = ["rbf_psi", "rbf_psi_vjp"]
 
@@ -198,7 +199,8 @@ def rbf_psi(kernel, Z, mu, S, per_point=False):
     Psi1 = _nb.rbf_psi1(mu, Z, p1.B, p1.logk1)
     two = two_rbf_setup(lam, lam, 2.0 * np.log(var), Z, mu, S, sym=True)
     Psi2 = two_rbf_psi2(two, per_point)
-    stats = PsiStats(float(N * var), Psi1, Psi2)
+    psi0 = np.full(N, var) if per_point else float(N * var)
+    stats = PsiStats(psi0, Psi1, Psi2)
     return stats, _RBFCache(kernel, Z, mu, S, var, p1, Psi1, two)
 
 
@@ -231,7 +233,7 @@ def rbf_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
     dS = np.zeros((N, Q))
     dZ = np.zeros((M, Q))
     dlam = np.zeros(Q)
-    dlog_var = g0 * N * c.var
+    dlog_var = float(np.sum(g0)) * c.var
     if G1 is not None:
         m1, s1, z1, l1, tot1 = _nb.rbf_psi1_backward(c.mu, c.Z, c.psi1.B, c.Psi1, G1)
         dmu += m1

@@ -60,7 +60,7 @@ def two_rbf_forward(s, per_point=False):
     """
     N = s.mu.shape[0]
     P = s.I.shape[0]
-    cmidT = np.ascontiguousarray(s.cmid.T)
+    cmidT = s.cmidT
     cmid2T = cmidT * cmidT
     if per_point:
         out = np.zeros((N, s.M, s.M))
@@ -107,7 +107,7 @@ def two_rbf_backward(G, s):
     """
     N, Q = s.mu.shape
     P = s.I.shape[0]
-    cmidT = np.ascontiguousarray(s.cmid.T)
+    cmidT = s.cmidT
     cmid2T = cmidT * cmidT
     per_point = G.shape[0] > 1
     gp = None if per_point else s.mult * G[0, s.I, s.J]

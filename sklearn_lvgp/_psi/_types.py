@@ -72,10 +72,12 @@ def check_psi_inputs(Z, mu, S):
 def check_psi_adjoints(dL_dpsi0, dL_dPsi1, dL_dPsi2, N, M):
     """Normalise upstream adjoints: ``None`` means zero; ``dL_dPsi2`` becomes (1|N, M, M).
 
-    Returns ``(g0, G1, G2)`` with ``g0`` a float, ``G1`` an (N, M) array or ``None`` and ``G2``
+    Returns ``(g0, G1, G2)`` with ``g0`` an (N,) array (a scalar ``dL_dpsi0``, the adjoint of the
+    summed ``psi0``, is broadcast to every point), ``G1`` an (N, M) array or ``None`` and ``G2``
     a 3-D array or ``None``; ``G2`` is not symmetrised here.
     """
-    g0 = 0.0 if dL_dpsi0 is None else float(dL_dpsi0)
+    g0 = np.zeros(N) if dL_dpsi0 is None else np.broadcast_to(
+        np.asarray(dL_dpsi0, dtype=np.float64), (N,))
     G1 = None
     if dL_dPsi1 is not None:
         G1 = np.ascontiguousarray(dL_dPsi1, dtype=np.float64)
@@ -98,8 +100,3 @@ def as_psi2_adjoint(dL_dPsi2, N, M):
         raise ValueError(
             f"dL_dPsi2 has shape {G2.shape}, expected {(M, M)} or {(N, M, M)} (per point).")
     return np.ascontiguousarray(G2)
-
-
-def symmetrise(G2):
-    """Symmetric part ``(G + G^T) / 2`` over the last two axes, C-contiguous."""
-    return np.ascontiguousarray(0.5 * (G2 + np.swapaxes(G2, -1, -2)))

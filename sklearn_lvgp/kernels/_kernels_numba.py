@@ -13,11 +13,6 @@ from .._jit import twin_jit
 ROW_BLOCK = 128
 
 
-def n_blocks(n_rows):
-    """Number of fixed-size row blocks for ``n_rows`` rows."""
-    return max(1, (n_rows + ROW_BLOCK - 1) // ROW_BLOCK)
-
-
 # ----------------------------------------------------------------------- stationary kernels
 # A stationary kernel is variance * g(r2) with r2 = sum_q ((x_q - z_q) / l_q)^2 and g(0) = 1.
 # ``kind`` selects the profile g; the forward pass and the whole backward pass (to X, Z, log l,

@@ -199,11 +199,12 @@ def _check_stats_vjp(psi, psi_vjp, kernel, Z, mu, S, seed, per_point=False):
 
     def forward(mu, S, Z, theta):
         stats, _ = psi(kernel.clone_with_theta(theta), Z, mu, S, per_point)
-        return stats.psi0, stats.Psi1, stats.Psi2
+        assert np.shape(stats.psi0) == ((mu.shape[0],) if per_point else ())
+        return np.asarray(stats.psi0), stats.Psi1, stats.Psi2
 
     def backward(weights, mu, S, Z, theta):
         _, cache = psi(kernel.clone_with_theta(theta), Z, mu, S, per_point)
-        r = psi_vjp(float(weights[0]), weights[1], weights[2], cache)
+        r = psi_vjp(weights[0], weights[1], weights[2], cache)  # psi0 per point if per_point
         assert r.theta.shape == (kernel.n_theta,)
         return {"mu": r.mu, "S": r.S, "Z": r.Z, "theta": r.theta}
 
@@ -326,3 +327,18 @@ def test_thread_count_determinism(per_point):
         numba.set_num_threads(previous)
     for a, b in zip(one, two, strict=True):
         assert np.array_equal(a, b)
+
+
+def test_per_point_psi0_of_closed_forms():
+    """Per-point psi0 sums to the summed one and equals the (exact) unscented value."""
+    from sklearn_lvgp._psi import psi_statistics, unscented_rule
+    from sklearn_lvgp.kernels import RBF, Linear
+
+    Z, mu, S = _problem(9, 3)
+    kernel = RBF(np.ones(3), variance=1.7) + Linear(np.array([0.5, 1.0, 2.0]))
+    per, _ = psi_statistics(kernel, Z, mu, S, "analytic", per_point=True)
+    tot, _ = psi_statistics(kernel, Z, mu, S, "analytic")
+    ut, _ = psi_statistics(kernel, Z, mu, S, unscented_rule(3), per_point=True)
+    assert per.psi0.shape == (9,)
+    assert np.sum(per.psi0) == pytest.approx(tot.psi0, rel=1e-12)
+    np.testing.assert_allclose(per.psi0, ut.psi0, rtol=1e-12)
