@@ -1,0 +1,400 @@
+"""One sparse variational GP layer: prior factor, marginals of f and their backward passes.
+
+Spec §1.2 (marginals, seed 003 eqs. 1.28–1.29, 2.6–2.7) and §3.3 (backward). A layer has
+``D`` independent output GPs sharing one kernel and ``M`` inducing inputs ``Z``; per output
+``q(u_d) = N(m_d, L_d L_d^T)`` in the whitened (``u = L_u v``) or unwhitened parameterisation.
+
+Pieces (forward and backward side by side):
+
+* :func:`prior_factor` / :func:`prior_factor_vjp` — ``K_uu = k(Z, Z) + jitter``, ``L_u``;
+* :func:`marginals` / :func:`marginals_vjp` — ``(mu, var)`` of ``f`` at inputs ``H``;
+* :func:`layer_forward` / :func:`layer_vjp` — the three composed with the KL of
+  :mod:`._kl`, as a model uses them for one objective evaluation.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .._linalg import (
+    cholesky_jitter,
+    cholesky_vjp,
+    solve_lower,
+    solve_lower_vjp,
+    solve_upper,
+)
+from ._kl import kl_divergence, kl_divergence_vjp
+from ._mean_functions import ZeroMean
+
+__all__ = ["SVGPLayer", "PriorFactor", "prior_factor", "prior_factor_vjp", "MarginalsCache",
+           "MarginalsVJP", "marginals", "marginals_vjp", "marginals_precision_adjoint",
+           "LayerVJP", "layer_forward", "layer_vjp", "tril_pack", "tril_unpack"]
+
+
+class SVGPLayer:
+    """Parameters of one SVGP layer (plain arrays; the functions below do the work).
+
+    Parameters
+    ----------
+    kernel : Kernel
+        Covariance shared by the ``D`` outputs (ready to use, i.e. initialised).
+    Z : ndarray of shape (M, D_in)
+        Inducing inputs.
+    q_mu : ndarray of shape (M, D)
+        Variational means.
+    q_sqrt : ndarray of shape (D, M, M)
+        Lower-triangular square roots of the variational covariances.
+    mean_function : callable, default=None
+        Fixed mean function (``None`` is zero).
+    whiten : bool, default=True
+        Whitened parameterisation.
+    """
+
+    def __init__(self, kernel, Z, q_mu, q_sqrt, mean_function=None, whiten=True):
+        self.kernel = kernel
+        self.Z = Z
+        self.q_mu = q_mu
+        self.q_sqrt = q_sqrt
+        self.mean_function = ZeroMean(q_mu.shape[1]) if mean_function is None else mean_function
+        self.whiten = bool(whiten)
+
+    @property
+    def n_inducing(self):
+        """Number of inducing inputs ``M``."""
+        return self.Z.shape[0]
+
+    @property
+    def n_outputs(self):
+        """Number of output GPs ``D``."""
+        return self.q_mu.shape[1]
+
+
+def tril_pack(q_sqrt):
+    """Lower-triangle entries of each ``(M, M)`` block, shape ``(D, M(M+1)/2)``."""
+    M = q_sqrt.shape[-1]
+    r, c = np.tril_indices(M)
+    return q_sqrt[:, r, c]
+
+
+def tril_unpack(flat, M):
+    """Inverse of :func:`tril_pack`: ``(D, M(M+1)/2)`` to lower-triangular ``(D, M, M)``."""
+    flat = np.asarray(flat).reshape(-1, M * (M + 1) // 2)
+    out = np.zeros((flat.shape[0], M, M))
+    r, c = np.tril_indices(M)
+    out[:, r, c] = flat
+    return out
+
+
+# ------------------------------------------------------------------------------ prior factor
+class PriorFactor(NamedTuple):
+    """``K_uu`` (jittered) and its lower Cholesky factor.
+
+    Attributes
+    ----------
+    Kuu : ndarray of shape (M, M)
+        ``k(Z, Z) + rel_jitter * mean(diag k(Z, Z)) * I``.
+    Lu : ndarray of shape (M, M)
+        Lower Cholesky factor of ``Kuu``.
+    rel_jitter : float
+        Relative jitter actually used (after any escalation).
+    Z : ndarray of shape (M, D_in)
+        Inducing inputs.
+    """
+
+    Kuu: np.ndarray
+    Lu: np.ndarray
+    rel_jitter: float
+    Z: np.ndarray
+
+
+def prior_factor(kernel, Z, jitter=1e-6, max_tries=5):
+    """Factorise ``K_uu`` with jitter relative to its mean diagonal (escalated if needed).
+
+    Parameters
+    ----------
+    kernel : Kernel
+        Layer kernel.
+    Z : ndarray of shape (M, D_in)
+        Inducing inputs.
+    jitter : float, default=1e-6
+        Relative jitter (:func:`~sklearn_lvgp._linalg.cholesky_jitter`).
+    max_tries : int, default=5
+        Tenfold escalations before raising ``CholeskyError``.
+
+    Returns
+    -------
+    PriorFactor
+    """
+    K = kernel.K(Z)
+    L, abs_jit = cholesky_jitter(K, jitter, max_tries, name="Kuu (inducing-point covariance)",
+                                 parameter="jitter")
+    scale = float(np.mean(np.diag(K)))
+    rel = abs_jit / scale if np.isfinite(scale) and scale > 0 else 0.0
+    Kuu = K.copy()
+    Kuu[np.diag_indices_from(Kuu)] += abs_jit
+    return PriorFactor(Kuu, L, rel, Z)
+
+
+def prior_factor_vjp(kernel, prior, dL_dLu=None, dL_dKuu=None):
+    """Backward pass of :func:`prior_factor` to ``Z`` and the kernel ``theta``.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        Layer kernel.
+    prior : PriorFactor
+        From :func:`prior_factor`.
+    dL_dLu : ndarray of shape (M, M) or None
+        Adjoint of the Cholesky factor (lower triangle).
+    dL_dKuu : ndarray of shape (M, M) or None
+        Symmetric adjoint of the jittered ``K_uu`` (e.g. from the unwhitened KL).
+
+    Returns
+    -------
+    dZ : ndarray of shape (M, D_in)
+    dtheta : ndarray of shape (n_theta,)
+    """
+    M = prior.Lu.shape[0]
+    dK = np.zeros((M, M))
+    if dL_dLu is not None:
+        dK += cholesky_vjp(prior.Lu, dL_dLu)
+    if dL_dKuu is not None:
+        dK += dL_dKuu
+    # the jitter is rel * mean(diag k(Z, Z)), so it carries a share of every diagonal adjoint
+    dK[np.diag_indices(M)] += prior.rel_jitter * np.trace(dK) / M
+    v = kernel.vjp(dK, prior.Z)
+    return v.X, v.theta
+
+
+# --------------------------------------------------------------------------------- marginals
+class MarginalsCache(NamedTuple):
+    """Forward quantities of :func:`marginals` (spec §3.2)."""
+
+    kernel: object
+    Z: np.ndarray
+    H: np.ndarray
+    q_mu: np.ndarray
+    q_sqrt: np.ndarray
+    Lu: np.ndarray
+    A1: np.ndarray
+    A: np.ndarray
+    mean_function: object
+    whiten: bool
+    clipped: np.ndarray
+    kernel_cache: object
+
+
+class MarginalsVJP(NamedTuple):
+    """Adjoints returned by :func:`marginals_vjp`.
+
+    Attributes
+    ----------
+    q_mu : ndarray of shape (M, D)
+    q_sqrt : ndarray of shape (D, M, M)
+        Lower triangle.
+    Z : ndarray of shape (M, D_in)
+        Through ``K_uf`` only (the ``K_uu`` part goes through ``Lu``).
+    theta : ndarray of shape (n_theta,)
+        Through ``K_uf`` and ``diag K_ff`` only.
+    H : ndarray of shape (P, D_in)
+        Adjoint of the inputs.
+    Lu : ndarray of shape (M, M)
+        Adjoint of the Cholesky factor of ``K_uu`` (lower triangle).
+    """
+
+    q_mu: np.ndarray
+    q_sqrt: np.ndarray
+    Z: np.ndarray
+    theta: np.ndarray
+    H: np.ndarray
+    Lu: np.ndarray
+
+
+def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True):
+    """Marginal means and variances of the layer outputs at ``P`` inputs (spec §1.2).
+
+    Parameters
+    ----------
+    kernel : Kernel
+        Layer kernel.
+    Z : ndarray of shape (M, D_in)
+        Inducing inputs.
+    q_mu : ndarray of shape (M, D)
+        Variational means.
+    q_sqrt : ndarray of shape (D, M, M)
+        Lower-triangular variational square roots.
+    H : ndarray of shape (P, D_in)
+        Inputs (rows are treated independently: samples × batch may be stacked).
+    Lu : ndarray of shape (M, M)
+        Cholesky factor of ``K_uu`` (:func:`prior_factor`).
+    mean_function : callable, default=None
+        Fixed mean function; ``None`` is zero.
+    whiten : bool, default=True
+        Whitened parameterisation.
+
+    Returns
+    -------
+    mu : ndarray of shape (P, D)
+        Marginal means.
+    var : ndarray of shape (P, D)
+        Marginal variances, clipped at 0 (round-off).
+    cache : MarginalsCache
+        Input of :func:`marginals_vjp`.
+    """
+    H = np.ascontiguousarray(H, dtype=np.float64)
+    Kuf, kcache = kernel.K_cached(Z, H)
+    kappa = kernel.Kdiag(H)
+    A1 = solve_lower(Lu, Kuf)
+    A = A1 if whiten else solve_upper(Lu, A1)
+    mu = A.T @ q_mu
+    if mean_function is not None:
+        mu += mean_function(H)
+    D = q_mu.shape[1]
+    var = np.empty_like(mu)
+    base = kappa - np.einsum("mp,mp->p", A1, A1)
+    for d in range(D):
+        B = np.tril(q_sqrt[d]).T @ A
+        var[:, d] = base + np.einsum("mp,mp->p", B, B)
+    clipped = var < 0.0
+    if np.any(clipped):
+        var[clipped] = 0.0
+    cache = MarginalsCache(kernel, Z, H, q_mu, q_sqrt, Lu, A1, A, mean_function, bool(whiten),
+                           clipped, kcache)
+    return mu, var, cache
+
+
+def marginals_vjp(dL_dmu, dL_dvar, cache):
+    """Backward pass of :func:`marginals` (spec §3.3 steps 1–8 and 11 for ``K_uf``, ``kappa``).
+
+    Parameters
+    ----------
+    dL_dmu, dL_dvar : ndarray of shape (P, D)
+        Upstream adjoints.
+    cache : MarginalsCache
+        From :func:`marginals`.
+
+    Returns
+    -------
+    MarginalsVJP
+    """
+    c = cache
+    dv = np.where(c.clipped, 0.0, dL_dvar)
+    dmu = np.asarray(dL_dmu, dtype=np.float64)
+    A, A1, Lu = c.A, c.A1, c.Lu
+    D = c.q_mu.shape[1]
+    dq_mu = A @ dmu
+    dA = c.q_mu @ dmu.T
+    dq_sqrt = np.zeros_like(c.q_sqrt)
+    for d in range(D):
+        Ld = np.tril(c.q_sqrt[d])
+        Bdv = (Ld.T @ A) * dv[:, d]
+        dA += 2.0 * (Ld @ Bdv)
+        dq_sqrt[d] = 2.0 * np.tril(A @ Bdv.T)
+    dkappa = np.sum(dv, axis=1)
+    dA1 = -2.0 * A1 * dkappa
+    dLu = np.zeros_like(Lu)
+    if c.whiten:
+        dA1 += dA
+    else:
+        # A = Lu^{-T} A1 (upper solve with T = Lu^T), spec §3.3 step 5
+        LinvdA = solve_lower(Lu, dA)
+        dA1 += LinvdA
+        dLu -= np.tril(A @ LinvdA.T)
+    dLu_2, dKuf = solve_lower_vjp(Lu, A1, dA1)
+    dLu += dLu_2
+    kv = c.kernel.vjp_cached(dKuf, c.kernel_cache)
+    kd = c.kernel.vjp_diag(dkappa, c.H)
+    dH = kv.Z + kd.X
+    if c.mean_function is not None:
+        dH = dH + c.mean_function.vjp(dmu, c.H)
+    return MarginalsVJP(dq_mu, dq_sqrt, kv.X, kv.theta + kd.theta, dH, dLu)
+
+
+def marginals_precision_adjoint(dL_dvar, cache):
+    """``G_d = A diag(dL/dvar_d) A^T`` per output (spec §3.3 step 2), for natural gradients.
+
+    Parameters
+    ----------
+    dL_dvar : ndarray of shape (P, D)
+        Upstream adjoint of the variances.
+    cache : MarginalsCache
+        From :func:`marginals`.
+
+    Returns
+    -------
+    G : ndarray of shape (D, M, M)
+        Adjoint of each ``S_d = L_d L_d^T`` contributed by the marginals (symmetric).
+    """
+    dv = np.where(cache.clipped, 0.0, dL_dvar)
+    A = cache.A
+    return np.stack([(A * dv[:, d]) @ A.T for d in range(dv.shape[1])])
+
+
+# ------------------------------------------------------------------------------ composition
+class LayerVJP(NamedTuple):
+    """Adjoints of every parameter block of one layer and of its inputs."""
+
+    q_mu: np.ndarray
+    q_sqrt: np.ndarray
+    Z: np.ndarray
+    theta: np.ndarray
+    H: np.ndarray
+
+
+def layer_forward(layer, H, jitter=1e-6, with_kl=True):
+    """Prior factor, marginals at ``H`` and (optionally) the KL of one layer.
+
+    Parameters
+    ----------
+    layer : SVGPLayer
+        Parameters.
+    H : ndarray of shape (P, D_in)
+        Inputs.
+    jitter : float, default=1e-6
+        Relative jitter on ``K_uu``.
+    with_kl : bool, default=True
+        Whether to evaluate the KL term.
+
+    Returns
+    -------
+    mu, var : ndarray of shape (P, D)
+        Marginals.
+    kl : float
+        ``KL(q(u) ‖ p(u))`` (0 when ``with_kl`` is false).
+    cache : tuple
+        Input of :func:`layer_vjp`.
+    """
+    prior = prior_factor(layer.kernel, layer.Z, jitter)
+    mu, var, mcache = marginals(layer.kernel, layer.Z, layer.q_mu, layer.q_sqrt, H, prior.Lu,
+                                layer.mean_function, layer.whiten)
+    kl, kcache = (kl_divergence(layer.q_mu, layer.q_sqrt, prior.Lu, layer.whiten)
+                  if with_kl else (0.0, None))
+    return mu, var, kl, (layer.kernel, prior, mcache, kcache)
+
+
+def layer_vjp(dL_dmu, dL_dvar, dL_dkl, cache):
+    """Backward pass of :func:`layer_forward` (spec §3.3 steps 1–12).
+
+    Parameters
+    ----------
+    dL_dmu, dL_dvar : ndarray of shape (P, D)
+        Adjoints of the marginals.
+    dL_dkl : float
+        Adjoint of the KL value (``-1`` for an ELBO); ignored without the KL.
+    cache : tuple
+        From :func:`layer_forward`.
+
+    Returns
+    -------
+    LayerVJP
+    """
+    kernel, prior, mcache, kcache = cache
+    mv = marginals_vjp(dL_dmu, dL_dvar, mcache)
+    dq_mu, dq_sqrt, dKuu = mv.q_mu, mv.q_sqrt, None
+    if kcache is not None:
+        kv = kl_divergence_vjp(dL_dkl, kcache)
+        dq_mu = dq_mu + kv.q_mu
+        dq_sqrt = dq_sqrt + kv.q_sqrt
+        dKuu = kv.Kuu
+    dZ, dtheta = prior_factor_vjp(kernel, prior, mv.Lu, dKuu)
+    return LayerVJP(dq_mu, dq_sqrt, dZ + mv.Z, dtheta + mv.theta, mv.H)
