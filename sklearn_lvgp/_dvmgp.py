@@ -1,0 +1,534 @@
+"""DVMGP: deep variational Mahalanobis Gaussian process regression (seed 000 ch. 4; spec)."""
+
+import warnings
+
+import numpy as np
+from sklearn.base import RegressorMixin
+from sklearn.cluster import KMeans
+from sklearn.decomposition import PCA
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._linalg import cholesky_jitter
+from ._objectives._collapsed import collapsed_bound, collapsed_bound_vjp, predictive_moments
+from ._objectives._dvmgp_bound import (
+    latent_moments,
+    latent_moments_vjp,
+    output_kernel,
+    output_psi,
+    output_psi_vjp,
+    projection_forward,
+    projection_kernels,
+    projection_vjp,
+)
+from ._optimize import minimize_adam, minimize_lbfgsb
+from ._parallel import threads
+from ._params import ParamPacker
+from ._validation import (
+    check_bool,
+    check_float,
+    check_int,
+    check_n_inducing,
+    check_option,
+)
+from .base import _BaseLVGP
+
+__all__ = ["DVMGP"]
+
+_PREDICT_CHUNK = 256
+#: K-means restarts of the initial inducing inputs (spec §9).
+_KMEANS_N_INIT = 100
+
+
+def _kmeans_centres(A, n_clusters, seed):
+    """K-means centres of the rows of ``A`` (spec §9); the rows themselves when there are
+    exactly ``n_clusters`` of them."""
+    if n_clusters == A.shape[0]:
+        return np.array(A, dtype=np.float64)
+    with warnings.catch_warnings():
+        # duplicate rows can leave fewer distinct clusters than asked; K_u's jitter copes
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        km = KMeans(n_clusters=n_clusters, n_init=_KMEANS_N_INIT, random_state=seed).fit(A)
+    return np.array(km.cluster_centers_, dtype=np.float64)
+
+
+def _pca_directions(X, Q):
+    """``PCA(Q).fit(X).components_`` (spec §9), padded with zero rows beyond the data's rank."""
+    q = min(Q, X.shape[0], X.shape[1])
+    P = np.zeros((Q, X.shape[1]))
+    if np.any(np.ptp(X, axis=0) > 0):
+        P[:q] = PCA(n_components=q, svd_solver="full").fit(X).components_
+    else:
+        P[:q, :q] = np.eye(q)
+    return P
+
+
+class DVMGP(RegressorMixin, _BaseLVGP):
+    """Deep variational Mahalanobis Gaussian process regressor.
+
+    A two-layer model (de Souza 2021, ch. 4): every input is mapped to a latent point
+    ``z = W(x) x`` by an input-dependent Q×D projection whose entries are GPs over x (row q shares
+    an ARD-RBF kernel of variance κ_q²), and the output is a GP with a standard RBF kernel scaled
+    by σ_f on the latent space. q(W) is sparse (``n_inducing_projection`` inducing inputs Ξ,
+    Gaussian q(V) per entry with covariance shared along each row), q(u) of the output layer is
+    integrated out, and each latent point is Gaussian under q, so the bound is the collapsed
+    Bayesian-GPLVM bound with closed-form RBF Ψ-statistics at those Gaussians minus KL(q(V)‖p(V)).
+
+    Parameters
+    ----------
+    n_components : int, default=None
+        Latent dimension Q; ``None`` is the number of features.
+    n_inducing : int, default=50
+        Inducing inputs m_u of the output GP (in latent space); at most n_samples.
+    n_inducing_projection : int, default=25
+        Inducing inputs m_v of the projection GPs (in input space); at most n_samples.
+    qv_covariance : {"diag", "full"}, default="diag"
+        Shape of the q(V) covariance Σ_q shared by the entries of row q: diagonal, or a full
+        lower-triangular Cholesky factor.
+    optimizer : {"lbfgs", "adam"}, default="lbfgs"
+        L-BFGS-B, or full-batch Adam (the paper's choice).
+    n_iter_fixed_noise : int, default=100
+        Iterations of a first phase with the noise variance held at its initial value; then
+        ``max_iter`` iterations train everything, Adam restarting with a fresh state. The paper's
+        schedule is ``optimizer="adam", learning_rate=0.01, n_iter_fixed_noise=2000,
+        max_iter=5000``. ``0`` skips the first phase.
+    max_iter : int, default=1000
+        Iterations of the second phase.
+    learning_rate : float, default=0.01
+        Adam step size.
+    noise_variance_init : float, default=0.01
+        Initial noise variance as a fraction of the (normalised) target variance.
+    normalize_X : bool, default=True
+        Standardise the inputs with the training mean and standard deviation. The projection
+        ``W(x) x`` vanishes at ``x = 0``, so the origin matters and standardising is advised.
+    normalize_y : bool, default=True
+        Standardise the targets; predictions are returned in the original units.
+    jitter : float, default=1e-6
+        Relative jitter on ``K_u`` and on each ``K_v`` (times their mean diagonal).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the K-means initialisation of the inducing inputs.
+    n_jobs : int, default=None
+        Threads for the jitted loops and BLAS (``-1`` = all cores).
+    verbose : int, default=0
+        Print optimisation progress when > 0.
+
+    Attributes
+    ----------
+    inducing_inputs_ : ndarray of shape (n_inducing, n_components)
+        Inducing inputs ζ of the output GP.
+    inducing_inputs_projection_ : ndarray of shape (n_inducing_projection, n_features)
+        Inducing inputs Ξ of the projection GPs (in standardised input space).
+    qv_mean_ : ndarray of shape (n_components, n_features, n_inducing_projection)
+        Means μ_qd of q(v_qd).
+    qv_chol_ : ndarray of shape (n_components, n_inducing_projection) or \
+            (n_components, n_inducing_projection, n_inducing_projection)
+        Cholesky diagonal (or lower factor) of Σ_q.
+    projection_kernels_ : list of RBF
+        The fitted W-kernels ``k_q``.
+    signal_std_ : float
+        Output scale σ_f.
+    noise_variance_ : float
+        Noise variance σ² (in normalised target units).
+    relevance_ : ndarray of shape (n_components,)
+        κ_q², the variance of ``k_q``: the relevance of latent dimension q.
+    elbo_ : float
+        Final evidence lower bound (normalised units).
+    elbo_history_ : ndarray
+        Bound after each iteration of both phases.
+    n_iter_ : int
+        Total optimiser iterations.
+    x_mean_, x_scale_ : ndarray of shape (n_features,)
+        Input standardisation (zeros and ones when ``normalize_X=False``).
+    y_mean_, y_scale_ : ndarray of shape (n_targets,)
+        Target standardisation.
+    n_features_in_ : int
+        Number of features seen during fit.
+
+    References
+    ----------
+    de Souza, D. A. (2021). Deep Mahalanobis Gaussian processes (MSc dissertation), ch. 4.
+
+    Titsias, M. K., Lázaro-Gredilla, M. (2013). Variational inference for Mahalanobis distance
+    metrics in Gaussian process regression. NeurIPS.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_lvgp import DVMGP
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.standard_normal((60, 2))
+    >>> y = np.sin(X[:, 0]) + 0.05 * rng.standard_normal(60)
+    >>> model = DVMGP(n_inducing=10, n_inducing_projection=5, max_iter=50, random_state=0)
+    >>> model.fit(X, y).predict(X[:3]).shape
+    (3,)
+    """
+
+    def __init__(self, n_components=None, n_inducing=50, n_inducing_projection=25,
+                 qv_covariance="diag", optimizer="lbfgs", n_iter_fixed_noise=100, max_iter=1000,
+                 learning_rate=0.01, noise_variance_init=0.01, normalize_X=True,
+                 normalize_y=True, jitter=1e-6, random_state=None, n_jobs=None, verbose=0):
+        self.n_components = n_components
+        self.n_inducing = n_inducing
+        self.n_inducing_projection = n_inducing_projection
+        self.qv_covariance = qv_covariance
+        self.optimizer = optimizer
+        self.n_iter_fixed_noise = n_iter_fixed_noise
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.noise_variance_init = noise_variance_init
+        self.normalize_X = normalize_X
+        self.normalize_y = normalize_y
+        self.jitter = jitter
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    # ----------------------------------------------------------------------------- checks
+    def _validate_fit_data(self, X, y):
+        return validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True)
+
+    def _check_params(self, X, y):
+        name = type(self).__name__
+        if X.shape[0] < 2:
+            raise ValueError(f"{name} needs at least 2 samples, got n_samples = {X.shape[0]}.")
+        check_int("n_components", self.n_components, min_value=1, allow_none=True)
+        check_n_inducing(self.n_inducing, X.shape[0], name)
+        M = check_int("n_inducing_projection", self.n_inducing_projection, min_value=1)
+        if M > X.shape[0]:
+            raise ValueError(
+                f"{name} needs at least n_inducing_projection={M} samples, got n_samples = "
+                f"{X.shape[0]}. Lower n_inducing_projection or pass more data.")
+        check_option("qv_covariance", self.qv_covariance, ("diag", "full"))
+        check_option("optimizer", self.optimizer, ("lbfgs", "adam"))
+        check_int("n_iter_fixed_noise", self.n_iter_fixed_noise, min_value=0)
+        check_int("max_iter", self.max_iter, min_value=1)
+        check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
+        check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True)
+        check_bool("normalize_X", self.normalize_X)
+        check_bool("normalize_y", self.normalize_y)
+        check_float("jitter", self.jitter, 0.0)
+
+    # -------------------------------------------------------------------------------- fit
+    def _packer(self, Q, D, m_u, m_v):
+        blocks = [("zeta", (m_u, Q)), ("Xi", (m_v, D)), ("mu", (Q, m_v, D)),
+                  ("c_diag", (Q, m_v), "log")]
+        if self.qv_covariance == "full":
+            blocks.append(("c_off", (Q, m_v * (m_v - 1) // 2)))
+        blocks += [("wtheta", (Q, 1 + D)), ("signal_std", (), "log"), ("noise", (), "log")]
+        return ParamPacker(blocks)
+
+    def _fit(self, X, y, random_state):
+        self._y_1d = y.ndim == 1
+        Y = y.reshape(-1, 1) if self._y_1d else y
+        n, D = X.shape
+        Q = D if self.n_components is None else int(self.n_components)
+        m_u, m_v = int(self.n_inducing), int(self.n_inducing_projection)
+        self.x_mean_, self.x_scale_ = self._moments(X, self.normalize_X)
+        self.y_mean_, self.y_scale_ = self._moments(Y, self.normalize_y)
+        Xs = (X - self.x_mean_) / self.x_scale_
+        Ys = (Y - self.y_mean_) / self.y_scale_
+        var_y = float(np.mean(np.var(Ys, axis=0)))
+        var_y = var_y if var_y > 0 else 1.0
+
+        # initialisation (spec §9)
+        seed = int(random_state.randint(np.iinfo(np.int32).max))
+        P = _pca_directions(Xs, Q)
+        Xi0 = _kmeans_centres(Xs, m_v, seed)
+        zeta0 = _kmeans_centres(Xs @ P.T, m_u, seed)
+        mu0 = np.broadcast_to(P[:, None, :], (Q, m_v, D)).copy()
+        params0 = {"zeta": zeta0, "Xi": Xi0, "mu": mu0, "c_diag": np.full((Q, m_v), 1.001 / D),
+                   "c_off": np.zeros((Q, m_v * (m_v - 1) // 2)),
+                   "wtheta": np.zeros((Q, 1 + D)), "signal_std": np.sqrt(var_y),
+                   "noise": float(self.noise_variance_init) * var_y}
+        kern = output_kernel(params0["signal_std"], Q)
+        _, abs_jit = cholesky_jitter(kern.K(zeta0), self.jitter, max_tries=6, name="K_u")
+        jitter = max(float(self.jitter), abs_jit / var_y)
+
+        packer = self._packer(Q, D, m_u, m_v)
+        self._shapes = (Q, D, m_u, m_v)
+        x = packer.pack(params0)
+        history, n_iter = [], 0
+        phases = [(int(self.n_iter_fixed_noise), True), (int(self.max_iter), False)]
+        for budget, fix_noise in phases:
+            if budget == 0:
+                continue
+            res = self._optimise(packer, x, Xs, Ys, jitter, budget, fix_noise, var_y)
+            x = res.x
+            history.append(-np.asarray(res.history))
+            n_iter += res.n_iter
+        p = packer.unpack(x)
+        self._params = p
+        self._jitter = jitter
+        value, _, post = _elbo_and_grads(Xs, Ys, p, jitter, self.qv_covariance, max_tries=6)
+        self._post = post
+        self.elbo_ = float(value)
+        self.elbo_history_ = np.concatenate(history) if history else np.zeros(0)
+        self.n_iter_ = n_iter
+        self.inducing_inputs_ = p["zeta"]
+        self.inducing_inputs_projection_ = p["Xi"]
+        self.qv_mean_ = np.ascontiguousarray(np.swapaxes(p["mu"], 1, 2))
+        self.qv_chol_ = _chol(p, self.qv_covariance)
+        self.projection_kernels_ = projection_kernels(p["wtheta"])
+        self.signal_std_ = float(p["signal_std"])
+        self.noise_variance_ = float(p["noise"])
+        self.relevance_ = np.exp(p["wtheta"][:, 0])
+        return self
+
+    @staticmethod
+    def _moments(A, normalize):
+        if not normalize:
+            return np.zeros(A.shape[1]), np.ones(A.shape[1])
+        scale = np.std(A, axis=0)
+        return A.mean(axis=0), np.where(scale > 0, scale, 1.0)
+
+    def _optimise(self, packer, x0, Xs, Ys, jitter, budget, fix_noise, var_y):
+        noise_slice = packer.slice("noise")
+
+        def objective(flat):
+            p = packer.unpack(flat)
+            value, grads, _ = _elbo_and_grads(Xs, Ys, p, jitter, self.qv_covariance)
+            g = -packer.pack_grad(grads, p)
+            if fix_noise:
+                g[noise_slice] = 0.0
+            return -value, g
+
+        name = type(self).__name__ + (" (noise fixed)" if fix_noise else "")
+        if self.optimizer == "adam":
+            return minimize_adam(objective, x0, learning_rate=self.learning_rate,
+                                 max_iter=budget, tol=None, verbose=self.verbose, name=name)
+        bounds = np.full((packer.size, 2), [-np.inf, np.inf])
+        wt = packer.slice("wtheta")
+        bounds[wt] = np.log([1e-5, 1e5])
+        bounds[noise_slice] = ([x0[noise_slice][0]] * 2 if fix_noise
+                               else np.log([1e-8 * var_y, 1e3 * var_y]))
+        bounds = [tuple(None if not np.isfinite(v) else v for v in row) for row in bounds]
+        with warnings.catch_warnings():
+            if fix_noise:
+                # the first phase is a fixed budget, not a convergence target
+                warnings.simplefilter("ignore", ConvergenceWarning)
+            return minimize_lbfgsb(objective, x0, bounds=bounds, max_iter=budget,
+                                   verbose=self.verbose, name=name)
+
+    # --------------------------------------------------------------------------- prediction
+    def _standardise(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return (X - self.x_mean_) / self.x_scale_
+
+    def _latent(self, Xs):
+        p = self._params
+        a, b, _, _ = projection_forward(Xs, p["Xi"], p["mu"], _chol(p, self.qv_covariance),
+                                        projection_kernels(p["wtheta"]), self._jitter)
+        return latent_moments(a, b, Xs)
+
+    def _moments_normalised(self, Xs):
+        """Mean and variance of y* (noise included) in normalised units (spec §7)."""
+        h, eta = self._latent(Xs)
+        means, variances = [], []
+        for a in range(0, Xs.shape[0], _PREDICT_CHUNK):
+            b = min(Xs.shape[0], a + _PREDICT_CHUNK)
+            stats, _ = output_psi(self.inducing_inputs_, h[a:b], eta[a:b], self.signal_std_,
+                                  per_point=True)
+            m, v = predictive_moments(self._post, stats.psi0, stats.Psi1, stats.Psi2)
+            means.append(m)
+            variances.append(v + self.noise_variance_)
+        return np.vstack(means), np.vstack(variances)
+
+    def _output(self, A):
+        return A[:, 0] if self._y_1d else A
+
+    def predict(self, X, return_std=False):
+        """Predictive mean (and standard deviation) of y at new inputs (spec §7).
+
+        The predictive distribution is not Gaussian (W is uncertain); these are its exact first
+        two moments.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Inputs.
+        return_std : bool, default=False
+            Also return the predictive standard deviation of y, noise included.
+
+        Returns
+        -------
+        mean : ndarray of shape (n,) or (n, n_targets)
+            Predictive mean in the original target units.
+        std : ndarray of shape (n,) or (n, n_targets)
+            Predictive standard deviation (only if ``return_std``).
+        """
+        Xs = self._standardise(X)
+        with threads(self.n_jobs):
+            m, v = self._moments_normalised(Xs)
+        mean = self._output(m * self.y_scale_ + self.y_mean_)
+        if not return_std:
+            return mean
+        return mean, self._output(np.sqrt(v) * self.y_scale_)
+
+    def score_samples(self, X, y):
+        """Per-point log predictive density of the targets, in nats (original units).
+
+        The Gaussian with the predictive moments of :meth:`predict` is used, as for the NLPD of
+        spec §11.1; with several targets the per-target log densities are summed.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Inputs.
+        y : array-like of shape (n,) or (n, n_targets)
+            Targets.
+
+        Returns
+        -------
+        log_density : ndarray of shape (n,)
+            ``log N(y_i | mean_i, var_i)``.
+        """
+        Xs = self._standardise(X)
+        y = np.asarray(y, dtype=np.float64)
+        Y = y.reshape(-1, 1) if y.ndim == 1 else y
+        if Y.shape != (Xs.shape[0], self.y_mean_.shape[0]):
+            raise ValueError(f"y must have {Xs.shape[0]} rows and {self.y_mean_.shape[0]} "
+                             f"target column(s), got shape {y.shape}.")
+        with threads(self.n_jobs):
+            m, v = self._moments_normalised(Xs)
+        mean = m * self.y_scale_ + self.y_mean_
+        var = v * self.y_scale_ ** 2
+        return np.sum(-0.5 * (np.log(2.0 * np.pi * var) + (Y - mean) ** 2 / var), axis=1)
+
+    def transform(self, X, return_variance=False):
+        """Latent projection ``E[W(x)] x`` of inputs (spec §7; Figure 7 of seed 000).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Inputs (original units; standardised internally as in fit).
+        return_variance : bool, default=False
+            Also return the latent variances η(x) = Var[w_q·(x)]‖x‖².
+
+        Returns
+        -------
+        mean : ndarray of shape (n, n_components)
+            Latent means h(x).
+        variance : ndarray of shape (n, n_components)
+            Latent variances (only if ``return_variance``).
+        """
+        Xs = self._standardise(X)
+        with threads(self.n_jobs):
+            h, eta = self._latent(Xs)
+        return (h, eta) if return_variance else h
+
+    def sample_y(self, X, n_samples=1, random_state=None):
+        """Draw targets from the predictive distribution at each input.
+
+        Each draw samples the latent point z ~ N(h(x), diag η(x)) (i.e. W from its q marginals),
+        then f | z under the collapsed q(u), then the noise. Rows are drawn independently from
+        their own predictive distributions (not jointly across rows).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Inputs.
+        n_samples : int, default=1
+            Draws per input.
+        random_state : int, RandomState instance or None, default=None
+            Source of the draws.
+
+        Returns
+        -------
+        y_samples : ndarray of shape (n, n_samples) or (n, n_targets, n_samples)
+            Draws in the original target units.
+        """
+        Xs = self._standardise(X)
+        S = check_int("n_samples", n_samples, min_value=1)
+        rs = check_random_state(random_state)
+        n, Q = Xs.shape[0], self.inducing_inputs_.shape[1]
+        Dy = self.y_mean_.shape[0]
+        out = np.empty((n, S, Dy))
+        kern = output_kernel(self.signal_std_, Q)
+        step = max(1, 4096 // S)
+        with threads(self.n_jobs):
+            h, eta = self._latent(Xs)
+            for a in range(0, n, step):
+                b = min(n, a + step)
+                z = (h[a:b, None, :] + np.sqrt(eta[a:b, None, :])
+                     * rs.standard_normal((b - a, S, Q))).reshape(-1, Q)
+                m, v = predictive_moments(self._post, kern.Kdiag(z),
+                                          kern.K(z, self.inducing_inputs_), None)
+                f = m + np.sqrt(v) * rs.standard_normal(m.shape)
+                yy = f + np.sqrt(self.noise_variance_) * rs.standard_normal(m.shape)
+                out[a:b] = yy.reshape(b - a, S, Dy)
+        out = out * self.y_scale_ + self.y_mean_
+        return out[:, :, 0] if self._y_1d else np.ascontiguousarray(np.swapaxes(out, 1, 2))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+
+# ------------------------------------------------------------------------------ the objective
+
+def _chol(p, qv_covariance):
+    """q(V) Cholesky factors from the packed blocks: diagonals, or full lower factors."""
+    c = p["c_diag"]
+    if qv_covariance == "diag":
+        return c
+    Q, m_v = c.shape
+    L = np.zeros((Q, m_v, m_v))
+    i, j = np.tril_indices(m_v, -1)
+    L[:, i, j] = p["c_off"]
+    L[:, np.arange(m_v), np.arange(m_v)] = c
+    return L
+
+
+def _elbo_and_grads(X, Y, p, jitter, qv_covariance, max_tries=0):
+    """DVMGP ELBO (spec §5), its gradient wrt each constrained block, and the q(u) posterior.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, D)
+        Standardised inputs.
+    Y : ndarray of shape (n, D_y)
+        Standardised targets.
+    p : dict
+        Blocks ``zeta``, ``Xi``, ``mu`` (Q, m_v, D), ``c_diag`` (and ``c_off`` for a full
+        covariance), ``wtheta``, ``signal_std``, ``noise``.
+    jitter : float
+        Relative jitter on ``K_u`` and ``K_v``.
+    qv_covariance : {"diag", "full"}
+        Shape of Σ_q.
+    max_tries : int, default=0
+        Jitter escalations of ``K_u`` allowed (0 inside the optimiser).
+
+    Returns
+    -------
+    elbo : float
+    grads : dict
+        Gradient of the ELBO wrt every block of ``p`` (natural space).
+    post : CollapsedPosterior
+    """
+    zeta, sf, s2 = p["zeta"], float(p["signal_std"]), float(p["noise"])
+    Q = zeta.shape[1]
+    a, b, kl, pcache = projection_forward(X, p["Xi"], p["mu"], _chol(p, qv_covariance),
+                                          projection_kernels(p["wtheta"]), jitter)
+    h, eta = latent_moments(a, b, X)
+    stats, ocache = output_psi(zeta, h, eta, sf)
+    kern = output_kernel(sf, Q)
+    F, post = collapsed_bound(Y, stats.psi0, stats.Psi1, stats.Psi2, kern.K(zeta), s2,
+                              jitter=jitter, max_tries=max_tries)
+    adj = collapsed_bound_vjp(post)
+    dh, deta, dzeta, dsf = output_psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, ocache)
+    kv = kern.vjp(adj.Kuu, zeta)
+    da, db = latent_moments_vjp(dh, deta, b, X)
+    g = projection_vjp(da, db, -1.0, pcache)
+    grads = {"zeta": dzeta + kv.X, "Xi": g.Xi, "mu": g.mu, "wtheta": g.theta,
+             "signal_std": dsf + 2.0 * float(kv.theta[0]) / sf, "noise": adj.noise_variance}
+    if qv_covariance == "diag":
+        grads["c_diag"] = g.chol
+    else:
+        m_v = g.chol.shape[1]
+        i, j = np.tril_indices(m_v, -1)
+        grads["c_diag"] = g.chol[:, np.arange(m_v), np.arange(m_v)]
+        grads["c_off"] = g.chol[:, i, j]
+    return F - kl, grads, post
