@@ -1,5 +1,6 @@
 """DVMGP: deep variational Mahalanobis Gaussian process regression (seed 000 ch. 4; spec)."""
 
+import numbers
 import warnings
 
 import numpy as np
@@ -232,7 +233,9 @@ class DVMGP(RegressorMixin, _BaseLVGP):
         var_y = var_y if var_y > 0 else 1.0
 
         # initialisation (spec §9)
-        seed = int(random_state.randint(np.iinfo(np.int32).max))
+        # an int random_state seeds K-means directly (19960111 reproduces the paper's init)
+        seed = (int(self.random_state) if isinstance(self.random_state, numbers.Integral)
+                else int(random_state.randint(np.iinfo(np.int32).max)))
         P = _pca_directions(Xs, Q)
         Xi0 = _kmeans_centres(Xs, m_v, seed)
         zeta0 = _kmeans_centres(Xs @ P.T, m_u, seed)

@@ -20,8 +20,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._linalg import cho_solve, cholesky_jitter, logdet_from_chol, solve_lower, solve_upper, \
-    symmetrise
+from .._linalg import (
+    cho_solve,
+    cholesky_jitter,
+    logdet_from_chol,
+    solve_lower,
+    solve_upper,
+    symmetrise,
+)
 from .._psi import psi_statistics, psi_vjp
 from ..kernels import RBF
 
@@ -32,7 +38,7 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------- kernels and q(V)
+# ------------------------------------------------------------------- W-kernels, q(V) factors
 
 def projection_kernels(wtheta):
     """The Q ARD-RBF kernels ``k_q`` of the W-layer from their log hyperparameters.
@@ -332,7 +338,12 @@ class _OutputPsi(NamedTuple):
 
 
 def output_psi(zeta, h, eta, signal_std, per_point=False):
-    """Ψ-statistics of σ_f·SRBF under ``N(h_i, diag η_i)`` (spec §4.1–§4.2).
+    """Ψ-statistics of the output layer under ``N(h_i, diag η_i)`` (spec §4.1–§4.3).
+
+    These are the statistics of the scale-equivalent GPLVM form: the RBF kernel with variance
+    σ_f² and unit length scales, paired with ``K_u = σ_f² SRBF(ζ, ζ)`` (:func:`output_kernel`).
+    Its Ψ1 and Ψ2 are σ_f and σ_f² times those of spec §4.1 (whose ``K_u`` is ``SRBF(ζ, ζ)``);
+    the collapsed bound and the predictive moments are invariant under that rescaling (§4.3).
 
     Parameters
     ----------

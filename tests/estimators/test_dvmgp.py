@@ -1,0 +1,297 @@
+"""DVMGP: spec dvmgp.md §14.1 correctness checks, estimator behaviour, bad input, Table 4."""
+
+import math
+
+import numpy as np
+import pytest
+
+from sklearn_lvgp._dvmgp import DVMGP, _elbo_and_grads
+from sklearn_lvgp._objectives._collapsed import collapsed_bound
+from sklearn_lvgp._objectives._dvmgp_bound import (
+    latent_moments,
+    output_kernel,
+    output_psi,
+    projection_forward,
+    projection_kernels,
+)
+from sklearn_lvgp.datasets._synthetic_dvmgp import make_two_parabolas, two_parabolas_split
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+FAST = {"n_inducing": 10, "n_inducing_projection": 5, "n_iter_fixed_noise": 20, "max_iter": 60,
+        "random_state": 0}
+
+
+def _layer(rng, n=3, D=2, Q=2, m_v=4, m_u=5):
+    X = rng.standard_normal((n, D))
+    Xi = rng.standard_normal((m_v, D))
+    mu = rng.standard_normal((Q, m_v, D))
+    chol = 0.3 + 0.5 * rng.random((Q, m_v))
+    kernels = projection_kernels(0.3 * rng.standard_normal((Q, 1 + D)))
+    zeta = rng.standard_normal((m_u, Q))
+    return X, Xi, mu, chol, kernels, zeta
+
+
+# ------------------------------------------------------------------------------ §14.1 item 7
+def test_two_parabolas_fixture():
+    X, y = make_two_parabolas()
+    assert X.shape == (500, 2) and y.shape == (500,)
+    np.testing.assert_allclose(X[0], [-1.2972758242, 0.8814771236], atol=1e-10)
+    np.testing.assert_allclose(X[250], [2.5982258035, 1.1090098114], atol=1e-10)
+    np.testing.assert_allclose(y[:250], X[:250, 0] ** 2 + X[:250, 0])
+    np.testing.assert_allclose(y[250:], X[250:, 1] ** 2 + X[250:, 1])
+    Xtr, Xte, ytr, yte = two_parabolas_split()
+    assert Xtr.shape == Xte.shape == (250, 2)
+    np.testing.assert_array_equal(Xte[:5], X[[3, 4, 5, 6, 7]])
+    np.testing.assert_array_equal(Xtr[:5], X[[0, 1, 2, 9, 10]])
+    np.testing.assert_allclose(Xtr.mean(axis=0), [0.4844035658, 1.0415811466], atol=1e-10)
+    np.testing.assert_allclose(Xtr.std(axis=0), [1.646477259, 0.642834008], atol=1e-9)
+    np.testing.assert_allclose([ytr.mean(), ytr.std()], [1.5862056790, 1.9758411234],
+                               atol=1e-10)
+
+
+# ------------------------------------------------------------------------------ §14.1 item 1
+def _psi_direct(zeta, h, eta, sf):
+    """Spec §4.1 written out entry by entry (independent of the shared Ψ code)."""
+    n, Q = h.shape
+    m = zeta.shape[0]
+    Psi1 = np.empty((n, m))
+    Psi2 = np.zeros((n, m, m))
+    for i in range(n):
+        for j in range(m):
+            Psi1[i, j] = sf * np.prod((1 + eta[i]) ** -0.5
+                                      * np.exp(-(h[i] - zeta[j]) ** 2 / (2 * (1 + eta[i]))))
+            for k in range(m):
+                zbar = 0.5 * (zeta[j] + zeta[k])
+                Psi2[i, j, k] = sf ** 2 * np.prod(
+                    (1 + 2 * eta[i]) ** -0.5 * np.exp(-(zeta[j] - zeta[k]) ** 2 / 4
+                                                      - (h[i] - zbar) ** 2 / (1 + 2 * eta[i])))
+    return Psi1, Psi2
+
+
+def test_psi_closed_form_matches_formula_and_monte_carlo(rng):
+    X, Xi, mu, chol, kernels, zeta = _layer(rng)
+    sf = 1.3
+    a, b, _, _ = projection_forward(X, Xi, mu, chol, kernels)
+    h, eta = latent_moments(a, b, X)
+    stats, _ = output_psi(zeta, h, eta, sf, per_point=True)
+    P1, P2 = _psi_direct(zeta, h, eta, sf)
+    # §4.2–4.3: the shared code evaluates the scale-equivalent GPLVM form (K_u = σ_f² SRBF),
+    # i.e. σ_f times the §4.1 Ψ1 and σ_f² times its Ψ2
+    np.testing.assert_allclose(stats.Psi1, sf * P1, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(stats.Psi2, sf ** 2 * P2, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(stats.psi0, sf ** 2)
+    summed, _ = output_psi(zeta, h, eta, sf)
+    np.testing.assert_allclose(summed.Psi2, sf ** 2 * P2.sum(axis=0), rtol=1e-12)
+    # Monte Carlo over the q(W) marginals: w_qd(x_i) ~ N(a_iqd, b_iq), z_i = W_i x_i
+    S = 200_000
+    for i in range(X.shape[0]):
+        W = a[i][None] + np.sqrt(b[i])[None, :, None] * rng.standard_normal((S,) + a[i].shape)
+        z = W @ X[i]
+        K = sf * np.exp(-0.5 * np.sum((z[:, None, :] - zeta[None]) ** 2, axis=2))
+        KK = K[:, :, None] * K[:, None, :]
+        for est, ref in ((K, P1[i]), (KK, P2[i])):
+            se = est.std(axis=0) / math.sqrt(S)
+            assert np.all(np.abs(est.mean(axis=0) - ref) <= 4 * se + 1e-12)
+
+
+# ------------------------------------------------------------------------------ §14.1 item 2
+def test_bound_scale_invariance(rng):
+    X, Xi, mu, chol, kernels, zeta = _layer(rng, n=12)
+    a, b, _, _ = projection_forward(X, Xi, mu, chol, kernels)
+    h, eta = latent_moments(a, b, X)
+    stats, _ = output_psi(zeta, h, eta, 1.0)
+    Kuu = output_kernel(1.0, 2).K(zeta)
+    Y = rng.standard_normal((12, 1))
+    F1, _ = collapsed_bound(Y, stats.psi0, stats.Psi1, stats.Psi2, Kuu, 0.1)
+    c = 2.7
+    F2, _ = collapsed_bound(Y, stats.psi0, c * stats.Psi1, c * c * stats.Psi2, c * c * Kuu, 0.1)
+    assert abs(F1 - F2) <= 1e-10 * max(1.0, abs(F1))
+
+
+# ------------------------------------------------------------------------------ §14.1 item 5
+def test_bform_equals_direct_logdet_form(rng):
+    n, s2, jit = 12, 0.07, 1e-6
+    X, Xi, mu, chol, kernels, zeta = _layer(rng, n=n)
+    a, b, _, _ = projection_forward(X, Xi, mu, chol, kernels)
+    h, eta = latent_moments(a, b, X)
+    sf = 1.4
+    st, _ = output_psi(zeta, h, eta, sf)
+    Ku = output_kernel(sf, 2).K(zeta)
+    Y = rng.standard_normal((n, 2))
+    F, _ = collapsed_bound(Y, st.psi0, st.Psi1, st.Psi2, Ku, s2, jitter=jit)
+    # spec §5 with the jitter the bound adds to K_u
+    Kj = Ku + jit * np.mean(np.diag(Ku)) * np.eye(Ku.shape[0])
+    A = s2 * Kj + st.Psi2
+    Dy, m = Y.shape[1], Ku.shape[0]
+    direct = (-0.5 * n * Dy * np.log(2 * np.pi) - 0.5 * Dy * (n - m) * np.log(s2)
+              + 0.5 * Dy * np.linalg.slogdet(Kj)[1] - 0.5 * Dy * np.linalg.slogdet(A)[1]
+              - np.sum(Y * Y) / (2 * s2)
+              + np.trace(Y.T @ st.Psi1 @ np.linalg.solve(A, st.Psi1.T @ Y)) / (2 * s2)
+              - Dy * st.psi0 / (2 * s2) + Dy * np.trace(np.linalg.solve(Kj, st.Psi2)) / (2 * s2))
+    assert abs(F - direct) <= 1e-10 * abs(direct)
+
+
+# ------------------------------------------------------------------------------ §14.1 item 3
+def test_deterministic_w_reduces_to_sgpr(rng):
+    """Ξ = X, c → 0: the ELBO plus KL is the SGPR bound at z_i = W_i x_i with W_i from μ."""
+    n, D, Q, m_u, jit = 8, 2, 2, 5, 1e-10
+    X = 2.0 * rng.standard_normal((n, D))
+    Y = rng.standard_normal((n, 1))
+    wtheta = np.zeros((Q, 1 + D))
+    wtheta[:, 1:] = np.log(0.3)  # short length scales: K_v = k(X, X) is well conditioned
+    p = {"zeta": rng.standard_normal((m_u, Q)), "Xi": X.copy(),
+         "mu": rng.standard_normal((Q, n, D)), "c_diag": np.full((Q, n), 1e-8),
+         "wtheta": wtheta, "signal_std": 1.2, "noise": 0.05}
+    elbo, _, _ = _elbo_and_grads(X, Y, p, jit, "diag")
+    kl = projection_forward(X, X, p["mu"], p["c_diag"], projection_kernels(wtheta), jit)[2]
+    z = np.einsum("qnd,nd->nq", p["mu"], X)  # W_i = μ[:, i, :] at training input i
+    kern = output_kernel(p["signal_std"], Q)
+    Kfu = kern.K(z, p["zeta"])
+    sgpr, _ = collapsed_bound(Y, n * 1.2 ** 2, Kfu, Kfu.T @ Kfu, kern.K(p["zeta"]), 0.05,
+                              jitter=jit)
+    assert abs(elbo + kl - sgpr) <= 1e-5 * abs(sgpr)
+
+
+# ------------------------------------------------------------------------------ estimator
+@pytest.fixture(scope="module")
+def small_fit():
+    Xtr, Xte, ytr, yte = two_parabolas_split(n_per_cluster=40)
+    model = DVMGP(**FAST).fit(Xtr, ytr)
+    return model, Xtr, Xte, ytr, yte
+
+
+def test_fitted_attributes_and_shapes(small_fit):
+    model, Xtr, Xte, ytr, _ = small_fit
+    Q, D = 2, 2
+    assert model.inducing_inputs_.shape == (10, Q)
+    assert model.inducing_inputs_projection_.shape == (5, D)
+    assert model.qv_mean_.shape == (Q, D, 5)
+    assert model.qv_chol_.shape == (Q, 5)
+    assert len(model.projection_kernels_) == Q
+    np.testing.assert_allclose(model.relevance_,
+                               [float(k.variance) for k in model.projection_kernels_])
+    assert model.n_iter_ <= 80 and model.elbo_history_.shape == (model.n_iter_,)
+    assert np.all(np.isfinite(model.elbo_history_))
+    mean, std = model.predict(Xte, return_std=True)
+    assert mean.shape == std.shape == (Xte.shape[0],) and np.all(std > 0)
+    h, eta = model.transform(Xte, return_variance=True)
+    assert h.shape == eta.shape == (Xte.shape[0], Q) and np.all(eta >= 0)
+    assert model.sample_y(Xte[:3], n_samples=4, random_state=0).shape == (3, 4)
+
+
+def test_predict_is_deterministic_and_score_samples_is_gaussian_log_density(small_fit):
+    model, _, Xte, _, yte = small_fit
+    m1, s1 = model.predict(Xte, return_std=True)
+    m2, s2 = model.predict(Xte, return_std=True)
+    np.testing.assert_array_equal(m1, m2)
+    np.testing.assert_array_equal(s1, s2)
+    ref = -0.5 * np.log(2 * np.pi * s1 ** 2) - 0.5 * (yte - m1) ** 2 / s1 ** 2
+    np.testing.assert_allclose(model.score_samples(Xte, yte), ref, rtol=1e-12)
+    # rows are independent: predicting a subset gives the same numbers
+    np.testing.assert_allclose(model.predict(Xte[5:9]), m1[5:9], rtol=1e-12)
+
+
+def test_predictive_moments_match_sample_y(small_fit):
+    """§14.1 item 4: the §7 moments equal those of W ~ q(W), f | W, noise (1e5 draws)."""
+    model, _, Xte, _, _ = small_fit
+    x = Xte[[0, 17]]
+    mean, std = model.predict(x, return_std=True)
+    S = 100_000
+    draws = model.sample_y(x, n_samples=S, random_state=1)
+    for i in range(2):
+        d = draws[i]
+        se_mean = d.std() / math.sqrt(S)
+        assert abs(d.mean() - mean[i]) <= 4 * se_mean
+        c = d - d.mean()
+        se_var = math.sqrt((np.mean(c ** 4) - np.mean(c ** 2) ** 2) / S)
+        assert abs(d.var() - std[i] ** 2) <= 4 * se_var
+
+
+def test_transform_is_mean_projection(small_fit):
+    """transform(x) = E[W(x)] x on the standardised input (spec §7)."""
+    model, _, Xte, _, _ = small_fit
+    Xs = (Xte - model.x_mean_) / model.x_scale_
+    a, b, _, _ = projection_forward(Xs, model.inducing_inputs_projection_,
+                                    np.swapaxes(model.qv_mean_, 1, 2), model.qv_chol_,
+                                    model.projection_kernels_, model._jitter)
+    np.testing.assert_allclose(model.transform(Xte), np.einsum("nqd,nd->nq", a, Xs),
+                               rtol=1e-12)
+
+
+def test_noise_is_fixed_during_the_first_phase():
+    X, _, y, _ = two_parabolas_split(n_per_cluster=20)
+    base = {**FAST, "optimizer": "adam", "learning_rate": 0.05}
+    frozen = DVMGP(**{**base, "n_iter_fixed_noise": 30, "max_iter": 1}).fit(X, y)
+    free = DVMGP(**{**base, "n_iter_fixed_noise": 0, "max_iter": 31}).fit(X, y)
+    log0 = math.log(0.01)
+    # one Adam step moves log σ² by at most the learning rate (plus ε-slack)
+    assert abs(math.log(frozen.noise_variance_) - log0) <= 0.05 * 1.001
+    assert abs(math.log(free.noise_variance_) - log0) > 0.2
+    assert frozen.n_iter_ == free.n_iter_ == 31
+
+
+def test_lbfgs_second_phase_does_not_lower_the_bound():
+    X, _, y, _ = two_parabolas_split(n_per_cluster=30)
+    model = DVMGP(**{**FAST, "n_iter_fixed_noise": 15, "max_iter": 30}).fit(X, y)
+    hist = model.elbo_history_
+    assert hist[-1] >= hist[14] - 1e-8
+    assert model.elbo_ == pytest.approx(hist[-1], rel=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["diag", "full"])
+def test_multi_output_and_qv_covariance(rng, kind):
+    X = rng.standard_normal((40, 3))
+    Y = np.column_stack([np.sin(X[:, 0]), X[:, 1] * X[:, 2]])
+    model = DVMGP(**{**FAST, "qv_covariance": kind, "n_components": 2}).fit(X, Y)
+    assert model.predict(X).shape == (40, 2)
+    assert model.transform(X).shape == (40, 2)
+    assert model.sample_y(X[:2], n_samples=3, random_state=0).shape == (2, 2, 3)
+    assert model.score_samples(X, Y).shape == (40,)
+    expected = (2, 5) if kind == "diag" else (2, 5, 5)
+    assert model.qv_chol_.shape == expected
+    if kind == "full":
+        assert np.all(np.triu(model.qv_chol_, 1) == 0)
+
+
+def test_without_normalisation(rng):
+    X = rng.standard_normal((30, 2))
+    y = 10.0 + 3.0 * np.sin(X[:, 0])
+    model = DVMGP(**{**FAST, "normalize_X": False, "normalize_y": False}).fit(X, y)
+    np.testing.assert_array_equal(model.y_mean_, [0.0])
+    np.testing.assert_array_equal(model.x_scale_, [1.0, 1.0])
+    assert model.predict(X).shape == (30,)
+
+
+# ------------------------------------------------------------------------------ bad input
+@pytest.mark.parametrize("params, err, match", [
+    ({"n_inducing": 31}, ValueError, "n_inducing=31"),
+    ({"n_inducing_projection": 31}, ValueError, "n_inducing_projection=31"),
+    ({"n_components": 0}, ValueError, "n_components"),
+    ({"n_components": 1.5}, TypeError, "n_components"),
+    ({"qv_covariance": "dense"}, ValueError, "qv_covariance"),
+    ({"optimizer": "sgd"}, ValueError, "optimizer"),
+    ({"noise_variance_init": 0.0}, ValueError, "noise_variance_init"),
+    ({"learning_rate": -1.0}, ValueError, "learning_rate"),
+    ({"n_iter_fixed_noise": -1}, ValueError, "n_iter_fixed_noise"),
+    ({"normalize_y": "yes"}, TypeError, "normalize_y"),
+])
+def test_bad_parameters(rng, params, err, match):
+    X = rng.standard_normal((30, 2))
+    with pytest.raises(err, match=match):
+        DVMGP(**{**FAST, **params}).fit(X, X[:, 0])
+
+
+def test_bad_data(rng, small_fit):
+    X = rng.standard_normal((30, 2))
+    Xnan = X.copy()
+    Xnan[0, 0] = np.nan
+    with pytest.raises(ValueError):
+        DVMGP(**FAST).fit(Xnan, X[:, 0])
+    with pytest.raises(ValueError):
+        DVMGP(**FAST).fit(X, X[:-1, 0])
+    model = small_fit[0]
+    with pytest.raises(ValueError):
+        model.predict(np.ones((3, 3)))
+    with pytest.raises(ValueError, match="target column"):
+        model.score_samples(small_fit[2], np.ones((small_fit[2].shape[0], 2)))
