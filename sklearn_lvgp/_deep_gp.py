@@ -1,0 +1,816 @@
+"""DeepGP: deep Gaussian-process regression with doubly-stochastic variational inference.
+
+Spec ``deep_gp.md`` §1–§4 and §6; seed 003 ch. 2 (DSVI, Salimbeni & Deisenroth 2017) and ch. 3
+(natural gradients for the last layer). Layers are the shared SVGP engine of
+:mod:`sklearn_lvgp._svgp`; the optimiser is :func:`sklearn_lvgp._stochastic.run_adam` (or
+L-BFGS-B for the deterministic objectives).
+"""
+
+import numpy as np
+from scipy.cluster.vq import kmeans2
+from scipy.special import logsumexp
+from sklearn.base import RegressorMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._optimize import minimize_lbfgsb
+from ._parallel import threads
+from ._params import ParamPacker
+from ._psi import unscented_rule
+from ._stochastic import AdamState, run_adam
+from ._svgp import (
+    SVGPLayer,
+    ZeroMean,
+    gaussian_expectation,
+    gaussian_expectation_vjp,
+    gaussian_log_density,
+    gaussian_natgrad_step,
+    inner_mean,
+    layer_forward,
+    layer_vjp,
+    prior_factor,
+    tril_pack,
+    tril_unpack,
+)
+from ._validation import check_bool, check_float, check_int, check_option
+from .base import _BaseLVGP
+from .kernels import RBF, Kernel
+
+__all__ = ["DeepGP"]
+
+#: Variance floor of the reparameterised samples, h = mu + eps sqrt(v + delta) (spec §2.2).
+_DELTA = 1e-6
+#: Inner layers' q_sqrt start this small (near-deterministic start, spec §1.6).
+_INNER_SQRT_SCALE = 1e-5
+#: Noise-variance floor (spec §1.4).
+_MIN_NOISE = 1e-6
+#: Stacked evaluation points per prediction chunk.
+_PREDICT_POINTS = 20000
+
+
+class _DSVI:
+    """The DSVI bound of a fixed architecture as a function of one flat parameter vector.
+
+    Holds only structure (kernel templates, fixed mean functions, shapes), never fitted values.
+    """
+
+    def __init__(self, kernels, means, dims, n_inducing, whiten, jitter, propagation):
+        self.kernels = kernels
+        self.means = means
+        self.dims = dims  # D_0, ..., D_L
+        self.M = n_inducing
+        self.whiten = whiten
+        self.jitter = jitter
+        self.propagation = propagation
+        blocks = []
+        T = n_inducing * (n_inducing + 1) // 2
+        for ell, k in enumerate(kernels):
+            blocks += [(f"q_mu{ell}", (n_inducing, dims[ell + 1])),
+                       (f"q_sqrt{ell}", (dims[ell + 1], T)),
+                       (f"Z{ell}", (n_inducing, dims[ell])),
+                       (f"theta{ell}", (k.n_theta,))]
+        blocks.append(("noise_variance", (1,), "log"))
+        self.packer = ParamPacker(blocks)
+
+    @property
+    def n_layers(self):
+        return len(self.kernels)
+
+    # ------------------------------------------------------------------ parameters <-> layers
+    def pack(self, layers, noise_variance):
+        values = {"noise_variance": np.array([noise_variance])}
+        for ell, layer in enumerate(layers):
+            values[f"q_mu{ell}"] = layer.q_mu
+            values[f"q_sqrt{ell}"] = tril_pack(layer.q_sqrt)
+            values[f"Z{ell}"] = layer.Z
+            values[f"theta{ell}"] = layer.kernel.theta
+        return self.packer.pack(values)
+
+    def unpack(self, x):
+        p = self.packer.unpack(x)
+        layers = [SVGPLayer(self.kernels[ell].clone_with_theta(p[f"theta{ell}"]), p[f"Z{ell}"],
+                            p[f"q_mu{ell}"], tril_unpack(p[f"q_sqrt{ell}"], self.M),
+                            self.means[ell], self.whiten)
+                  for ell in range(self.n_layers)]
+        return layers, float(p["noise_variance"][0]), p
+
+    def bounds(self):
+        b = np.full((self.packer.size, 2), [-np.inf, np.inf])
+        for ell, k in enumerate(self.kernels):
+            b[self.packer.slice(f"theta{ell}")] = k.bounds
+        b[self.packer.slice("noise_variance")] = [np.log(_MIN_NOISE), np.inf]
+        return b
+
+    def last_q_mask(self):
+        mask = np.zeros(self.packer.size, dtype=bool)
+        last = self.n_layers - 1
+        mask[self.packer.slice(f"q_mu{last}")] = True
+        mask[self.packer.slice(f"q_sqrt{last}")] = True
+        return mask
+
+    # ---------------------------------------------------------------------------- forward
+    def propagate(self, layers, X, n_samples, random_state=None, eps=None, with_kl=True):
+        """Push ``X`` through the layers; returns the last layer's marginals and a tape.
+
+        Monte Carlo (spec §2.2): ``S`` stacked copies of ``X`` (sample-major), inner layers
+        sampled with ``eps`` (drawn from ``random_state`` when not given). Unscented: each inner
+        layer's Gaussian marginals are moment-matched and pushed through the next layer at the
+        ``2 D`` sigma points of :func:`~sklearn_lvgp._psi.unscented_rule`.
+
+        Returns
+        -------
+        mu, var : ndarray of shape (P, D_L)
+            Last-layer marginals at the ``P`` stacked points.
+        point_weights : ndarray of shape (P,)
+            Weight of each stacked point in an average over a data row (sums to 1 per row).
+        kl : float
+            Sum of the layers' KL terms.
+        tape : list
+            Input of :meth:`backward`.
+        """
+        n = X.shape[0]
+        L = self.n_layers
+        tape = []
+        kl_total = 0.0
+        if self.propagation == "monte_carlo":
+            S = n_samples if L > 1 else 1
+            H = np.tile(X, (S, 1))
+            weights = np.full(S * n, 1.0 / S)
+            step = None
+            for ell, layer in enumerate(layers):
+                mu, var, kl, cache = layer_forward(layer, H, self.jitter, with_kl)
+                kl_total += kl
+                tape.append((cache, step, None))
+                if ell < L - 1:
+                    e = (random_state.standard_normal(mu.shape) if eps is None else eps[ell])
+                    sd = np.sqrt(var + _DELTA)
+                    H = mu + e * sd
+                    step = ("mc", e, sd)
+            return mu, var, weights, kl_total, tape
+        # unscented: moment-match each inner layer, sigma points into the next
+        mu, var, kl, cache = layer_forward(layers[0], X, self.jitter, with_kl)
+        kl_total += kl
+        tape.append((cache, None, None))
+        weights = np.ones(n)
+        for ell in range(1, L):
+            rule = unscented_rule(mu.shape[1])
+            K = rule.n_points
+            sd = np.sqrt(var + _DELTA)
+            H = (mu[:, None, :] + sd[:, None, :] * rule.nodes[None]).reshape(n * K, -1)
+            mu_k, var_k, kl, cache = layer_forward(layers[ell], H, self.jitter, with_kl)
+            kl_total += kl
+            mm = None
+            if ell < L - 1:
+                mk = mu_k.reshape(n, K, -1)
+                w = rule.weights[None, :, None]
+                mu = np.sum(w * mk, axis=1)
+                dev = mk - mu[:, None, :]
+                var = np.sum(w * (var_k.reshape(n, K, -1) + dev * dev), axis=1)
+                mm = (w, dev)
+            else:
+                mu, var = mu_k, var_k
+                weights = np.tile(rule.weights, n)
+            tape.append((cache, ("ut", rule, sd), mm))
+        return mu, var, weights, kl_total, tape
+
+    def backward(self, dmu, dvar, tape):
+        """Backward of :meth:`propagate` (with ``dL/dKL = -1`` per layer); adjoint blocks."""
+        grads = {}
+        for ell in range(self.n_layers - 1, -1, -1):
+            cache, step, mm = tape[ell]
+            if mm is not None:
+                # moment matching: mean = sum_k w mu_k, var = sum_k w (v_k + (mu_k - mean)^2)
+                w, dev = mm
+                dmu = (w * dmu[:, None, :] + 2.0 * w * dev * dvar[:, None, :]).reshape(
+                    -1, dev.shape[2])
+                dvar = np.ascontiguousarray(
+                    np.broadcast_to(w * dvar[:, None, :], dev.shape)).reshape(-1, dev.shape[2])
+            g = layer_vjp(dmu, dvar, -1.0, cache)
+            grads[f"q_mu{ell}"] = g.q_mu
+            grads[f"q_sqrt{ell}"] = tril_pack(g.q_sqrt)
+            grads[f"Z{ell}"] = g.Z
+            grads[f"theta{ell}"] = g.theta
+            if step is None:
+                continue
+            if step[0] == "mc":
+                # h = mu + eps sqrt(v + delta) (spec §3.4)
+                _, e, sd = step
+                dmu, dvar = g.H, g.H * e / (2.0 * sd)
+            else:
+                _, rule, sd = step
+                dH = g.H.reshape(sd.shape[0], rule.n_points, -1)
+                dmu = dH.sum(axis=1)
+                dvar = np.einsum("nkq,kq->nq", dH, rule.nodes) / (2.0 * sd)
+        return grads
+
+    # ----------------------------------------------------------------------------- bound
+    def elbo(self, x, X, Y, scale, n_samples, random_state=None, eps=None):
+        """Minibatch ELBO estimate (spec eq. 2.19) and its gradient wrt ``x``.
+
+        ``scale`` is ``N / |B|``; ``eps`` (list of per-inner-layer arrays) fixes the samples.
+        """
+        layers, noise, values = self.unpack(x)
+        mu, var, w, kl, tape = self.propagate(layers, X, n_samples, random_state, eps)
+        reps = mu.shape[0] // X.shape[0]
+        Yt = np.repeat(Y, reps, axis=0) if self.propagation == "unscented" else np.tile(
+            Y, (reps, 1))
+        pw = (scale * w)[:, None]
+        data = float(np.sum(pw * gaussian_expectation(Yt, mu, var, noise)))
+        gv = gaussian_expectation_vjp(pw, Yt, mu, var, noise)
+        grads = self.backward(gv.mu, gv.var, tape)
+        grads["noise_variance"] = np.array([gv.noise_variance])
+        return data - kl, self.packer.pack_grad(grads, values)
+
+    def natgrad(self, x, X, Y, scale, n_samples, gamma, random_state):
+        """One closed-form natural-gradient step on the last layer's q(u) (spec §4.2)."""
+        layers, noise, _ = self.unpack(x)
+        last = layers[-1]
+        H, pw, Yt = self._last_inputs(layers, X, Y, n_samples, random_state)
+        prior = prior_factor(last.kernel, last.Z, self.jitter)
+        _, _, _, cache = layer_forward(last, H, self.jitter, with_kl=False)
+        resid = Yt - last.mean_function(H)
+        q_mu, q_sqrt = gaussian_natgrad_step(last.q_mu, last.q_sqrt, cache[2].A, resid,
+                                             scale * pw, noise, gamma, prior.Lu, self.whiten,
+                                             self.jitter)
+        x = x.copy()
+        ell = self.n_layers - 1
+        x[self.packer.slice(f"q_mu{ell}")] = q_mu.ravel()
+        x[self.packer.slice(f"q_sqrt{ell}")] = tril_pack(q_sqrt).ravel()
+        return x
+
+    def _last_inputs(self, layers, X, Y, n_samples, random_state):
+        """Inputs of the last layer at every stacked point, their weights and targets."""
+        n, L = X.shape[0], self.n_layers
+        if L == 1:
+            return X, np.ones(n), Y
+        if self.propagation == "monte_carlo":
+            S = n_samples
+            H = np.tile(X, (S, 1))
+            for layer in layers[:-1]:
+                mu, var, _, _ = layer_forward(layer, H, self.jitter, with_kl=False)
+                H = mu + random_state.standard_normal(mu.shape) * np.sqrt(var + _DELTA)
+            return H, np.full(S * n, 1.0 / S), np.tile(Y, (S, 1))
+        inner = _DSVI.__new__(_DSVI)
+        inner.__dict__.update(self.__dict__)
+        inner.kernels = self.kernels[:-1]
+        mu, var, _, _, _ = inner.propagate(layers[:-1], X, 1, with_kl=False)
+        rule = unscented_rule(mu.shape[1])
+        K = rule.n_points
+        H = (mu[:, None, :] + np.sqrt(var + _DELTA)[:, None, :] * rule.nodes[None]).reshape(
+            n * K, -1)
+        return H, np.tile(rule.weights, n), np.repeat(Y, K, axis=0)
+
+    def predict_components(self, x, X, n_samples, eps_rows):
+        """Per-path last-layer marginals ``(S, n, D)`` (Monte Carlo) or ``(1, n, D)`` (UT)."""
+        layers, noise, _ = self.unpack(x)
+        n = X.shape[0]
+        if self.propagation == "monte_carlo" and self.n_layers > 1:
+            S = n_samples
+            eps = [np.repeat(e[:S], n, axis=0) for e in eps_rows]
+            mu, var, _, _, _ = self.propagate(layers, X, S, eps=eps, with_kl=False)
+            D = mu.shape[1]
+            return mu.reshape(S, n, D), var.reshape(S, n, D), noise
+        mu, var, w, _, _ = self.propagate(layers, X, 1, with_kl=False)
+        if self.propagation == "unscented" and self.n_layers > 1:
+            K = mu.shape[0] // n
+            mk = mu.reshape(n, K, -1)
+            wk = w.reshape(n, K)[:, :, None]
+            m = np.sum(wk * mk, axis=1)
+            v = np.sum(wk * (var.reshape(n, K, -1) + (mk - m[:, None, :]) ** 2), axis=1)
+            mu, var = m, v
+        return mu[None], var[None], noise
+
+
+def _kmeans_inducing(X, M, random_state):
+    """``M`` k-means centres of ``X`` (spec §1.6); ``X`` plus N(0, 1) rows when ``N < M``."""
+    N, D = X.shape
+    if N < M:
+        return np.vstack([X, random_state.standard_normal((M - N, D))])
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        Z, _ = kmeans2(X, M, minit="points", seed=random_state)
+    _, first = np.unique(np.round(Z, 10), axis=0, return_index=True)
+    if first.size < M:
+        dup = np.setdiff1d(np.arange(M), first)
+        Z[dup] += 1e-2 * random_state.standard_normal((dup.size, D))
+    return Z
+
+
+class DeepGP(RegressorMixin, _BaseLVGP):
+    """Deep Gaussian-process regression with doubly-stochastic variational inference.
+
+    A composition of ``n_layers`` sparse variational GP layers, ``f^L(...f^1(x))``, trained by
+    maximising the DSVI bound of Salimbeni & Deisenroth (2017): inner layers are sampled with the
+    reparameterisation trick, each data point independently, and the last layer's Gaussian
+    likelihood expectation is analytic. ``n_layers=1`` is the stochastic variational GP (SVGP) of
+    Hensman et al. (2013). Inner layers have fixed linear (PCA) or identity mean functions.
+
+    Parameters
+    ----------
+    n_layers : int, default=2
+        Number of GP layers (1 = SVGP).
+    hidden_dims : int or sequence of int, default=None
+        Widths of the ``n_layers - 1`` inner layers; ``None`` is ``min(30, n_features)`` each.
+    kernel : Kernel or sequence of Kernel, default=None
+        Covariance of each layer: one template cloned for every layer, or one per layer.
+        ``None`` is an ARD :class:`~sklearn_lvgp.kernels.RBF` with unit length scales and
+        variance (seed 003 §2.4).
+    n_inducing : int, default=100
+        Inducing inputs per layer (k-means centres of the standardised inputs).
+    whiten : bool, default=True
+        Whitened ``q(u)`` (``u = L_u v``, prior ``N(0, I)``).
+    likelihood_variance : float, default=0.05
+        Initial Gaussian noise variance (standardised units when ``normalize_y``).
+    n_samples : int, default=1
+        Monte Carlo samples per data point in each training step.
+    n_predict_samples : int, default=100
+        Paths per test point in :meth:`predict`, :meth:`score_samples`.
+    propagation : {"monte_carlo", "unscented"}, default="monte_carlo"
+        ``"monte_carlo"``: DSVI sampling (the paper). ``"unscented"``: each inner layer's
+        Gaussian marginals are moment-matched and passed through the next layer at ``2D`` sigma
+        points, a deterministic objective that L-BFGS can optimise; predictions are then one
+        moment-matched Gaussian per point (an approximation of the mixture).
+    optimizer : {"adam", "lbfgs"}, default="adam"
+        ``"lbfgs"`` uses the full batch and needs a deterministic objective
+        (``propagation="unscented"`` or ``n_layers=1``).
+    learning_rate : float, default=0.01
+        Adam step size.
+    learning_rate_schedule : {"constant", "staircase"}, default="constant"
+        ``"staircase"`` multiplies the learning rate and ``natgrad_gamma`` by 0.98 every 1000
+        steps.
+    batch_size : int or None, default=10000
+        Rows per step; ``None`` or a value at least ``n_samples`` (rows) means the full batch.
+        A larger value is clipped to the number of rows (documented, no error).
+    max_iter : int, default=10000
+        Optimiser iterations (Adam steps or L-BFGS iterations).
+    natgrad_gamma : float, tuple (gamma0, gamma1, K) or None, default=None
+        If set, the last layer's ``q(u)`` is updated by natural-gradient steps of this size
+        (alternating with the Adam steps, which then leave it alone); a tuple is a log-linear
+        warm-up from ``gamma0`` to ``gamma1`` over ``K`` steps. Adam only.
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the rows and stop when their mean log predictive
+        density has not improved for ``n_iter_no_change`` checks (every 100 steps).
+    validation_fraction : float, default=0.1
+        Held-out fraction for early stopping.
+    n_iter_no_change : int, default=5
+        Patience of early stopping, in checks.
+    normalize_y : bool, default=True
+        Standardise targets with training statistics (predictions are in original units).
+    jitter : float, default=1e-6
+        Relative jitter on each ``K_uu`` (escalated with a warning if needed).
+    random_state : int, RandomState instance or None, default=None
+        Seeds k-means, minibatches, the reparameterisation noise and the prediction paths.
+    n_jobs : int, default=None
+        Threads for the jitted kernel loops.
+    verbose : int, default=0
+        Print iteration, ELBO estimate and elapsed time when > 0.
+    warm_start : bool, default=False
+        Continue from the previous fit's parameters and optimiser state.
+
+    Attributes
+    ----------
+    layers_ : list of SVGPLayer
+        Fitted layers (kernel, inducing inputs ``Z``, ``q_mu``, ``q_sqrt``, mean function).
+    noise_variance_ : float
+        Fitted likelihood variance (standardised units).
+    elbo_ : float
+        Final ELBO estimate (exact for deterministic objectives; else the mean of the last 100
+        minibatch estimates).
+    elbo_history_ : ndarray
+        ELBO estimate at every iteration.
+    n_iter_ : int
+        Iterations run (cumulative over warm starts and partial fits).
+    n_samples_seen_ : int
+        Rows seen by :meth:`partial_fit` (the ``N`` of its bound), or the training size.
+    X_mean_, X_scale_ : ndarray of shape (n_features,)
+        Input standardisation.
+    y_mean_, y_scale_ : ndarray of shape (n_targets,)
+        Target standardisation (zeros and ones without ``normalize_y``).
+    n_features_in_ : int
+        Number of input features.
+
+    References
+    ----------
+    Salimbeni, H., Deisenroth, M. P. (2017). Doubly stochastic variational inference for deep
+    Gaussian processes. NeurIPS.
+
+    Salimbeni, H. (2020). Deep Gaussian processes: advances in models and inference. PhD thesis,
+    Imperial College London.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_lvgp import DeepGP
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-2, 2, (60, 1)); y = np.sign(X[:, 0]) + 0.05 * rng.randn(60)
+    >>> model = DeepGP(n_layers=2, n_inducing=10, max_iter=50, random_state=0).fit(X, y)
+    >>> model.predict(X[:3]).shape
+    (3,)
+    """
+
+    def __init__(self, n_layers=2, hidden_dims=None, kernel=None, n_inducing=100, whiten=True,
+                 likelihood_variance=0.05, n_samples=1, n_predict_samples=100,
+                 propagation="monte_carlo", optimizer="adam", learning_rate=0.01,
+                 learning_rate_schedule="constant", batch_size=10000, max_iter=10000,
+                 natgrad_gamma=None, early_stopping=False, validation_fraction=0.1,
+                 n_iter_no_change=5, normalize_y=True, jitter=1e-6, random_state=None,
+                 n_jobs=None, verbose=0, warm_start=False):
+        self.n_layers = n_layers
+        self.hidden_dims = hidden_dims
+        self.kernel = kernel
+        self.n_inducing = n_inducing
+        self.whiten = whiten
+        self.likelihood_variance = likelihood_variance
+        self.n_samples = n_samples
+        self.n_predict_samples = n_predict_samples
+        self.propagation = propagation
+        self.optimizer = optimizer
+        self.learning_rate = learning_rate
+        self.learning_rate_schedule = learning_rate_schedule
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.natgrad_gamma = natgrad_gamma
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.normalize_y = normalize_y
+        self.jitter = jitter
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.warm_start = warm_start
+
+    # ----------------------------------------------------------------------------- checks
+    def _validate_fit_data(self, X, y):
+        return validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True)
+
+    def _hidden(self, n_features):
+        L = self.n_layers
+        if self.hidden_dims is None:
+            return [min(30, n_features)] * (L - 1)
+        if np.ndim(self.hidden_dims) == 0:
+            return [check_int("hidden_dims", self.hidden_dims, min_value=1)] * (L - 1)
+        dims = list(self.hidden_dims)
+        if len(dims) != L - 1:
+            raise ValueError(
+                f"hidden_dims must have n_layers - 1 = {L - 1} entries (one per inner layer), "
+                f"got {len(dims)}: {self.hidden_dims!r}.")
+        return [check_int("hidden_dims[i]", d, min_value=1) for d in dims]
+
+    def _check_params(self, X, y):
+        check_int("n_layers", self.n_layers, min_value=1)
+        self._hidden(X.shape[1])
+        check_int("n_inducing", self.n_inducing, min_value=1)
+        check_bool("whiten", self.whiten)
+        check_float("likelihood_variance", self.likelihood_variance, 0.0, exclusive_min=True)
+        check_int("n_samples", self.n_samples, min_value=1)
+        check_int("n_predict_samples", self.n_predict_samples, min_value=1)
+        check_option("propagation", self.propagation, ("monte_carlo", "unscented"))
+        check_option("optimizer", self.optimizer, ("adam", "lbfgs"))
+        check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
+        check_option("learning_rate_schedule", self.learning_rate_schedule,
+                     ("constant", "staircase"))
+        check_int("batch_size", self.batch_size, min_value=1, allow_none=True)
+        check_int("max_iter", self.max_iter, min_value=1)
+        if self.natgrad_gamma is not None:
+            if np.ndim(self.natgrad_gamma) == 0:
+                check_float("natgrad_gamma", self.natgrad_gamma, 0.0, exclusive_min=True)
+                if self.natgrad_gamma > 1:
+                    raise ValueError(f"natgrad_gamma must be in (0, 1], got "
+                                     f"{self.natgrad_gamma}.")
+            elif len(self.natgrad_gamma) != 3:
+                raise ValueError("natgrad_gamma must be a float or (gamma0, gamma1, K).")
+            if self.optimizer != "adam":
+                raise ValueError("natgrad_gamma is used with optimizer='adam' only.")
+        check_bool("early_stopping", self.early_stopping)
+        check_float("validation_fraction", self.validation_fraction, 0.0, exclusive_min=True)
+        if self.validation_fraction >= 1:
+            raise ValueError(f"validation_fraction must be < 1, got {self.validation_fraction}.")
+        check_int("n_iter_no_change", self.n_iter_no_change, min_value=1)
+        check_bool("normalize_y", self.normalize_y)
+        check_float("jitter", self.jitter, 0.0)
+        check_bool("warm_start", self.warm_start)
+        kernels = self.kernel if isinstance(self.kernel, (list, tuple)) else [self.kernel]
+        if isinstance(self.kernel, (list, tuple)) and len(self.kernel) != self.n_layers:
+            raise ValueError(f"kernel has {len(self.kernel)} entries but n_layers = "
+                             f"{self.n_layers}; pass one kernel or one per layer.")
+        for k in kernels:
+            if k is not None and not isinstance(k, Kernel):
+                raise TypeError(f"kernel must be a sklearn_lvgp.kernels.Kernel, got "
+                                f"{type(k).__name__}.")
+        if (self.optimizer == "lbfgs" and self.propagation == "monte_carlo"
+                and self.n_layers > 1):
+            raise ValueError("optimizer='lbfgs' needs a deterministic objective: use "
+                             "propagation='unscented' or n_layers=1 with Monte Carlo DSVI use "
+                             "optimizer='adam'.")
+        if self.early_stopping and X.shape[0] < 4:
+            raise ValueError("early_stopping needs at least 4 samples.")
+
+    # -------------------------------------------------------------------------- building
+    def _standardise(self, X, Y):
+        self.X_mean_ = X.mean(axis=0)
+        sx = X.std(axis=0)
+        self.X_scale_ = np.where(sx > 0, sx, 1.0)
+        if self.normalize_y:
+            self.y_mean_ = Y.mean(axis=0)
+            sy = Y.std(axis=0)
+            self.y_scale_ = np.where(sy > 0, sy, 1.0)
+        else:
+            self.y_mean_ = np.zeros(Y.shape[1])
+            self.y_scale_ = np.ones(Y.shape[1])
+
+    def _build(self, Xs, n_targets, random_state):
+        """Architecture and initial parameters (spec §1.5–§1.6)."""
+        L, M = self.n_layers, self.n_inducing
+        dims = [Xs.shape[1]] + self._hidden(Xs.shape[1]) + [n_targets]
+        if isinstance(self.kernel, (list, tuple)):
+            templates = list(self.kernel)
+        else:
+            templates = [self.kernel] * L
+        kernels, means, layers = [], [], []
+        X_run = Xs
+        Z_run = _kmeans_inducing(Xs, M, random_state)
+        for ell in range(L):
+            d_in, d_out = dims[ell], dims[ell + 1]
+            t = templates[ell]
+            k = (RBF(length_scale=np.ones(d_in), variance=1.0) if t is None
+                 else t.initialize(d_in, random_state))
+            mean = inner_mean(X_run, d_out) if ell < L - 1 else ZeroMean(d_out)
+            Z = Z_run.copy()
+            q_mu = np.zeros((M, d_out))
+            if self.whiten:
+                base = np.eye(M)
+            else:
+                base = prior_factor(k, Z, self.jitter).Lu
+            q_sqrt = np.repeat(base[None], d_out, axis=0)
+            if ell < L - 1:
+                q_sqrt *= _INNER_SQRT_SCALE
+                X_run, Z_run = mean(X_run), mean(Z_run)
+            kernels.append(k)
+            means.append(mean)
+            layers.append(SVGPLayer(k, Z, q_mu, q_sqrt, mean, self.whiten))
+        model = _DSVI(kernels, means, dims, M, bool(self.whiten), float(self.jitter),
+                      self.propagation)
+        return model, model.pack(layers, float(self.likelihood_variance))
+
+    # ------------------------------------------------------------------------------- fit
+    def _fit(self, X, y, random_state):
+        Y = y.reshape(len(y), -1) if y.ndim == 1 else y
+        self._y_ndim = y.ndim
+        continuing = self.warm_start and hasattr(self, "_x") and (
+            self._model.dims[0] == X.shape[1] and self._model.dims[-1] == Y.shape[1])
+        if not continuing:
+            self._standardise(X, Y)
+        Xs = (X - self.X_mean_) / self.X_scale_
+        Ys = (Y - self.y_mean_) / self.y_scale_
+        if not continuing:
+            self._model, self._x = self._build(Xs, Ys.shape[1], random_state)
+            self._state = AdamState(self._x.size)
+            self.n_iter_ = 0
+            self._elbo_hist = []
+        self._run(Xs, Ys, random_state, self.max_iter, self.early_stopping)
+        self.n_samples_seen_ = X.shape[0]
+        self._rs_partial = random_state
+        return self
+
+    def partial_fit(self, X, y):
+        """One pass of Adam steps over ``(X, y)`` (streaming data).
+
+        The first call standardises with that batch's statistics and initialises the model;
+        later calls keep them. The bound's data size ``N`` is the number of rows seen so far.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New rows.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Their targets.
+
+        Returns
+        -------
+        self : DeepGP
+            The updated model.
+        """
+        first = not hasattr(self, "_x")
+        X, y = validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True,
+                             reset=first)
+        self._check_params(X, y)
+        check_int("verbose", self.verbose, min_value=0)
+        Y = y.reshape(len(y), -1) if y.ndim == 1 else y
+        if not first and Y.shape[1] != self._model.dims[-1]:
+            raise ValueError(f"y has {Y.shape[1]} targets; the model was fitted with "
+                             f"{self._model.dims[-1]}.")
+        if first or not hasattr(self, "_rs_partial"):
+            self._rs_partial = check_random_state(self.random_state)
+        rs = self._rs_partial
+        with threads(self.n_jobs):
+            if first:
+                self._y_ndim = y.ndim
+                self._standardise(X, Y)
+                self._model, self._x = self._build((X - self.X_mean_) / self.X_scale_,
+                                                   Y.shape[1], rs)
+                self._state = AdamState(self._x.size)
+                self.n_iter_ = 0
+                self._elbo_hist = []
+                self.n_samples_seen_ = 0
+            self.n_samples_seen_ += X.shape[0]
+            Xs = (X - self.X_mean_) / self.X_scale_
+            Ys = (Y - self.y_mean_) / self.y_scale_
+            bs = self._batch(X.shape[0])
+            steps = int(np.ceil(X.shape[0] / bs))
+            self._run(Xs, Ys, rs, steps, False, n_total=self.n_samples_seen_, force_adam=True)
+        return self
+
+    def _batch(self, n):
+        return n if self.batch_size is None else min(int(self.batch_size), n)
+
+    def _run(self, Xs, Ys, rs, max_iter, early_stopping, n_total=None, force_adam=False):
+        model = self._model
+        if early_stopping:
+            perm = rs.permutation(Xs.shape[0])
+            n_val = max(1, int(round(self.validation_fraction * Xs.shape[0])))
+            Xv, Yv = Xs[perm[:n_val]], Ys[perm[:n_val]]
+            Xs, Ys = Xs[perm[n_val:]], Ys[perm[n_val:]]
+        N = Xs.shape[0]
+        N_scale = N if n_total is None else n_total
+        bs = self._batch(N)
+        S = self.n_samples
+
+        if self.optimizer == "lbfgs" and not force_adam:
+            def fun(x):
+                f, g = model.elbo(x, Xs, Ys, 1.0, S, rs)
+                return -f, -g
+
+            b = model.bounds()
+            bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
+                      for lo, hi in b]
+            res = minimize_lbfgsb(fun, self._x, bounds=bounds, max_iter=max_iter,
+                                  verbose=self.verbose, name="DeepGP")
+            self._x = res.x
+            hist = -np.asarray(res.history)
+            self.n_iter_ += res.n_iter
+            self._elbo_hist.extend(hist.tolist())
+            self.elbo_ = -float(res.fun)
+        else:
+            def objective(x, idx):
+                f, g = model.elbo(x, Xs[idx], Ys[idx], N_scale / idx.size, S, rs)
+                return -f, -g
+
+            natgrad = frozen = None
+            if self.natgrad_gamma is not None:
+                def natgrad(x, idx, gamma):
+                    return model.natgrad(x, Xs[idx], Ys[idx], N_scale / idx.size, S, gamma, rs)
+                frozen = model.last_q_mask()
+            validation = None
+            if early_stopping:
+                eps_val = self._draw_predict_eps(rs, min(10, self.n_predict_samples))
+
+                def validation(x):
+                    mu, var, noise = model.predict_components(x, Xv, eps_val[0], eps_val[1])
+                    lp = gaussian_log_density(Yv[None], mu, var + noise).sum(axis=2)
+                    return float(np.mean(logsumexp(lp, axis=0) - np.log(lp.shape[0])))
+
+            res = run_adam(objective, self._x, n_data=N, batch_size=bs, max_iter=max_iter,
+                           learning_rate=self.learning_rate, random_state=rs,
+                           schedule=self.learning_rate_schedule, natgrad=natgrad,
+                           gamma=self.natgrad_gamma, frozen=frozen, bounds=model.bounds(),
+                           validation=validation, n_iter_no_change=self.n_iter_no_change,
+                           state=self._state, verbose=self.verbose, name="DeepGP")
+            self._x = res.x
+            self.n_iter_ += res.n_iter
+            self._elbo_hist.extend((-res.history).tolist())
+            self.elbo_ = float(np.mean(-res.history[-100:]))
+        self.elbo_history_ = np.asarray(self._elbo_hist)
+        layers, noise, _ = model.unpack(self._x)
+        self.layers_ = layers
+        self.noise_variance_ = noise
+        self._predict_eps = self._draw_predict_eps(rs, self.n_predict_samples)
+
+    def _draw_predict_eps(self, rs, S):
+        """Paths shared by all test rows (so each row's prediction depends on that row only)."""
+        dims = self._model.dims
+        return S, [rs.standard_normal((S, d)) for d in dims[1:-1]]
+
+    # --------------------------------------------------------------------------- predict
+    def _components(self, X):
+        check_is_fitted(self, "layers_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        Xs = (X - self.X_mean_) / self.X_scale_
+        S, eps = self._predict_eps
+        chunk = max(1, _PREDICT_POINTS // S)
+        mus, vs = [], []
+        for start in range(0, Xs.shape[0], chunk):
+            mu, var, noise = self._model.predict_components(self._x, Xs[start:start + chunk], S,
+                                                            eps)
+            mus.append(mu)
+            vs.append(var)
+        return np.concatenate(mus, axis=1), np.concatenate(vs, axis=1), noise
+
+    def _shape_out(self, A):
+        return A[:, 0] if self._y_ndim == 1 else A
+
+    def predict(self, X, return_std=False):
+        """Predictive mean (and standard deviation) of the mixture over paths (spec §2.4).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Test inputs.
+        return_std : bool, default=False
+            Also return the predictive standard deviation (noise included).
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            Predictive mean in original units.
+        std : ndarray of the same shape
+            Predictive standard deviation (only when ``return_std``).
+        """
+        mu, var, noise = self._components(X)
+        mean = mu.mean(axis=0)
+        out = self._shape_out(self.y_mean_ + self.y_scale_ * mean)
+        if not return_std:
+            return out
+        v = np.mean(var + noise + mu * mu, axis=0) - mean * mean
+        v = np.maximum(v, 0.0)
+        return out, self._shape_out(self.y_scale_ * np.sqrt(v))
+
+    def score_samples(self, X, y):
+        """Log predictive density of each row, in original units (spec §2.4).
+
+        ``logsumexp_s sum_d log N(y_d | mu_sd, v_sd + s2) - log S`` over the stored prediction
+        paths (one Gaussian per point with ``propagation="unscented"``), with the target
+        standardisation undone.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+
+        Returns
+        -------
+        log_density : ndarray of shape (n_samples,)
+            Per-row log predictive density.
+        """
+        mu, var, noise = self._components(X)
+        Y = np.asarray(y, dtype=np.float64)
+        Y = Y.reshape(len(Y), -1)
+        if Y.shape != mu.shape[1:]:
+            raise ValueError(f"y must have shape {mu.shape[1:]}, got {np.shape(y)}.")
+        if not np.all(np.isfinite(Y)):
+            raise ValueError("y contains NaN or infinity.")
+        m = self.y_mean_ + self.y_scale_ * mu
+        v = self.y_scale_ ** 2 * (var + noise)
+        lp = gaussian_log_density(Y[None], m, v).sum(axis=2)
+        return logsumexp(lp, axis=0) - np.log(lp.shape[0])
+
+    def sample_y(self, X, n_samples=1, random_state=0):
+        """Draw targets from the predictive distribution (independent paths, spec §2.4).
+
+        Always Monte Carlo through the layers, whatever ``propagation`` was used in training.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_X, n_features)
+            Inputs.
+        n_samples : int, default=1
+            Draws per input.
+        random_state : int, RandomState instance or None, default=0
+            Seed of the draws.
+
+        Returns
+        -------
+        y_samples : ndarray of shape (n_samples_X, n_samples) or \
+(n_samples_X, n_targets, n_samples)
+            Samples in original units.
+        """
+        check_is_fitted(self, "layers_")
+        check_int("n_samples", n_samples, min_value=1)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        rs = check_random_state(random_state)
+        Xs = (X - self.X_mean_) / self.X_scale_
+        mc = _DSVI.__new__(_DSVI)
+        mc.__dict__.update(self._model.__dict__)
+        mc.propagation = "monte_carlo"
+        layers, noise, _ = mc.unpack(self._x)
+        mu, var, _, _, _ = mc.propagate(layers, Xs, n_samples, rs, with_kl=False)
+        n, D = Xs.shape[0], mu.shape[1]
+        mu = mu.reshape(-1, n, D)
+        var = var.reshape(-1, n, D)
+        if mu.shape[0] == 1:
+            mu = np.repeat(mu, n_samples, axis=0)
+            var = np.repeat(var, n_samples, axis=0)
+        f = mu + np.sqrt(var + noise) * rs.standard_normal(mu.shape)
+        ys = self.y_mean_ + self.y_scale_ * f  # (S, n, D)
+        ys = np.transpose(ys, (1, 2, 0))
+        return ys[:, 0, :] if self._y_ndim == 1 else ys
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
