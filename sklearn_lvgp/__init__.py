@@ -1,8 +1,9 @@
 """sklearn_lvgp: scikit-learn-compatible latent-variable Gaussian-process models."""
 
 from . import kernels
+from ._sgpr import SparseGPRegressor
 from ._unscented_gplvm import UnscentedGPLVM
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["UnscentedGPLVM", "kernels", "__version__"]
+__all__ = ["SparseGPRegressor", "UnscentedGPLVM", "kernels", "__version__"]

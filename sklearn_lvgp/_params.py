@@ -1,17 +1,46 @@
 """Named parameter blocks <-> one flat unconstrained vector, with positivity transforms.
 
 No parameter framework: a :class:`ParamPacker` is a list of blocks ``(name, shape, transform)``.
-``transform="log"`` optimises ``log(value)``; its Jacobian is ``value``. ``"identity"`` is used for
-blocks that are already unconstrained (latent means, inducing inputs, kernel ``theta``).
+``transform="log"`` optimises ``log(value)``; its Jacobian is ``value``. ``"softplus"`` optimises
+``r`` with ``value = log(1 + exp(r))`` (GPy's and GPflow's positivity transform); its Jacobian is
+``sigmoid(r)``. ``"identity"`` is used for blocks that are already unconstrained (latent means,
+inducing inputs, kernel ``theta``).
 """
 
 from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["ParamBlock", "ParamPacker"]
+__all__ = ["ParamBlock", "ParamPacker", "softplus", "softplus_inverse"]
 
-_TRANSFORMS = ("identity", "log")
+_TRANSFORMS = ("identity", "log", "softplus")
+
+
+def softplus(r):
+    """``log(1 + exp(r))`` without overflow."""
+    return np.logaddexp(0.0, r)
+
+
+def softplus_inverse(v):
+    """``r`` with ``softplus(r) = v`` for ``v > 0``, stable for large and tiny ``v``."""
+    v = np.asarray(v, dtype=np.float64)
+    return v + np.log(-np.expm1(-v))
+
+
+def _to_free(v, transform):
+    if transform == "log":
+        return np.log(v)
+    if transform == "softplus":
+        return softplus_inverse(v)
+    return v
+
+
+def _from_free(r, transform):
+    if transform == "log":
+        return np.exp(r)
+    if transform == "softplus":
+        return softplus(r)
+    return r.copy()
 
 
 class ParamBlock(NamedTuple):
@@ -52,7 +81,7 @@ class ParamPacker:
         flat = np.empty(self.size)
         for b in self.blocks:
             v = np.asarray(values[b.name], dtype=np.float64).reshape(-1)
-            flat[self._slices[b.name]] = np.log(v) if b.transform == "log" else v
+            flat[self._slices[b.name]] = _to_free(v, b.transform)
         return flat
 
     def unpack(self, flat):
@@ -60,7 +89,7 @@ class ParamPacker:
         out = {}
         for b in self.blocks:
             v = flat[self._slices[b.name]].reshape(b.shape)
-            out[b.name] = np.exp(v) if b.transform == "log" else v.copy()
+            out[b.name] = _from_free(v, b.transform)
         return out
 
     def pack_grad(self, grads, values):
@@ -71,13 +100,16 @@ class ParamPacker:
         grads : dict
             Gradient wrt each block's constrained value.
         values : dict
-            The constrained values at which ``grads`` were taken (for the log Jacobian).
+            The constrained values at which ``grads`` were taken (for the Jacobians).
         """
         flat = np.empty(self.size)
         for b in self.blocks:
             g = np.asarray(grads[b.name], dtype=np.float64).reshape(-1)
+            v = np.asarray(values[b.name], dtype=np.float64).reshape(-1)
             if b.transform == "log":
-                g = g * np.asarray(values[b.name], dtype=np.float64).reshape(-1)
+                g = g * v
+            elif b.transform == "softplus":
+                g = g * -np.expm1(-v)  # sigmoid(r) = 1 - exp(-softplus(r))
             flat[self._slices[b.name]] = g
         return flat
 

@@ -8,16 +8,29 @@ from sklearn_lvgp.utils.discovery import all_estimators
 
 #: Small, fast settings per estimator; the checks use tiny datasets (as few as 10 rows).
 FAST_PARAMS = {
+    "SparseGPRegressor": {"n_inducing": 5, "max_iter": 30, "random_state": 0},
     "UnscentedGPLVM": {"n_inducing": 5, "max_iter": 30, "transform_max_iter": 20,
                        "random_state": 0},
 }
 
-#: Checks expected to fail, with the reason (none at present).
-EXPECTED_FAILED = {}
+_NEEDS_Y = ("score_samples(X, y) is the log predictive density of targets, so it needs y; the "
+            "check calls score_samples(X). predict is checked first (methods are tried in the "
+            "order predict, ..., score_samples) and passes; score_samples' subset and order "
+            "invariance are tested in tests/estimators/test_sgpr.py.")
+
+#: Checks expected to fail, with the reason.
+EXPECTED_FAILED = {
+    "SparseGPRegressor": {"check_methods_sample_order_invariance": _NEEDS_Y,
+                          "check_methods_subset_invariance": _NEEDS_Y},
+}
 
 
 #: Extra configurations whose code paths differ from the defaults.
 VARIANTS = {
+    "SparseGPRegressor": [
+        {"kernel": Matern32(), "positive_transform": "softplus", "normalize_y": True},
+        {"n_inducing": "all"},
+    ],
     "UnscentedGPLVM": [
         {"expectation": "unscented", "kernel": Matern32()},
         {"expectation": "monte_carlo", "n_samples": 4},

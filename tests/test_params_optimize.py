@@ -12,13 +12,15 @@ from sklearn_lvgp.utils.gradcheck import check_grad
 
 @pytest.fixture
 def packer():
-    return ParamPacker([("a", (2, 3)), ("b", (3,), "log"), ("c", (), "log")])
+    return ParamPacker([("a", (2, 3)), ("b", (3,), "log"), ("c", (), "log"),
+                        ("d", (2,), "softplus")])
 
 
 def test_pack_unpack_round_trip(packer, rng):
-    values = {"a": rng.standard_normal((2, 3)), "b": rng.uniform(0.1, 2, 3), "c": 0.7}
+    values = {"a": rng.standard_normal((2, 3)), "b": rng.uniform(0.1, 2, 3), "c": 0.7,
+              "d": np.array([1e-8, 50.0])}
     flat = packer.pack(values)
-    assert flat.shape == (10,)
+    assert flat.shape == (12,)
     back = packer.unpack(flat)
     for k in values:
         np.testing.assert_allclose(back[k], values[k], rtol=1e-14)
@@ -26,11 +28,12 @@ def test_pack_unpack_round_trip(packer, rng):
 
 def test_unknown_transform_rejected():
     with pytest.raises(ValueError, match="unknown transform"):
-        ParamPacker([("a", (2,), "softplus")])
+        ParamPacker([("a", (2,), "exp")])
 
 
-def test_pack_grad_applies_log_jacobian(packer, rng):
-    target = {"a": rng.standard_normal((2, 3)), "b": rng.uniform(0.1, 2, 3), "c": 0.7}
+def test_pack_grad_applies_transform_jacobians(packer, rng):
+    target = {"a": rng.standard_normal((2, 3)), "b": rng.uniform(0.1, 2, 3), "c": 0.7,
+              "d": rng.uniform(0.1, 2, 2)}
 
     def fun(flat):
         p = packer.unpack(flat)
@@ -39,7 +42,7 @@ def test_pack_grad_applies_log_jacobian(packer, rng):
                  for k in p}
         return value, packer.pack_grad(grads, p)
 
-    x = packer.pack({"a": np.zeros((2, 3)), "b": np.ones(3), "c": 1.3})
+    x = packer.pack({"a": np.zeros((2, 3)), "b": np.ones(3), "c": 1.3, "d": [0.3, 4.0]})
     check_grad(fun, x)
 
 

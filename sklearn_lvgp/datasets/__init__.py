@@ -1,11 +1,13 @@
 """Loaders for the papers' offline datasets.
 
-The data are never bundled or downloaded: the loaders read them from a ``shared/data`` folder
-(``../shared/data`` beside the repository, or the folder named by the ``SKLEARN_LVGP_DATA``
-environment variable) and raise :class:`FileNotFoundError` with a clear message when it is absent,
-so tests and examples can skip cleanly.
+The airline series (144 published numbers) is written out in the package. The other data are
+never bundled or downloaded: the loaders read them from a ``shared/data`` folder (``../shared/data``
+beside the repository, or the folder named by the ``SKLEARN_LVGP_DATA`` environment variable) and
+raise :class:`FileNotFoundError` with a clear message when it is absent, so tests and examples can
+skip cleanly.
 """
 
+from ._airline import load_airline
 from ._loaders import data_home, load_oil_flow, load_usps
 
-__all__ = ["data_home", "load_oil_flow", "load_usps"]
+__all__ = ["data_home", "load_airline", "load_oil_flow", "load_usps"]

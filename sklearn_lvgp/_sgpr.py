@@ -1,0 +1,570 @@
+"""SparseGPRegressor: Titsias' collapsed sparse GP regression with uncertain inputs (spec §2, §5.2).
+
+The objective is the collapsed bound of :mod:`sklearn_lvgp._objectives._collapsed` with
+deterministic inputs (Ψ1 = K_fu, Ψ2 = K_fuᵀ K_fu, ψ0 = Σ k(x_n, x_n); Titsias 2009), or, when
+``fit`` receives ``X_var``, with the Ψ-statistics of q(x_n) = N(x_n, diag X_var_n) under the
+configured expectation rule (the S ≠ 0 case; seed 001 §4.2). Test inputs may be uncertain too:
+``predict(X, X_var=...)`` returns the exact first two moments of spec §5.2.
+"""
+
+import numpy as np
+from sklearn.base import RegressorMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._init import select_inducing
+from ._linalg import cholesky_jitter, symmetrise
+from ._objectives._collapsed import (
+    _weight_matrices,
+    collapsed_bound,
+    collapsed_bound_vjp,
+    predictive_moments,
+)
+from ._optimize import minimize_lbfgsb
+from ._parallel import threads
+from ._params import ParamPacker, softplus_inverse
+from ._psi import EXPECTATIONS, make_rule, psi_statistics, psi_vjp
+from ._validation import (
+    check_bool,
+    check_finite_array,
+    check_float,
+    check_int,
+    check_n_inducing,
+    check_option,
+)
+from .base import _BaseLVGP
+from .kernels import RBF, Kernel
+
+__all__ = ["SparseGPRegressor", "sgpr_bound_and_grads"]
+
+_PREDICT_CHUNK = 256
+
+
+def sgpr_bound_and_grads(kernel, X, Y, Z, noise_variance, *, X_var=None, rule="analytic",
+                         jitter=1e-6, max_tries=0, need_Z=True):
+    """Collapsed SGPR bound and its gradient wrt Z, the kernel's θ and the noise variance.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        Initialised kernel (its current ``theta`` is used).
+    X : ndarray of shape (N, Q)
+        Inputs (means of the inputs when ``X_var`` is given).
+    Y : ndarray of shape (N, D)
+        Targets.
+    Z : ndarray of shape (M, Q)
+        Inducing inputs.
+    noise_variance : float
+        Gaussian noise variance σ².
+    X_var : ndarray of shape (N, Q) or None
+        Input variances; ``None`` is the deterministic (S = 0) bound of Titsias (2009).
+    rule : "analytic" or PointRule
+        Expectation rule for uncertain inputs (ignored when ``X_var`` is ``None``).
+    jitter : float
+        Relative jitter on ``Kuu``.
+    max_tries : int
+        Jitter escalations allowed (0 inside an optimiser).
+    need_Z : bool
+        Whether the Z adjoint is wanted.
+
+    Returns
+    -------
+    F : float
+        The bound (the exact log marginal likelihood when Z = X and ``X_var`` is ``None``, up to
+        the jitter).
+    grads : dict
+        ``"Z"`` (M, Q) or ``None``, ``"theta"`` (n_theta,), ``"noise"`` (float).
+    post : CollapsedPosterior
+        The optimal q(u) (spec §5.1).
+    """
+    Kuu = kernel.K(Z)
+    if X_var is None:
+        Kfu = kernel.K(X, Z)
+        psi0 = float(np.sum(kernel.Kdiag(X)))
+        Psi2 = symmetrise(Kfu.T @ Kfu)
+    else:
+        stats, pcache = psi_statistics(kernel, Z, X, X_var, rule)
+        psi0, Kfu, Psi2 = stats.psi0, stats.Psi1, stats.Psi2
+    F, post = collapsed_bound(Y, psi0, Kfu, Psi2, Kuu, noise_variance, jitter=jitter,
+                              max_tries=max_tries)
+    adj = collapsed_bound_vjp(post)
+    kvu = kernel.vjp(adj.Kuu, Z)
+    if X_var is None:
+        # Ψ1 = K_fu, Ψ2 = K_fuᵀK_fu: dK_fu = dΨ1 + K_fu (dΨ2 + dΨ2ᵀ)
+        dKfu = adj.Psi1 + Kfu @ (adj.Psi2 + adj.Psi2.T)
+        kv = kernel.vjp(dKfu, X, Z)
+        kd = kernel.vjp_diag(np.full(X.shape[0], adj.psi0), X)
+        dZ = kv.Z + kvu.X if need_Z else None
+        dtheta = kv.theta + kd.theta + kvu.theta
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):  # dS is unused (S is data)
+            pv = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, pcache)
+        dZ = pv.Z + kvu.X if need_Z else None
+        dtheta = pv.theta + kvu.theta
+    return float(F), {"Z": dZ, "theta": dtheta, "noise": adj.noise_variance}, post
+
+
+class SparseGPRegressor(RegressorMixin, _BaseLVGP):
+    """Sparse Gaussian-process regression (Titsias' collapsed bound), uncertain inputs allowed.
+
+    The kernel hyperparameters, the noise variance and (optionally) the inducing inputs maximise
+    the collapsed variational bound of Titsias (2009). With ``n_inducing="all"`` the inducing
+    inputs are the training inputs and the bound is the exact GP log marginal likelihood (up to
+    the jitter), so the model is an exact GP regressor. Training inputs may be uncertain
+    (``fit(X, y, X_var=...)``), and so may test inputs (``predict(X, X_var=...)``): the predictive
+    is then reported by its exact mean and variance (moment matching; Girard et al. 2003), with
+    the kernel expectations computed in closed form or by the unscented transform, Gauss–Hermite
+    or Monte Carlo — so any kernel works.
+
+    Parameters
+    ----------
+    kernel : Kernel, default=None
+        Covariance function, cloned and never modified. ``None`` is an ARD
+        :class:`~sklearn_lvgp.kernels.RBF` whose length scales are the standard deviations of the
+        input columns and whose variance is the variance of the (normalised) targets.
+    n_inducing : int or "all", default=100
+        Number of inducing inputs M, chosen as a seeded random subset of the training inputs.
+        ``"all"`` uses every training input and keeps them fixed (exact GP; ``optimize_inducing``
+        is then not used).
+    inducing_inputs : array-like of shape (M, n_features), default=None
+        Initial inducing inputs; overrides ``n_inducing`` when given.
+    optimize_inducing : bool, default=True
+        Optimise the inducing inputs together with the hyperparameters.
+    noise_variance_init : float, default=None
+        Initial noise variance; ``None`` is 0.1 × the target variance.
+    expectation : {"auto", "analytic", "unscented", "gauss_hermite", "monte_carlo"}, default="auto"
+        Kernel-expectation rule for uncertain inputs (training inputs with ``X_var`` and the
+        default for ``predict(X, X_var=...)``). ``"auto"`` is ``"analytic"`` for RBF, linear and
+        their sums, else ``"unscented"``.
+    gh_order : int, default=2
+        Gauss–Hermite points per input dimension (``gh_order ** n_features`` points).
+    n_samples : int, default=32
+        Monte Carlo samples per point (drawn once from ``random_state`` and then held fixed,
+        so the objective is deterministic and predictions are reproducible).
+    optimizer : {"lbfgs"} or None, default="lbfgs"
+        ``None`` keeps the initial hyperparameters, noise and inducing inputs (the bound and the
+        posterior are still computed).
+    positive_transform : {"log", "softplus"}, default="log"
+        Unconstrained parameterisation of the (positive) kernel hyperparameters and noise
+        variance seen by L-BFGS-B: ``"log"`` (scikit-learn's ``theta``) or ``"softplus"`` (GPy's
+        and GPflow's default). Both have the same optima, but the optimiser's path, and so the
+        local optimum reached on a multimodal likelihood, can differ.
+    max_iter : int, default=1000
+        Maximum number of L-BFGS-B iterations.
+    tol : float, default=None
+        L-BFGS-B ``ftol``/``gtol``; ``None`` keeps scipy's defaults.
+    normalize_y : bool, default=False
+        Standardise each target column before fitting; predictions are transformed back.
+    jitter : float, default=1e-6
+        Relative jitter on ``Kuu`` (times its mean diagonal), escalated with a warning if needed.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the inducing-input choice and the Monte Carlo nodes.
+    n_jobs : int, default=None
+        Threads for the numba kernels (``None`` means 1, ``-1`` all cores).
+    verbose : int, default=0
+        Print optimiser progress.
+
+    Attributes
+    ----------
+    kernel_ : Kernel
+        The fitted kernel.
+    noise_variance_ : float
+        Fitted Gaussian noise variance (in normalised units when ``normalize_y``).
+    inducing_inputs_ : ndarray of shape (M, n_features)
+        Inducing inputs.
+    expectation_ : str or None
+        Rule used for uncertain training inputs (``None`` when they were deterministic).
+    log_marginal_likelihood_value_ : float
+        Final collapsed bound (the exact log marginal likelihood for ``n_inducing="all"``), in
+        normalised units when ``normalize_y``.
+    n_iter_ : int
+        Number of optimiser iterations.
+    y_mean_, y_std_ : ndarray of shape (n_targets,)
+        Target normalisation (zeros and ones when ``normalize_y=False``).
+    n_features_in_ : int
+        Number of features seen during fit.
+
+    References
+    ----------
+    Titsias, M. K. (2009). Variational learning of inducing variables in sparse Gaussian
+    processes. AISTATS.
+
+    Girard, A., Rasmussen, C. E., Quiñonero-Candela, J., Murray-Smith, R. (2003). Gaussian
+    process priors with uncertain inputs — application to multiple-step ahead time series
+    forecasting. NeurIPS.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_lvgp import SparseGPRegressor
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, (200, 1))
+    >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(200)
+    >>> model = SparseGPRegressor(n_inducing=15, random_state=0).fit(X, y)
+    >>> mean, std = model.predict(X[:3], X_var=np.full((3, 1), 0.2), return_std=True)
+    >>> mean.shape, std.shape
+    ((3,), (3,))
+    """
+
+    def __init__(self, kernel=None, n_inducing=100, inducing_inputs=None, optimize_inducing=True,
+                 noise_variance_init=None, expectation="auto", gh_order=2, n_samples=32,
+                 optimizer="lbfgs", positive_transform="log", max_iter=1000, tol=None,
+                 normalize_y=False, jitter=1e-6, random_state=None, n_jobs=None, verbose=0):
+        self.kernel = kernel
+        self.n_inducing = n_inducing
+        self.inducing_inputs = inducing_inputs
+        self.optimize_inducing = optimize_inducing
+        self.noise_variance_init = noise_variance_init
+        self.expectation = expectation
+        self.gh_order = gh_order
+        self.n_samples = n_samples
+        self.optimizer = optimizer
+        self.positive_transform = positive_transform
+        self.max_iter = max_iter
+        self.tol = tol
+        self.normalize_y = normalize_y
+        self.jitter = jitter
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------------------ checks
+    def _validate_fit_data(self, X, y):
+        X, y = validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True)
+        return X, y
+
+    def _check_params(self, X, y):
+        n = X.shape[0]
+        name = type(self).__name__
+        if self.kernel is not None and not isinstance(self.kernel, Kernel):
+            raise TypeError(f"kernel must be a sklearn_lvgp kernel or None, got {self.kernel!r}.")
+        if self.inducing_inputs is not None:
+            Z = check_finite_array("inducing_inputs", self.inducing_inputs)
+            if Z.ndim != 2 or Z.shape[1] != X.shape[1]:
+                raise ValueError(f"inducing_inputs must have shape (M, {X.shape[1]}), "
+                                 f"got {Z.shape}.")
+            if Z.shape[0] < 1:
+                raise ValueError("inducing_inputs needs at least one row.")
+        elif isinstance(self.n_inducing, str):
+            check_option("n_inducing", self.n_inducing, ("all",))
+        else:
+            check_n_inducing(self.n_inducing, n, name)
+        if n < 2:
+            raise ValueError(f"{name} needs at least 2 samples, got n_samples = {n}.")
+        check_bool("optimize_inducing", self.optimize_inducing)
+        check_float("noise_variance_init", self.noise_variance_init, min_value=0.0,
+                    exclusive_min=True, allow_none=True)
+        check_option("expectation", self.expectation, EXPECTATIONS)
+        check_int("gh_order", self.gh_order, min_value=1)
+        check_int("n_samples", self.n_samples, min_value=1)
+        if self.optimizer is not None:
+            check_option("optimizer", self.optimizer, ("lbfgs",))
+        check_option("positive_transform", self.positive_transform, ("log", "softplus"))
+        check_int("max_iter", self.max_iter, min_value=0)
+        check_float("tol", self.tol, min_value=0.0, exclusive_min=True, allow_none=True)
+        check_bool("normalize_y", self.normalize_y)
+        check_float("jitter", self.jitter, min_value=0.0)
+
+    def _check_X_var(self, X_var, shape):
+        """Validated input variances: a non-negative scalar or an array of ``shape``."""
+        V = check_finite_array("X_var", X_var)
+        if V.ndim == 0:
+            V = np.full(shape, float(V))
+        if V.shape != tuple(shape):
+            raise ValueError(f"X_var must be a scalar or have the shape of X {tuple(shape)}, "
+                             f"got {V.shape}.")
+        if np.any(V < 0):
+            raise ValueError("X_var must be non-negative (it holds input variances).")
+        return V
+
+    # --------------------------------------------------------------------------------- fit
+    def fit(self, X, y, X_var=None):
+        """Fit the hyperparameters, noise and inducing inputs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs (their means when ``X_var`` is given); never modified.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+        X_var : float or array-like of shape (n_samples, n_features), default=None
+            Variances of Gaussian training inputs q(x_n) = N(X_n, diag X_var_n).
+
+        Returns
+        -------
+        self : SparseGPRegressor
+            The fitted model.
+        """
+        self._fit_X_var = X_var
+        try:
+            return super().fit(X, y)
+        finally:
+            del self._fit_X_var
+
+    def _initial_kernel(self, X, var_y):
+        if self.kernel is None:
+            spread = np.std(X, axis=0)
+            spread = np.where(spread > 0, spread, 1.0)
+            return RBF(length_scale=spread, variance=var_y)
+        return self.kernel
+
+    def _fit(self, X, y, random_state):
+        Y = y.reshape(-1, 1) if y.ndim == 1 else y
+        self._y_ndim = y.ndim
+        N, Qx = X.shape
+        X_var = (None if self._fit_X_var is None
+                 else self._check_X_var(self._fit_X_var, X.shape))
+        if self.normalize_y:
+            self.y_mean_ = Y.mean(axis=0)
+            std = Y.std(axis=0)
+            self.y_std_ = np.where(std > 0, std, 1.0)
+        else:
+            self.y_mean_ = np.zeros(Y.shape[1])
+            self.y_std_ = np.ones(Y.shape[1])
+        Yn = (Y - self.y_mean_) / self.y_std_
+        var_y = float(np.mean(np.var(Yn, axis=0)))
+        var_y = var_y if var_y > 0 else 1.0
+        kernel = self._initial_kernel(X, var_y).initialize(Qx, random_state)
+
+        fixed_Z = False
+        if self.inducing_inputs is not None:
+            Z0 = check_finite_array("inducing_inputs", self.inducing_inputs)
+        elif isinstance(self.n_inducing, str):  # "all": the exact GP
+            Z0, fixed_Z = X.copy(), True
+        else:
+            Z0 = select_inducing(X, self.n_inducing, random_state)
+        optimize_Z = self.optimize_inducing and not fixed_Z
+
+        if X_var is not None:
+            name, rule = make_rule(self.expectation, kernel, Qx, gh_order=self.gh_order,
+                                   n_samples=self.n_samples, random_state=random_state,
+                                   n_points=N)
+        else:
+            name, rule = None, "analytic"
+        self._predict_seed = int(random_state.randint(np.iinfo(np.int32).max))
+        noise0 = (float(self.noise_variance_init) if self.noise_variance_init is not None
+                  else 0.1 * var_y)
+        # settle the jitter once at the initial point (warning if it had to grow)
+        _, abs_jit = cholesky_jitter(kernel.K(Z0), self.jitter, max_tries=6, name="K_uu")
+        scale0 = float(np.mean(kernel.Kdiag(Z0)))
+        jitter = max(float(self.jitter), abs_jit / scale0 if scale0 > 0 else 0.0)
+
+        softplus = self.positive_transform == "softplus"
+        blocks = [("theta", (kernel.n_theta,), "softplus" if softplus else "identity"),
+                  ("noise", (), "softplus" if softplus else "log")]
+        if optimize_Z:
+            blocks.insert(0, ("Z", Z0.shape))
+        packer = ParamPacker(blocks)
+        # with "softplus" the theta block holds exp(theta), the natural hyperparameter values
+        init = {"Z": Z0, "theta": np.exp(kernel.theta) if softplus else kernel.theta,
+                "noise": noise0}
+        x0 = packer.pack({k: init[k] for k, *_ in blocks})
+        work = kernel.clone()
+
+        def unpack(flat):
+            p = packer.unpack(flat)
+            work.theta = np.log(p["theta"]) if softplus else p["theta"]
+            return p, p.get("Z", Z0), float(p["noise"])
+
+        def objective(flat):
+            p, Z, s2 = unpack(flat)
+            F, grads, _ = sgpr_bound_and_grads(work, X, Yn, Z, s2, X_var=X_var, rule=rule,
+                                               jitter=jitter, need_Z=optimize_Z)
+            if softplus:
+                grads["theta"] = grads["theta"] / p["theta"]
+            return -F, -packer.pack_grad({k: grads[k] for k in p}, p)
+
+        if self.optimizer is not None and self.max_iter > 0:
+            bounds = np.full((packer.size, 2), [-np.inf, np.inf])
+            theta_bounds, noise_bounds = work.bounds, np.log([1e-10 * var_y, 1e4 * var_y])
+            if softplus:
+                theta_bounds = softplus_inverse(np.exp(theta_bounds))
+                noise_bounds = softplus_inverse(np.exp(noise_bounds))
+            bounds[packer.slice("theta")] = theta_bounds
+            bounds[packer.slice("noise")] = noise_bounds
+            bounds = [tuple(None if not np.isfinite(v) else v for v in row) for row in bounds]
+            res = minimize_lbfgsb(objective, x0, bounds=bounds, max_iter=self.max_iter,
+                                  tol=self.tol, verbose=self.verbose, name=type(self).__name__)
+            x_final, self.n_iter_ = res.x, res.n_iter
+        else:
+            x_final, self.n_iter_ = x0, 0
+        _, Z, s2 = unpack(x_final)
+        F, _, post = sgpr_bound_and_grads(work, X, Yn, Z, s2, X_var=X_var, rule=rule,
+                                          jitter=jitter, max_tries=6, need_Z=False)
+        self.kernel_ = work
+        self.noise_variance_ = s2
+        self.inducing_inputs_ = np.array(Z, copy=True)
+        self.expectation_ = name
+        self.log_marginal_likelihood_value_ = F
+        self._post = post
+        self._jitter = jitter
+        self._rules = {}
+        return self
+
+    # --------------------------------------------------------------------------- predict
+    def _rule_for(self, expectation, random_state=None):
+        """Rule for test-time expectations; Monte Carlo nodes are frozen per fitted model unless
+        ``random_state`` asks for fresh ones."""
+        if expectation is None:
+            expectation = self.expectation_ or self.expectation
+        check_option("expectation", expectation, EXPECTATIONS)
+        if random_state is not None:
+            return make_rule(expectation, self.kernel_, self.n_features_in_,
+                             gh_order=self.gh_order, n_samples=self.n_samples,
+                             random_state=check_random_state(random_state))[1]
+        if expectation not in self._rules:
+            rng = check_random_state(self._predict_seed)
+            self._rules[expectation] = make_rule(
+                expectation, self.kernel_, self.n_features_in_, gh_order=self.gh_order,
+                n_samples=self.n_samples, random_state=rng)[1]
+        return self._rules[expectation]
+
+    def _moments(self, X, X_var, expectation, full_cov, random_state=None):
+        """Normalised-space moments of f at ``X`` (per point) — deterministic or uncertain."""
+        kernel, Z, post = self.kernel_, self.inducing_inputs_, self._post
+        if X_var is None:
+            Ksu = kernel.K(X, Z)
+            if full_cov:
+                Kinv, Cs = _weight_matrices(post)
+                mean = Ksu @ post.G
+                cov = kernel.K(X) - Ksu @ (Kinv - Cs) @ Ksu.T
+                return mean, symmetrise(cov)
+            return predictive_moments(post, kernel.Kdiag(X), Ksu, None)
+        rule = self._rule_for(expectation, random_state)
+        means, variances = [], []
+        for a in range(0, X.shape[0], _PREDICT_CHUNK):
+            b = min(X.shape[0], a + _PREDICT_CHUNK)
+            stats, _ = psi_statistics(kernel, Z, X[a:b], X_var[a:b], rule, per_point=True)
+            m, v = predictive_moments(post, stats.psi0, stats.Psi1, stats.Psi2)
+            means.append(m)
+            variances.append(v)
+        return np.vstack(means), np.vstack(variances)
+
+    def _output(self, A):
+        return A[:, 0] if self._y_ndim == 1 else A
+
+    def predict(self, X, return_std=False, return_cov=False, X_var=None, expectation=None,
+                include_noise=True, random_state=None):
+        """Predictive mean (and standard deviation or covariance) at test inputs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Test inputs (their means when ``X_var`` is given).
+        return_std : bool, default=False
+            Also return the predictive standard deviation.
+        return_cov : bool, default=False
+            Also return the joint predictive covariance across the test points (deterministic
+            inputs only; shape (n, n), or (n, n, n_targets) for several targets).
+        X_var : float or array-like of shape (n, n_features), default=None
+            Variances of Gaussian test inputs; the returned mean and variance are then the exact
+            moments of the (non-Gaussian) predictive (spec §5.2).
+        expectation : str, default=None
+            Expectation rule for uncertain inputs: ``"analytic"``, ``"unscented"``,
+            ``"gauss_hermite"``, ``"monte_carlo"`` or ``"auto"``; ``None`` uses the fitted rule
+            (or the ``expectation`` parameter when training inputs were deterministic).
+        include_noise : bool, default=True
+            Include the noise variance, i.e. return the predictive of y rather than of f.
+        random_state : int, RandomState instance or None, default=None
+            Monte Carlo expectations only: ``None`` reuses the nodes drawn at fit (predictions
+            are then deterministic); otherwise fresh nodes are drawn from this seed.
+
+        Returns
+        -------
+        mean : ndarray of shape (n,) or (n, n_targets)
+            Predictive mean.
+        std : ndarray of shape (n,) or (n, n_targets)
+            Predictive standard deviation (only if ``return_std``).
+        cov : ndarray of shape (n, n) or (n, n, n_targets)
+            Predictive covariance (only if ``return_cov``).
+        """
+        check_is_fitted(self)
+        if return_std and return_cov:
+            raise ValueError("At most one of return_std or return_cov can be requested.")
+        check_bool("include_noise", include_noise)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        if X_var is not None:
+            if return_cov:
+                raise ValueError("return_cov is not available with uncertain inputs (X_var): "
+                                 "the moments of spec §5.2 are per point. Use return_std.")
+            X_var = self._check_X_var(X_var, X.shape)
+        noise = self.noise_variance_ if include_noise else 0.0
+        with threads(self.n_jobs):
+            if return_cov:
+                mean, cov = self._moments(X, None, expectation, full_cov=True)
+                cov = cov + noise * np.eye(X.shape[0])
+                cov = cov[:, :, None] * (self.y_std_ ** 2)[None, None, :]
+                mean = mean * self.y_std_ + self.y_mean_
+                return self._output(mean), (cov[:, :, 0] if self._y_ndim == 1 else cov)
+            mean, var = self._moments(X, X_var, expectation, full_cov=False,
+                                      random_state=random_state)
+        mean = self._output(mean * self.y_std_ + self.y_mean_)
+        if not return_std:
+            return mean
+        std = np.sqrt(np.maximum(var + noise, 0.0)) * self.y_std_
+        return mean, self._output(std)
+
+    def score_samples(self, X, y, X_var=None, expectation=None):
+        """Log predictive density of each test pair (summed over targets), in nats.
+
+        The predictive of y is Gaussian for deterministic inputs; for uncertain inputs it is the
+        moment-matched Gaussian of spec §5.2.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Test inputs.
+        y : array-like of shape (n,) or (n, n_targets)
+            Test targets.
+        X_var : float or array-like of shape (n, n_features), default=None
+            Variances of Gaussian test inputs.
+        expectation : str, default=None
+            As in :meth:`predict`.
+
+        Returns
+        -------
+        log_density : ndarray of shape (n,)
+            ``log p(y_n | x_n, data)``.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        y = check_finite_array("y", y)
+        Y = y.reshape(-1, 1) if y.ndim == 1 else y
+        if Y.shape != (X.shape[0], self.y_mean_.shape[0]):
+            raise ValueError(f"y must have {X.shape[0]} rows and {self.y_mean_.shape[0]} "
+                             f"target column(s), got shape {y.shape}.")
+        mean, std = self.predict(X, return_std=True, X_var=X_var, expectation=expectation)
+        mean = mean.reshape(Y.shape)
+        var = std.reshape(Y.shape) ** 2
+        return np.sum(-0.5 * np.log(2.0 * np.pi * var) - 0.5 * (Y - mean) ** 2 / var, axis=1)
+
+    def sample_y(self, X, n_samples=1, random_state=0):
+        """Draw joint samples of the latent function at deterministic inputs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Inputs.
+        n_samples : int, default=1
+            Number of samples.
+        random_state : int, RandomState instance or None, default=0
+            Seed of the draws (as in scikit-learn's ``GaussianProcessRegressor.sample_y``).
+
+        Returns
+        -------
+        samples : ndarray of shape (n, n_samples) or (n, n_targets, n_samples)
+            Draws of f (noise not included), in the units of y.
+        """
+        check_is_fitted(self)
+        check_int("n_samples", n_samples, min_value=1)
+        rng = check_random_state(random_state)
+        mean, cov = self.predict(X, return_cov=True, include_noise=False)
+        if self._y_ndim == 1:
+            return rng.multivariate_normal(mean, cov, n_samples).T
+        return np.stack([rng.multivariate_normal(mean[:, d], cov[:, :, d], n_samples).T
+                         for d in range(mean.shape[1])], axis=1)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
