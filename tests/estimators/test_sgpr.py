@@ -9,7 +9,7 @@ from sklearn.gaussian_process.kernels import Matern as SkMatern
 
 from sklearn_lvgp import SparseGPRegressor
 from sklearn_lvgp._params import ParamPacker
-from sklearn_lvgp._psi import gauss_hermite_rule, monte_carlo_rule, unscented_rule
+from sklearn_lvgp._psi import monte_carlo_rule, unscented_rule
 from sklearn_lvgp._sgpr import sgpr_bound_and_grads
 from sklearn_lvgp.kernels import RBF, Linear, Matern32, Periodic
 from sklearn_lvgp.utils.gradcheck import check_grad
