@@ -230,8 +230,7 @@ class _DSVI:
         _, _, _, cache = layer_forward(last, H, self.jitter, with_kl=False)
         resid = Yt - last.mean_function(H)
         q_mu, q_sqrt = gaussian_natgrad_step(last.q_mu, last.q_sqrt, cache[2].A, resid,
-                                             scale * pw, noise, gamma, prior.Lu, self.whiten,
-                                             self.jitter)
+                                             scale * pw, noise, gamma, prior.Lu, self.whiten)
         x = x.copy()
         ell = self.n_layers - 1
         x[self.packer.slice(f"q_mu{ell}")] = q_mu.ravel()
@@ -701,11 +700,12 @@ class DeepGP(RegressorMixin, _BaseLVGP):
         S, eps = self._predict_eps
         chunk = max(1, _PREDICT_POINTS // S)
         mus, vs = [], []
-        for start in range(0, Xs.shape[0], chunk):
-            mu, var, noise = self._model.predict_components(self._x, Xs[start:start + chunk], S,
-                                                            eps)
-            mus.append(mu)
-            vs.append(var)
+        with threads(self.n_jobs):
+            for start in range(0, Xs.shape[0], chunk):
+                mu, var, noise = self._model.predict_components(
+                    self._x, Xs[start:start + chunk], S, eps)
+                mus.append(mu)
+                vs.append(var)
         return np.concatenate(mus, axis=1), np.concatenate(vs, axis=1), noise
 
     def _shape_out(self, A):
@@ -797,7 +797,8 @@ class DeepGP(RegressorMixin, _BaseLVGP):
         mc.__dict__.update(self._model.__dict__)
         mc.propagation = "monte_carlo"
         layers, noise, _ = mc.unpack(self._x)
-        mu, var, _, _, _ = mc.propagate(layers, Xs, n_samples, rs, with_kl=False)
+        with threads(self.n_jobs):
+            mu, var, _, _, _ = mc.propagate(layers, Xs, n_samples, rs, with_kl=False)
         n, D = Xs.shape[0], mu.shape[1]
         mu = mu.reshape(-1, n, D)
         var = var.reshape(-1, n, D)

@@ -8,6 +8,7 @@ import pytest
 from scipy.special import log_ndtr
 
 from sklearn_lvgp._linalg import cho_solve, solve_lower
+from sklearn_lvgp._parallel import threads
 from sklearn_lvgp._svgp import (
     IdentityMean,
     LinearMean,
@@ -32,6 +33,13 @@ from sklearn_lvgp.kernels import RBF, Matern52, White
 from sklearn_lvgp.utils.gradcheck import check_vjp, fd_gradient
 
 M, P = 5, 7
+
+
+@pytest.fixture(autouse=True)
+def _one_blas_thread():
+    """Tiny matrices: multi-threaded BLAS only adds overhead."""
+    with threads(1):
+        yield
 
 
 def _layer_inputs(rng, d_in, d_out, whiten, kernel=None):

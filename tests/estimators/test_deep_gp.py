@@ -1,0 +1,459 @@
+"""DeepGP: exact identities (spec §9.1), bound gradients (§9.3 item 8), small reproductions
+(§9.2 items 1–2 at reduced size), bad input, reproducibility; UCI reproduction under ``-m slow``.
+"""
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF as SkRBF
+from sklearn.gaussian_process.kernels import ConstantKernel, WhiteKernel
+
+from sklearn_lvgp._deep_gp import DeepGP
+from sklearn_lvgp._parallel import threads
+from sklearn_lvgp._stochastic import DivergenceError, run_adam
+from sklearn_lvgp._svgp import IdentityMean, tril_pack, tril_unpack
+from sklearn_lvgp.kernels import RBF
+from sklearn_lvgp.utils.gradcheck import check_grad
+
+
+@pytest.fixture(autouse=True)
+def _one_blas_thread():
+    """Direct calls of the bound run outside ``fit``'s thread context: hold BLAS at one thread."""
+    with threads(1):
+        yield
+
+
+def _toy(n=20, d=3, seed=0):
+    rs = np.random.RandomState(seed)
+    X = rs.randn(n, d)
+    y = np.sin(X[:, 0]) + 0.3 * X[:, 1] ** 2 + 0.1 * rs.randn(n)
+    return X, y
+
+
+def _fitted(X, y, **kw):
+    params = dict(n_inducing=5, max_iter=3, random_state=0)
+    params.update(kw)
+    return DeepGP(**params).fit(X, y)
+
+
+def _standardised(m, X, y):
+    Xs = (X - m.X_mean_) / m.X_scale_
+    Ys = ((np.reshape(y, (len(y), -1))) - m.y_mean_) / m.y_scale_
+    return Xs, Ys
+
+
+def _perturbed(m, rng, scale=0.1):
+    """The fitted flat parameters with a random perturbation (lower triangles kept lower)."""
+    return m._x + scale * rng.standard_normal(m._x.size)
+
+
+# ---------------------------------------------------------------------------- §9.1 identities
+def _dense_svgp_elbo(kernel, Z, q_mu, q_sqrt, X, Y, noise, whiten, rel_jitter):
+    """Independent dense SVGP bound in u-space: sum E log N(y|f, s2) - KL(N(m, S) || N(0, Kuu))."""
+    Kzz = kernel.K(Z)
+    Kuu = Kzz + rel_jitter * np.mean(np.diag(Kzz)) * np.eye(Z.shape[0])
+    Lu = np.linalg.cholesky(Kuu)
+    Kuf = kernel.K(Z, X)
+    Kff = kernel.K(X)
+    total = 0.0
+    M = Z.shape[0]
+    for d in range(Y.shape[1]):
+        Lq = np.tril(q_sqrt[d])
+        m, S = (Lu @ q_mu[:, d], Lu @ Lq @ Lq.T @ Lu.T) if whiten else (q_mu[:, d], Lq @ Lq.T)
+        Kinv = np.linalg.inv(Kuu)
+        mean = Kuf.T @ Kinv @ m
+        cov = Kff - Kuf.T @ Kinv @ Kuf + Kuf.T @ Kinv @ S @ Kinv @ Kuf
+        var = np.diag(cov)
+        ell = np.sum(-0.5 * np.log(2 * np.pi * noise) - 0.5 * ((Y[:, d] - mean) ** 2 + var)
+                     / noise)
+        kl = 0.5 * (np.trace(Kinv @ S) + m @ Kinv @ m - M + np.linalg.slogdet(Kuu)[1]
+                    - np.linalg.slogdet(S)[1])
+        total += ell - kl
+    return total
+
+
+@pytest.mark.parametrize("whiten", [True, False])
+def test_single_layer_equals_dense_svgp(rng, whiten):
+    """§9.1 item 1: n_layers=1 is deterministic and equals a dense-numpy SVGP bound."""
+    X, y = _toy()
+    Y2 = np.column_stack([y, np.cos(X[:, 2])])
+    m = _fitted(X, Y2, n_layers=1, whiten=whiten)
+    model = m._model
+    x = _perturbed(m, rng)
+    Xs, Ys = _standardised(m, X, Y2)
+    f1, _ = model.elbo(x, Xs, Ys, 1.0, 7, np.random.RandomState(1))
+    f2, _ = model.elbo(x, Xs, Ys, 1.0, 7, np.random.RandomState(2))
+    assert f1 == f2  # no sampling with one layer
+    layers, noise, _ = model.unpack(x)
+    lay = layers[0]
+    dense = _dense_svgp_elbo(lay.kernel, lay.Z, lay.q_mu, lay.q_sqrt, Xs, Ys, noise, whiten,
+                             m.jitter)
+    assert abs(f1 - dense) <= 1e-10 * abs(dense)
+
+
+def _unwhiten(model_w, model_u, x_w):
+    """Map whitened parameters to the unwhitened parameterisation, layer by layer."""
+    from sklearn_lvgp._svgp import prior_factor
+
+    layers, _, values = model_w.unpack(x_w)
+    x_u = x_w.copy()
+    for ell, lay in enumerate(layers):
+        Lu = prior_factor(lay.kernel, lay.Z, model_w.jitter).Lu
+        x_u[model_u.packer.slice(f"q_mu{ell}")] = (Lu @ lay.q_mu).ravel()
+        x_u[model_u.packer.slice(f"q_sqrt{ell}")] = tril_pack(
+            np.einsum("ij,djk->dik", Lu, lay.q_sqrt)).ravel()
+    return x_u
+
+
+@pytest.mark.parametrize("propagation", ["monte_carlo", "unscented"])
+def test_whitened_equals_unwhitened_deep(rng, propagation):
+    """§9.1 item 2 for a 3-layer model: the mapped parameters give the same bound."""
+    X, y = _toy()
+    mw = _fitted(X, y, n_layers=3, hidden_dims=2, whiten=True, propagation=propagation)
+    mu_ = _fitted(X, y, n_layers=3, hidden_dims=2, whiten=False, propagation=propagation)
+    x_w = _perturbed(mw, rng)
+    x_u = _unwhiten(mw._model, mu_._model, x_w)
+    Xs, Ys = _standardised(mw, X, y)
+    eps = [rng.standard_normal((2 * 20, 2)) for _ in range(2)]
+    fw, _ = mw._model.elbo(x_w, Xs, Ys, 1.0, 2, eps=eps)
+    fu, _ = mu_._model.elbo(x_u, Xs, Ys, 1.0, 2, eps=eps)
+    assert abs(fw - fu) < 1e-8
+
+
+def test_titsias_optimum_with_z_equal_x_is_exact_gp(rng):
+    """§9.1 item 3: Z = X, one γ = 1 step: the bound is the exact log marginal likelihood and
+    the predictions are exact GP regression (sklearn, fixed kernel)."""
+    X, y = _toy(n=25, d=2)
+    m = DeepGP(n_layers=1, n_inducing=25, max_iter=1, jitter=1e-10, normalize_y=False,
+               likelihood_variance=0.05, random_state=0).fit(X, y)
+    model = m._model
+    Xs, Ys = _standardised(m, X, y)
+    x = m._x.copy()
+    x[model.packer.slice("Z0")] = Xs.ravel()
+    x = model.natgrad(x, Xs, Ys, 1.0, 1, 1.0, None)
+    f, _ = model.elbo(x, Xs, Ys, 1.0, 1)
+    layers, noise, _ = model.unpack(x)
+    k = layers[0].kernel
+    sk_kernel = (ConstantKernel(k.variance, "fixed") * SkRBF(k.length_scale, "fixed")
+                 + WhiteKernel(noise, "fixed"))
+    gpr = GaussianProcessRegressor(sk_kernel, optimizer=None, normalize_y=False).fit(Xs, y)
+    assert abs(f - gpr.log_marginal_likelihood_value_) < 1e-5
+    m._x = x
+    mean, std = m.predict(X[:7], return_std=True)
+    ref_mean, ref_std = gpr.predict(Xs[:7], return_std=True)
+    np.testing.assert_allclose(mean, ref_mean, atol=1e-5)
+    np.testing.assert_allclose(std, ref_std, atol=1e-5)
+
+
+def _switch_off_inner(m):
+    """Inner layer: tiny kernel variance, q_mu = 0, q_sqrt = I (whitened), identity mean."""
+    model = m._model
+    x = m._x.copy()
+    M = model.M
+    k0 = model.kernels[0].clone_with_theta(x[model.packer.slice("theta0")])
+    k0.variance = 1e-12
+    x[model.packer.slice("theta0")] = k0.theta
+    x[model.packer.slice("q_mu0")] = 0.0
+    D = model.dims[1]
+    x[model.packer.slice("q_sqrt0")] = tril_pack(np.repeat(np.eye(M)[None], D, 0)).ravel()
+    return x
+
+
+def test_switched_off_inner_layer_equals_svgp(rng):
+    """§9.1 item 4: a 2-layer DGP whose inner layer is the identity equals the 1-layer SVGP."""
+    X, y = _toy()
+    m2 = _fitted(X, y, n_layers=2, hidden_dims=3, n_samples=1)
+    assert isinstance(m2._model.means[0], IdentityMean)
+    m1 = _fitted(X, y, n_layers=1)
+    x2 = _switch_off_inner(m2)
+    x1 = m1._x.copy()
+    for name in ("q_mu0", "q_sqrt0", "Z0", "theta0"):
+        x1[m1._model.packer.slice(name)] = x2[m2._model.packer.slice(name.replace("0", "1"))]
+    x1[m1._model.packer.slice("noise_variance")] = x2[m2._model.packer.slice("noise_variance")]
+    Xs, Ys = _standardised(m2, X, y)
+    f1, _ = m1._model.elbo(x1, Xs, Ys, 1.0, 1)
+    # with eps = 0 the identity is exact; with random eps the samples move by sqrt(delta) = 1e-3
+    f0, _ = m2._model.elbo(x2, Xs, Ys, 1.0, 1, eps=[np.zeros((20, 3))])
+    assert abs(f0 - f1) < 1e-8 * abs(f1)
+    fr, _ = m2._model.elbo(x2, Xs, Ys, 1.0, 1, eps=[rng.standard_normal((20, 3))])
+    assert abs(fr - f1) < 1e-3 * abs(f1)
+
+
+def _bound_value(model, x, Xs, Ys, scale, S, rs):
+    """Forward-only minibatch bound (eq. 2.19), for the many-draw statistical tests."""
+    from sklearn_lvgp._svgp import gaussian_expectation
+
+    layers, noise, _ = model.unpack(x)
+    mu, var, w, kl, _ = model.propagate(layers, Xs, S, rs)
+    Yt = np.tile(Ys, (mu.shape[0] // Xs.shape[0], 1))
+    return scale * float(w @ gaussian_expectation(Yt, mu, var, noise)[:, 0]) - kl
+
+
+def test_minibatch_estimator_is_unbiased_and_variance_scales(rng):
+    """§9.1 item 5 (2000 minibatch draws vs a full-batch S = 10^4 estimate; variance ∝ 1/S)."""
+    X, y = _toy(n=30, d=2)
+    m = _fitted(X, y, n_layers=2, hidden_dims=2, n_inducing=4)
+    model = m._model
+    x = _perturbed(m, rng, 0.3)
+    x[model.packer.slice("q_sqrt0")] = tril_pack(np.repeat(0.5 * np.eye(4)[None], 2, 0)).ravel()
+    Xs, Ys = _standardised(m, X, y)
+    rs = np.random.RandomState(0)
+    draws = np.array([_bound_value(model, x, Xs[idx], Ys[idx], 3.0, 1, rs)
+                      for idx in (rs.choice(30, 10, replace=False) for _ in range(2000))])
+    full = _bound_value(model, x, Xs, Ys, 1.0, 10_000, rs)
+    se = draws.std(ddof=1) / np.sqrt(draws.size)
+    assert abs(draws.mean() - full) < 3 * se
+    v1 = np.var([_bound_value(model, x, Xs, Ys, 1.0, 1, rs) for _ in range(400)], ddof=1)
+    v16 = np.var([_bound_value(model, x, Xs, Ys, 1.0, 16, rs) for _ in range(400)], ddof=1)
+    assert 10 <= v1 / v16 <= 25
+
+
+def test_monte_carlo_matches_gauss_hermite_for_1d_hidden_layer(rng):
+    """§9.1 item 6: MC data term vs 100-point Gauss–Hermite over the hidden layer's noise."""
+    from numpy.polynomial.hermite_e import hermegauss
+
+    from sklearn_lvgp._svgp import gaussian_expectation
+
+    X, y = _toy(n=10, d=2)
+    m = _fitted(X, y, n_layers=2, hidden_dims=1, n_inducing=4)
+    model = m._model
+    x = _perturbed(m, rng, 0.3)
+    x[model.packer.slice("q_sqrt0")] = tril_pack(0.7 * np.eye(4)[None]).ravel()
+    Xs, Ys = _standardised(m, X, y)
+    nodes, w = hermegauss(100)
+    w = w / w.sum()
+    layers, noise, _ = model.unpack(x)
+
+    def data_terms(S, **kw):
+        mu, var, _, _, _ = model.propagate(layers, Xs, S, with_kl=False, **kw)
+        return gaussian_expectation(np.tile(Ys, (S, 1)), mu, var, noise).reshape(S, 10).sum(1)
+
+    gh = float(w @ data_terms(100, eps=[np.repeat(nodes, 10)[:, None]]))
+    per_mc = data_terms(100_000, random_state=np.random.RandomState(3))
+    se = per_mc.std(ddof=1) / np.sqrt(per_mc.size)
+    assert se > 1e-4  # the hidden layer is really random
+    assert abs(per_mc.mean() - gh) < 3 * se
+
+
+# -------------------------------------------------------------------- §9.3 item 8 gradients
+@pytest.mark.parametrize("n_layers", [2, 3])
+@pytest.mark.parametrize("whiten", [True, False])
+@pytest.mark.parametrize("propagation", ["monte_carlo", "unscented"])
+def test_full_bound_gradient(rng, n_layers, whiten, propagation):
+    """Every parameter block of every layer and the noise, fixed eps and minibatch (c = N/|B|)."""
+    X, y = _toy(n=12)
+    m = _fitted(X, y, n_layers=n_layers, hidden_dims=2, n_inducing=4, whiten=whiten,
+                propagation=propagation, n_samples=2)
+    model = m._model
+    x = _perturbed(m, rng)
+    Xs, Ys = _standardised(m, X, y)
+    idx = np.array([1, 4, 5, 7, 9])
+    eps = [rng.standard_normal((2 * 5, 2)) for _ in range(n_layers - 1)]
+    check_grad(lambda z: model.elbo(z, Xs[idx], Ys[idx], 12 / 5, 2, eps=eps), x, rtol=1e-6)
+
+
+def test_natgrad_driver_step_matches_direct_update(rng):
+    """The estimator's natgrad step on a 1-layer model, full batch, γ = 1, is a fixed point."""
+    X, y = _toy(n=15, d=2)
+    m = _fitted(X, y, n_layers=1)
+    model = m._model
+    Xs, Ys = _standardised(m, X, y)
+    x1 = model.natgrad(m._x, Xs, Ys, 1.0, 1, 1.0, None)
+    x2 = model.natgrad(x1, Xs, Ys, 1.0, 1, 1.0, None)
+    f1, g1 = model.elbo(x1, Xs, Ys, 1.0, 1)
+    f2, _ = model.elbo(x2, Xs, Ys, 1.0, 1)
+    assert abs(f1 - f2) < 1e-10 * abs(f1)
+    q = model.packer.slice("q_mu0")
+    assert np.max(np.abs(g1[q])) < 1e-6
+
+
+# ----------------------------------------------------------------------------- prediction
+def test_score_samples_is_logsumexp_over_paths_and_scale_equivariant():
+    """§9.1 item 9."""
+    X, y = _toy()
+    m = _fitted(X, y, n_layers=2, max_iter=20, n_predict_samples=13)
+    mu, var, noise = m._components(X[:5])
+    assert mu.shape == (13, 5, 1)
+    mo = m.y_mean_ + m.y_scale_ * mu[..., 0]
+    vo = m.y_scale_ ** 2 * (var[..., 0] + noise)
+    direct = logsumexp(-0.5 * np.log(2 * np.pi * vo) - 0.5 * (y[:5] - mo) ** 2 / vo, axis=0)
+    np.testing.assert_allclose(m.score_samples(X[:5], y[:5]), direct - np.log(13), rtol=1e-12)
+    a, b = -3.5, 7.0
+    m2 = _fitted(X, a * y + b, n_layers=2, max_iter=20, n_predict_samples=13)
+    np.testing.assert_allclose(m2.score_samples(X, a * y + b),
+                               m.score_samples(X, y) - np.log(abs(a)), rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(m2.predict(X), a * m.predict(X) + b, rtol=1e-8, atol=1e-8)
+
+
+def test_predict_mixture_moments_and_sample_y():
+    X, y = _toy()
+    m = _fitted(X, y, n_layers=2, max_iter=50, n_predict_samples=40)
+    mean, std = m.predict(X[:4], return_std=True)
+    mu, var, noise = m._components(X[:4])
+    mo = m.y_mean_ + m.y_scale_ * mu[..., 0]
+    vo = m.y_scale_ ** 2 * (var[..., 0] + noise)
+    np.testing.assert_allclose(mean, mo.mean(axis=0))
+    np.testing.assert_allclose(std ** 2, np.mean(vo + mo ** 2, axis=0) - mo.mean(axis=0) ** 2)
+    s = m.sample_y(X[:4], n_samples=4000, random_state=1)
+    assert s.shape == (4, 4000)
+    np.testing.assert_allclose(s.mean(axis=1), mean, atol=4 * std.max() / np.sqrt(4000) * 3)
+    np.testing.assert_allclose(s.std(axis=1), std, rtol=0.1)
+
+
+def test_multi_output_shapes():
+    X, y = _toy()
+    Y = np.column_stack([y, -y])
+    m = _fitted(X, Y, n_layers=2, max_iter=5)
+    assert m.predict(X).shape == (20, 2)
+    assert m.predict(X, return_std=True)[1].shape == (20, 2)
+    assert m.score_samples(X, Y).shape == (20,)
+    assert m.sample_y(X, 3).shape == (20, 2, 3)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_unscented_prediction_is_deterministic_gaussian():
+    X, y = _toy()
+    m = _fitted(X, y, n_layers=3, hidden_dims=2, propagation="unscented", max_iter=20)
+    mu, _, _ = m._components(X)
+    assert mu.shape[0] == 1
+    m2 = _fitted(X, y, n_layers=3, hidden_dims=2, propagation="unscented", max_iter=20,
+                 optimizer="lbfgs")
+    assert np.isfinite(m2.elbo_) and m2.elbo_ == pytest.approx(m2.elbo_history_[-1])
+
+
+# ------------------------------------------------------------- reproducibility, streaming
+def test_reproducible_and_thread_count_invariant():
+    X, y = _toy()
+    p1 = _fitted(X, y, max_iter=30, n_jobs=1).predict(X)
+    p2 = _fitted(X, y, max_iter=30, n_jobs=1).predict(X)
+    p3 = _fitted(X, y, max_iter=30, n_jobs=2).predict(X)
+    np.testing.assert_array_equal(p1, p2)
+    np.testing.assert_allclose(p1, p3, rtol=1e-10, atol=1e-12)
+
+
+def test_warm_start_continues_and_partial_fit_streams():
+    X, y = _toy(n=40)
+    m = DeepGP(n_inducing=5, max_iter=20, random_state=0, warm_start=True).fit(X, y)
+    x_first = m._x.copy()
+    m.fit(X, y)
+    assert m.n_iter_ == 40 and m.elbo_history_.shape == (40,)
+    assert not np.array_equal(m._x, x_first)
+    cold = DeepGP(n_inducing=5, max_iter=20, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(cold._x, x_first)  # a cold refit starts over
+    s = DeepGP(n_inducing=5, batch_size=10, learning_rate=0.05, random_state=0)
+    s.partial_fit(X[:20], y[:20])
+    assert s.n_iter_ == 2 and s.n_samples_seen_ == 20
+    for _ in range(30):
+        s.partial_fit(X[20:], y[20:])
+    assert s.n_samples_seen_ == 620 and s.n_iter_ == 62
+    assert s.score(X, y) > 0.3
+
+
+def test_early_stopping_restores_best(rng):
+    X, y = _toy(n=60)
+    m = DeepGP(n_inducing=5, max_iter=3000, learning_rate=0.05, early_stopping=True,
+               n_iter_no_change=2, random_state=0).fit(X, y)
+    assert m.n_iter_ < 3000
+
+
+def test_natgrad_interleave_keeps_last_q_out_of_adam():
+    X, y = _toy(n=40)
+    m = DeepGP(n_layers=2, n_inducing=5, max_iter=60, natgrad_gamma=(1e-3, 0.1, 10),
+               random_state=0).fit(X, y)
+    assert np.isfinite(m.elbo_)
+    assert m.score(X, y) > 0.5
+
+
+# ------------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_rejects_non_finite(bad):
+    X, y = _toy()
+    Xb = X.copy()
+    Xb[3, 1] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        DeepGP(n_inducing=5, max_iter=2).fit(Xb, y)
+    yb = y.copy()
+    yb[0] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        DeepGP(n_inducing=5, max_iter=2).fit(X, yb)
+    m = _fitted(X, y)
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        m.predict(Xb)
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        m.score_samples(X, yb)
+
+
+def test_rejects_bad_shapes():
+    X, y = _toy()
+    with pytest.raises(ValueError):
+        DeepGP(max_iter=2).fit(X[:, 0], y)
+    with pytest.raises(ValueError, match="inconsistent"):
+        DeepGP(max_iter=2).fit(X, y[:-1])
+    m = _fitted(X, y)
+    with pytest.raises(ValueError, match="features"):
+        m.predict(X[:, :2])
+    with pytest.raises(ValueError, match="shape"):
+        m.score_samples(X, np.column_stack([y, y]))
+
+
+@pytest.mark.parametrize("params,match", [
+    ({"n_layers": 3, "hidden_dims": [2]}, "n_layers - 1 = 2 entries"),
+    ({"learning_rate": 0.0}, "learning_rate must be > 0"),
+    ({"learning_rate": -1.0}, "learning_rate must be > 0"),
+    ({"natgrad_gamma": 1.5}, "natgrad_gamma"),
+    ({"optimizer": "lbfgs", "n_layers": 2}, "deterministic"),
+    ({"propagation": "sigma"}, "propagation"),
+    ({"kernel": [RBF()], "n_layers": 2}, "one per layer"),
+])
+def test_rejects_bad_parameters(params, match):
+    X, y = _toy()
+    with pytest.raises(ValueError, match=match):
+        DeepGP(max_iter=2, **params).fit(X, y)
+
+
+def test_batch_size_larger_than_data_is_clipped_to_full_batch():
+    """Documented choice: batch_size > n_samples means the full batch (no error)."""
+    X, y = _toy()
+    a = _fitted(X, y, max_iter=10, batch_size=10_000).predict(X)
+    b = _fitted(X, y, max_iter=10, batch_size=None).predict(X)
+    np.testing.assert_array_equal(a, b)
+
+
+class _ExplodingRBF(RBF):
+    """An RBF kernel whose cross-covariance turns NaN after a number of calls."""
+
+    calls = 0
+
+    def K_cached(self, X, Z=None):
+        type(self).calls += 1
+        K, cache = super().K_cached(X, Z)
+        if type(self).calls > 12:
+            K = K * np.nan
+        return K, cache
+
+
+def test_divergence_raises_naming_the_step():
+    X, y = _toy()
+    _ExplodingRBF.calls = 0
+    with pytest.raises(DivergenceError, match=r"optimisation step \d+"):
+        DeepGP(n_layers=1, kernel=_ExplodingRBF(length_scale=np.ones(3)), n_inducing=5,
+               max_iter=50, random_state=0).fit(X, y)
+
+
+def test_driver_divergence_message():
+    calls = []
+
+    def objective(x, idx):
+        calls.append(1)
+        f = np.nan if len(calls) == 3 else float(x @ x)
+        return f, 2 * x
+
+    with pytest.raises(DivergenceError, match="ELBO estimate is nan at optimisation step 3"):
+        run_adam(objective, np.ones(3), n_data=5, batch_size=5, max_iter=10,
+                 learning_rate=0.1, random_state=np.random.RandomState(0))
+
+
+def test_tril_pack_roundtrip(rng):
+    A = np.tril(rng.standard_normal((3, 4, 4)))
+    np.testing.assert_array_equal(tril_unpack(tril_pack(A), 4), A)
