@@ -26,6 +26,9 @@ from .._linalg import (
 from ._kl import kl_divergence, kl_divergence_vjp
 from ._mean_functions import ZeroMean
 
+#: Largest ``D * M * P`` for which the forward keeps every ``B_d = L_d^T A`` for the backward.
+_MAX_CACHED_B = 2 ** 24
+
 __all__ = ["SVGPLayer", "PriorFactor", "prior_factor", "prior_factor_vjp", "MarginalsCache",
            "MarginalsVJP", "marginals", "marginals_vjp", "marginals_precision_adjoint",
            "LayerVJP", "layer_forward", "layer_vjp", "tril_pack", "tril_unpack"]
@@ -182,6 +185,7 @@ class MarginalsCache(NamedTuple):
     whiten: bool
     clipped: np.ndarray
     kernel_cache: object
+    B: np.ndarray | None
 
 
 class MarginalsVJP(NamedTuple):
@@ -252,14 +256,18 @@ def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True):
     D = q_mu.shape[1]
     var = np.empty_like(mu)
     base = kappa - np.einsum("mp,mp->p", A1, A1)
+    keep = D * A.size <= _MAX_CACHED_B
+    Bs = np.empty((D,) + A.shape) if keep else None
     for d in range(D):
         B = np.tril(q_sqrt[d]).T @ A
         var[:, d] = base + np.einsum("mp,mp->p", B, B)
+        if keep:
+            Bs[d] = B
     clipped = var < 0.0
     if np.any(clipped):
         var[clipped] = 0.0
     cache = MarginalsCache(kernel, Z, H, q_mu, q_sqrt, Lu, A1, A, mean_function, bool(whiten),
-                           clipped, kcache)
+                           clipped, kcache, Bs)
     return mu, var, cache
 
 
@@ -287,7 +295,7 @@ def marginals_vjp(dL_dmu, dL_dvar, cache):
     dq_sqrt = np.zeros_like(c.q_sqrt)
     for d in range(D):
         Ld = np.tril(c.q_sqrt[d])
-        Bdv = (Ld.T @ A) * dv[:, d]
+        Bdv = (Ld.T @ A if c.B is None else c.B[d]) * dv[:, d]
         dA += 2.0 * (Ld @ Bdv)
         dq_sqrt[d] = 2.0 * np.tril(A @ Bdv.T)
     dkappa = np.sum(dv, axis=1)
