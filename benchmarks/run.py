@@ -18,6 +18,10 @@ Benchmarks (see ``benchmarks/README.rst``):
 ``psi2_gemm``
     Unscented Ψ forward throughput at N=10⁵, M=100, Q=10 against a GEMM of the same size.
 
+``sgpr_fit``
+    SparseGPRegressor fit + predict (N = 2,000 / 20,000, D = 8, M = 100) against scikit-learn's
+    exact GaussianProcessRegressor (N = 2,000) and GPy's SparseGPRegression: time and test NLPD.
+
 The machine description goes to ``results/machine.json`` on every run. The markdown printed here
 is what ``RESULTS.md`` quotes.
 """
@@ -36,11 +40,13 @@ ensure_repo_on_path()
 
 import bench_fit  # noqa: E402
 import bench_psi  # noqa: E402
+import bench_sgpr  # noqa: E402
 
 BENCHMARKS = {
     "bound_grad": (bench_fit.run, bench_fit.report),
     "psi_scaling": (bench_psi.run_scaling, bench_psi.report_scaling),
     "psi2_gemm": (bench_psi.run_gemm, bench_psi.report_gemm),
+    "sgpr_fit": (bench_sgpr.run, bench_sgpr.report),
 }
 
 

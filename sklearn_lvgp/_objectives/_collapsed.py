@@ -220,7 +220,7 @@ def predictive_moments(post, psi0, Psi1, Psi2=None, full_cov=False):
     Kinv, Cs = _weight_matrices(post)
     mean = Psi1 @ G
     if Psi2 is None:
-        shared = (np.asarray(psi0) - np.einsum("nm,ml,nl->n", Psi1, Kinv - Cs, Psi1))
+        shared = np.asarray(psi0) - np.sum((Psi1 @ (Kinv - Cs)) * Psi1, axis=1)
         D = G.shape[1]
         if full_cov:
             var = np.zeros((mean.shape[0], D, D))

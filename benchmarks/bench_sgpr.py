@@ -1,0 +1,165 @@
+"""``sgpr_fit``: SparseGPRegressor fit + predict against scikit-learn's exact GP and GPy.
+
+Data: a smooth D = 8 function with noise (``make_problem``), N = 2,000 and 20,000 training rows,
+2,000 test rows, M = 100 inducing inputs, ARD RBF kernel. Every model starts from the same
+hyperparameters (length scales = column standard deviations, variance = var(y), noise =
+0.1 var(y)) and, for the sparse ones, the same 100 inducing inputs; each runs L-BFGS-B to its
+own convergence test (at most 1000 iterations). Reported: fit and predict seconds, test NLPD
+(noise included) and RMSE, all measured in the same run. scikit-learn's
+``GaussianProcessRegressor`` is exact (O(N³)) and is run at N = 2,000 only: at N = 20,000 its
+kernel-gradient tensor alone (N × N × 10 doubles) would need 32 GB. GPy runs in a peer
+interpreter (``LVGP_PEER_PYTHON`` or ``../venv-peers``) and is reported absent when it cannot be
+imported. Whole fits are long, so each configuration runs ``repeats`` times (default 3; 1 with
+``--quick``) interleaved, and the median is reported.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+from _common import REPO, ensure_repo_on_path, markdown_table, summary
+
+ensure_repo_on_path()
+
+M, D, N_TEST, MAX_ITER = 100, 8, 2000, 1000
+
+
+def make_problem(N, seed=0):
+    """Train/test rows of y = Σ_j sin(a_j x_j) + 0.3 x_0 x_1 + noise, x ~ U(-2, 2)^8."""
+    r = np.random.default_rng(seed)
+    a = np.linspace(0.5, 2.0, D)
+    X = r.uniform(-2, 2, (N + N_TEST, D))
+    f = np.sin(X * a).sum(axis=1) + 0.3 * X[:, 0] * X[:, 1]
+    y = f + 0.3 * r.standard_normal(N + N_TEST)
+    Z = X[r.permutation(N)[:M]]
+    return X[:N], y[:N], X[N:], y[N:], Z
+
+
+def _start_values(X, y):
+    return np.std(X, axis=0), float(np.var(y)), 0.1 * float(np.var(y))
+
+
+def _nlpd_rmse(mean, std, y):
+    nlpd = float(np.mean(0.5 * np.log(2 * np.pi * std ** 2) + 0.5 * (y - mean) ** 2 / std ** 2))
+    return nlpd, float(np.sqrt(np.mean((y - mean) ** 2)))
+
+
+def fit_ours(prob, n_jobs=1):
+    from sklearn_lvgp import SparseGPRegressor
+    from sklearn_lvgp.kernels import RBF
+
+    X, y, Xt, yt, Z = prob
+    ls, var, noise = _start_values(X, y)
+    t0 = time.perf_counter()
+    model = SparseGPRegressor(kernel=RBF(length_scale=ls, variance=var), inducing_inputs=Z,
+                              noise_variance_init=noise, max_iter=MAX_ITER, n_jobs=n_jobs)
+    model.fit(X, y)
+    fit_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    mean, std = model.predict(Xt, return_std=True)
+    predict_s = time.perf_counter() - t0
+    return {"fit_s": fit_s, "predict_s": predict_s, "n_iter": model.n_iter_,
+            "bound": model.log_marginal_likelihood_value_, **dict(zip(
+                ("nlpd", "rmse"), _nlpd_rmse(mean, std, yt), strict=True))}
+
+
+def fit_sklearn(prob):
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+    X, y, Xt, yt, _ = prob
+    ls, var, noise = _start_values(X, y)
+    kernel = ConstantKernel(var) * RBF(ls) + WhiteKernel(noise)
+    t0 = time.perf_counter()
+    model = GaussianProcessRegressor(kernel, normalize_y=False).fit(X, y)
+    fit_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    mean, std = model.predict(Xt, return_std=True)  # WhiteKernel: std includes the noise
+    predict_s = time.perf_counter() - t0
+    return {"fit_s": fit_s, "predict_s": predict_s,
+            "bound": float(model.log_marginal_likelihood_value_), "n_iter": None,
+            **dict(zip(("nlpd", "rmse"), _nlpd_rmse(mean, std, yt), strict=True))}
+
+
+def fit_gpy(prob, path):
+    from bench_fit import _gpy_env, peer_python
+
+    X, y, Xt, yt, Z = prob
+    ls, var, noise = _start_values(X, y)
+    np.savez(path, X=X, y=y, X_test=Xt, y_test=yt, Z=Z, lengthscale=ls, variance=var,
+             noise=noise, max_iter=MAX_ITER)
+    worker = REPO / "benchmarks" / "_gpy_sgpr_worker.py"
+    try:
+        out = subprocess.run([peer_python(), str(worker), path], env=_gpy_env(1),
+                             capture_output=True, text=True, timeout=3600, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    for line in out.stdout.splitlines():
+        if line.startswith("@@"):
+            return json.loads(line[2:])
+    return {"error": "worker produced no result: " + out.stderr.strip()[-300:]}
+
+
+def run(quick=False, repeats=None):
+    """Fit every configuration ``repeats`` times (interleaved); returns a JSON dict."""
+    from threadpoolctl import threadpool_limits
+
+    repeats = repeats or (1 if quick else 3)
+    sizes = (500, 2000) if quick else (2000, 20000)
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for N in sizes:
+            prob = make_problem(N)
+            runs = {"sklearn_lvgp": [], "GPy": []}
+            if N <= 2000:
+                runs["sklearn GPR (exact)"] = []
+            for _ in range(repeats):
+                runs["sklearn_lvgp"].append(fit_ours(prob))
+                runs["GPy"].append(fit_gpy(prob, os.path.join(tmp, f"p{N}.npz")))
+                if "sklearn GPR (exact)" in runs:
+                    with threadpool_limits(1):
+                        runs["sklearn GPR (exact)"].append(fit_sklearn(prob))
+            entry = {}
+            for name, rs in runs.items():
+                if any("error" in r for r in rs):
+                    entry[name] = {"error": next(r["error"] for r in rs if "error" in r)}
+                    continue
+                entry[name] = {"fit": summary([r["fit_s"] for r in rs]),
+                               "predict": summary([r["predict_s"] for r in rs]),
+                               **{k: rs[0][k] for k in ("nlpd", "rmse", "bound", "n_iter")}}
+            ours = [r["fit_s"] for r in runs["sklearn_lvgp"]]
+            for name, rs in runs.items():
+                if "error" not in entry[name]:
+                    entry[name]["fit_ratio_to_ours"] = summary(
+                        np.array([r["fit_s"] for r in rs]) / np.array(ours))
+            results[str(N)] = entry
+    return {"problem": {"D": D, "M": M, "N_test": N_TEST, "max_iter": MAX_ITER},
+            "repeats": repeats, "threads": 1, "results": results, "python": sys.executable}
+
+
+def report(res):
+    """Markdown table of a :func:`run` result."""
+    p = res["problem"]
+    head = (f"### sgpr_fit — fit + predict, D={p['D']}, M={p['M']}, {p['N_test']} test rows, "
+            f"1 thread, {res['repeats']} interleaved repeat(s)\n\n")
+    rows = []
+    for N, entry in res["results"].items():
+        for name, e in entry.items():
+            if "error" in e:
+                rows.append([N, name, "not run: " + e["error"][:80], "", "", "", "", ""])
+                continue
+            f = e["fit"]
+            rows.append([N, name, f"{f['median']:.3g} [{f['min']:.3g}–{f['max']:.3g}]",
+                         f"{e['fit_ratio_to_ours']['median']:.3g}×",
+                         f"{e['predict']['median'] * 1e3:.3g}", f"{e['nlpd']:.4f}",
+                         f"{e['rmse']:.4f}", e["n_iter"] if e["n_iter"] is not None else "—"])
+        if "sklearn GPR (exact)" not in entry:
+            rows.append([N, "sklearn GPR (exact)", "not run: O(N³); the N×N×10 gradient tensor "
+                         "needs 32 GB", "", "", "", "", ""])
+    return head + markdown_table(
+        ["N", "model", "fit s: median [min–max]", "fit ÷ ours", "predict ms", "test NLPD",
+         "test RMSE", "iterations"], rows)
