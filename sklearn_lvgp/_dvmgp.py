@@ -4,7 +4,7 @@ import numbers
 import warnings
 
 import numpy as np
-from sklearn.base import RegressorMixin
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin
 from sklearn.cluster import KMeans
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
@@ -65,7 +65,7 @@ def _pca_directions(X, Q):
     return P
 
 
-class DVMGP(RegressorMixin, _BaseLVGP):
+class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _BaseLVGP):
     """Deep variational Mahalanobis Gaussian process regressor.
 
     A two-layer model (de Souza 2021, ch. 4): every input is mapped to a latent point
@@ -100,6 +100,12 @@ class DVMGP(RegressorMixin, _BaseLVGP):
         Adam step size.
     noise_variance_init : float, default=0.01
         Initial noise variance as a fraction of the (normalised) target variance.
+    projection_length_scale_init : float, default=None
+        Initial length scales of the W-kernels ``k_q`` (standardised input units). ``None`` is
+        ``sqrt(max(D, 2) / 2)``: 1 for two features, as in the paper, and growing with D so
+        that two typical inputs stay as correlated a priori as in two dimensions. (The paper's
+        fixed value 1 leaves ``W(x)`` at its zero prior mean, with variance κ_q² ‖x‖², away
+        from the few Ξ in higher dimensions, and the fit collapses to noise.)
     normalize_X : bool, default=True
         Standardise the inputs with the training mean and standard deviation. The projection
         ``W(x) x`` vanishes at ``x = 0``, so the origin matters and standardising is advised.
@@ -167,7 +173,8 @@ class DVMGP(RegressorMixin, _BaseLVGP):
 
     def __init__(self, n_components=None, n_inducing=50, n_inducing_projection=25,
                  qv_covariance="diag", optimizer="lbfgs", n_iter_fixed_noise=100, max_iter=1000,
-                 learning_rate=0.01, noise_variance_init=0.01, normalize_X=True,
+                 learning_rate=0.01, noise_variance_init=0.01,
+                 projection_length_scale_init=None, normalize_X=True,
                  normalize_y=True, jitter=1e-6, random_state=None, n_jobs=None, verbose=0):
         self.n_components = n_components
         self.n_inducing = n_inducing
@@ -178,6 +185,7 @@ class DVMGP(RegressorMixin, _BaseLVGP):
         self.max_iter = max_iter
         self.learning_rate = learning_rate
         self.noise_variance_init = noise_variance_init
+        self.projection_length_scale_init = projection_length_scale_init
         self.normalize_X = normalize_X
         self.normalize_y = normalize_y
         self.jitter = jitter
@@ -206,6 +214,8 @@ class DVMGP(RegressorMixin, _BaseLVGP):
         check_int("max_iter", self.max_iter, min_value=1)
         check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
         check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True)
+        check_float("projection_length_scale_init", self.projection_length_scale_init, 0.0,
+                    exclusive_min=True, allow_none=True)
         check_bool("normalize_X", self.normalize_X)
         check_bool("normalize_y", self.normalize_y)
         check_float("jitter", self.jitter, 0.0)
@@ -240,9 +250,11 @@ class DVMGP(RegressorMixin, _BaseLVGP):
         Xi0 = _kmeans_centres(Xs, m_v, seed)
         zeta0 = _kmeans_centres(Xs @ P.T, m_u, seed)
         mu0 = np.broadcast_to(P[:, None, :], (Q, m_v, D)).copy()
+        wtheta0 = np.zeros((Q, 1 + D))
+        wtheta0[:, 1:] = np.log(self._length_scale_init(D))
         params0 = {"zeta": zeta0, "Xi": Xi0, "mu": mu0, "c_diag": np.full((Q, m_v), 1.001 / D),
                    "c_off": np.zeros((Q, m_v * (m_v - 1) // 2)),
-                   "wtheta": np.zeros((Q, 1 + D)), "signal_std": np.sqrt(var_y),
+                   "wtheta": wtheta0, "signal_std": np.sqrt(var_y),
                    "noise": float(self.noise_variance_init) * var_y}
         kern = output_kernel(params0["signal_std"], Q)
         _, abs_jit = cholesky_jitter(kern.K(zeta0), self.jitter, max_tries=6, name="K_u")
@@ -277,6 +289,12 @@ class DVMGP(RegressorMixin, _BaseLVGP):
         self.noise_variance_ = float(p["noise"])
         self.relevance_ = np.exp(p["wtheta"][:, 0])
         return self
+
+    def _length_scale_init(self, D):
+        if self.projection_length_scale_init is not None:
+            return float(self.projection_length_scale_init)
+        # keeps E‖x − x'‖² / ℓ² = 4 for standardised inputs, the paper's value at D = 2 (ℓ = 1)
+        return float(np.sqrt(max(D, 2) / 2.0))
 
     @staticmethod
     def _moments(A, normalize):
@@ -464,9 +482,15 @@ class DVMGP(RegressorMixin, _BaseLVGP):
         out = out * self.y_scale_ + self.y_mean_
         return out[:, :, 0] if self._y_1d else np.ascontiguousarray(np.swapaxes(out, 1, 2))
 
+    @property
+    def _n_features_out(self):
+        return self.inducing_inputs_.shape[1]
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
+        tags.target_tags.required = True
+        tags.transformer_tags.preserves_dtype = ["float64"]
         return tags
 
 

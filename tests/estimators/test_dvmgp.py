@@ -254,6 +254,19 @@ def test_multi_output_and_qv_covariance(rng, kind):
         assert np.all(np.triu(model.qv_chol_, 1) == 0)
 
 
+def test_projection_length_scale_init_rule():
+    """Default W-kernel length scales: the paper's 1 at D = 2, sqrt(D / 2) above."""
+    est = DVMGP()
+    assert est._length_scale_init(1) == est._length_scale_init(2) == 1.0
+    assert est._length_scale_init(8) == pytest.approx(2.0)
+    assert DVMGP(projection_length_scale_init=3.0)._length_scale_init(8) == 3.0
+    X, _, y, _ = two_parabolas_split(n_per_cluster=20)
+    model = DVMGP(**{**FAST, "max_iter": 1, "n_iter_fixed_noise": 0,
+                     "projection_length_scale_init": 0.7}).fit(X, y)
+    for k in model.projection_kernels_:
+        np.testing.assert_allclose(k.length_scale, 0.7, rtol=0.05)
+
+
 def test_without_normalisation(rng):
     X = rng.standard_normal((30, 2))
     y = 10.0 + 3.0 * np.sin(X[:, 0])
