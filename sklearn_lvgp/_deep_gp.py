@@ -109,13 +109,16 @@ class _DSVI:
         return mask
 
     # ---------------------------------------------------------------------------- forward
-    def propagate(self, layers, X, n_samples, random_state=None, eps=None, with_kl=True):
+    def propagate(self, layers, X, n_samples, random_state=None, eps=None, with_kl=True,
+                  propagation=None):
         """Push ``X`` through the layers; returns the last layer's marginals and a tape.
 
         Monte Carlo (spec §2.2): ``S`` stacked copies of ``X`` (sample-major), inner layers
         sampled with ``eps`` (drawn from ``random_state`` when not given). Unscented: each inner
         layer's Gaussian marginals are moment-matched and pushed through the next layer at the
         ``2 D`` sigma points of :func:`~sklearn_lvgp._psi.unscented_rule`.
+
+        ``propagation`` overrides the model's rule (``sample_y`` always samples).
 
         Returns
         -------
@@ -132,7 +135,7 @@ class _DSVI:
         L = self.n_layers
         tape = []
         kl_total = 0.0
-        if self.propagation == "monte_carlo":
+        if (propagation or self.propagation) == "monte_carlo":
             S = n_samples if L > 1 else 1
             H = np.tile(X, (S, 1))
             weights = np.full(S * n, 1.0 / S)
@@ -222,42 +225,26 @@ class _DSVI:
         return data - kl, self.packer.pack_grad(grads, values)
 
     def natgrad(self, x, X, Y, scale, n_samples, gamma, random_state):
-        """One closed-form natural-gradient step on the last layer's q(u) (spec §4.2)."""
+        """One closed-form natural-gradient step on the last layer's q(u) (spec §4.2).
+
+        The inner layers are propagated exactly as in :meth:`elbo` (fresh samples or sigma
+        points); the last layer's features ``A`` and ``L_u`` at those inputs come from the tape.
+        """
         layers, noise, _ = self.unpack(x)
         last = layers[-1]
-        H, pw, Yt = self._last_inputs(layers, X, Y, n_samples, random_state)
-        prior = prior_factor(last.kernel, last.Z, self.jitter)
-        _, _, _, cache = layer_forward(last, H, self.jitter, with_kl=False)
-        resid = Yt - last.mean_function(H)
-        q_mu, q_sqrt = gaussian_natgrad_step(last.q_mu, last.q_sqrt, cache[2].A, resid,
-                                             scale * pw, noise, gamma, prior.Lu, self.whiten)
+        _, _, w, _, tape = self.propagate(layers, X, n_samples, random_state, with_kl=False)
+        _, prior, mcache, _ = tape[-1][0]
+        reps = w.size // X.shape[0]
+        Yt = np.repeat(Y, reps, axis=0) if self.propagation == "unscented" else np.tile(
+            Y, (reps, 1))
+        resid = Yt - last.mean_function(mcache.H)
+        q_mu, q_sqrt = gaussian_natgrad_step(last.q_mu, last.q_sqrt, mcache.A, resid, scale * w,
+                                             noise, gamma, prior.Lu, self.whiten)
         x = x.copy()
         ell = self.n_layers - 1
         x[self.packer.slice(f"q_mu{ell}")] = q_mu.ravel()
         x[self.packer.slice(f"q_sqrt{ell}")] = tril_pack(q_sqrt).ravel()
         return x
-
-    def _last_inputs(self, layers, X, Y, n_samples, random_state):
-        """Inputs of the last layer at every stacked point, their weights and targets."""
-        n, L = X.shape[0], self.n_layers
-        if L == 1:
-            return X, np.ones(n), Y
-        if self.propagation == "monte_carlo":
-            S = n_samples
-            H = np.tile(X, (S, 1))
-            for layer in layers[:-1]:
-                mu, var, _, _ = layer_forward(layer, H, self.jitter, with_kl=False)
-                H = mu + random_state.standard_normal(mu.shape) * np.sqrt(var + _DELTA)
-            return H, np.full(S * n, 1.0 / S), np.tile(Y, (S, 1))
-        inner = _DSVI.__new__(_DSVI)
-        inner.__dict__.update(self.__dict__)
-        inner.kernels = self.kernels[:-1]
-        mu, var, _, _, _ = inner.propagate(layers[:-1], X, 1, with_kl=False)
-        rule = unscented_rule(mu.shape[1])
-        K = rule.n_points
-        H = (mu[:, None, :] + np.sqrt(var + _DELTA)[:, None, :] * rule.nodes[None]).reshape(
-            n * K, -1)
-        return H, np.tile(rule.weights, n), np.repeat(Y, K, axis=0)
 
     def predict_components(self, x, X, n_samples, eps_rows):
         """Per-path last-layer marginals ``(S, n, D)`` (Monte Carlo) or ``(1, n, D)`` (UT)."""
@@ -793,12 +780,10 @@ class DeepGP(RegressorMixin, _BaseLVGP):
         X = validate_data(self, X, dtype=np.float64, reset=False)
         rs = check_random_state(random_state)
         Xs = (X - self.X_mean_) / self.X_scale_
-        mc = _DSVI.__new__(_DSVI)
-        mc.__dict__.update(self._model.__dict__)
-        mc.propagation = "monte_carlo"
-        layers, noise, _ = mc.unpack(self._x)
+        layers, noise, _ = self._model.unpack(self._x)
         with threads(self.n_jobs):
-            mu, var, _, _, _ = mc.propagate(layers, Xs, n_samples, rs, with_kl=False)
+            mu, var, _, _, _ = self._model.propagate(layers, Xs, n_samples, rs, with_kl=False,
+                                                     propagation="monte_carlo")
         n, D = Xs.shape[0], mu.shape[1]
         mu = mu.reshape(-1, n, D)
         var = var.reshape(-1, n, D)

@@ -268,6 +268,24 @@ def test_natgrad_driver_step_matches_direct_update(rng):
     assert np.max(np.abs(g1[q])) < 1e-6
 
 
+@pytest.mark.parametrize("propagation", ["monte_carlo", "unscented"])
+@pytest.mark.parametrize("whiten", [True, False])
+def test_deep_natgrad_gamma_one_is_optimal_for_fixed_samples(propagation, whiten):
+    """§4.2 for a 2-layer model: with the samples (or sigma points) held fixed, one γ = 1 step
+    maximises the bound over the last layer's q(u), so its gradient there vanishes."""
+    X, y = _toy(n=15, d=2)
+    m = _fitted(X, y, n_layers=2, hidden_dims=2, propagation=propagation, whiten=whiten)
+    model = m._model
+    Xs, Ys = _standardised(m, X, y)
+    x = _perturbed(m, np.random.default_rng(0), 0.05)
+    x1 = model.natgrad(x, Xs, Ys, 2.0, 3, 1.0, np.random.RandomState(5))
+    f0, _ = model.elbo(x, Xs, Ys, 2.0, 3, np.random.RandomState(5))
+    f1, g1 = model.elbo(x1, Xs, Ys, 2.0, 3, np.random.RandomState(5))
+    assert f1 > f0
+    for name in ("q_mu1", "q_sqrt1"):
+        assert np.max(np.abs(g1[model.packer.slice(name)])) < 1e-6 * max(1.0, abs(f1))
+
+
 # ----------------------------------------------------------------------------- prediction
 def test_score_samples_is_logsumexp_over_paths_and_scale_equivariant():
     """§9.1 item 9."""
