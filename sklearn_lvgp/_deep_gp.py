@@ -507,8 +507,15 @@ class DeepGP(RegressorMixin, _BaseLVGP):
             self.y_mean_ = np.zeros(Y.shape[1])
             self.y_scale_ = np.ones(Y.shape[1])
 
+    def _architecture(self, n_features, n_targets):
+        """What a warm start must share with the previous fit to continue from it."""
+        return (int(self.n_layers), tuple(self._hidden(n_features)), int(n_features),
+                int(n_targets), int(self.n_inducing), bool(self.whiten), self.propagation,
+                float(self.jitter), repr(self.kernel))
+
     def _build(self, Xs, n_targets, random_state):
         """Architecture and initial parameters (spec §1.5–§1.6)."""
+        self._arch = self._architecture(Xs.shape[1], n_targets)
         L, M = self.n_layers, self.n_inducing
         dims = [Xs.shape[1]] + self._hidden(Xs.shape[1]) + [n_targets]
         if isinstance(self.kernel, (list, tuple)):
@@ -545,8 +552,8 @@ class DeepGP(RegressorMixin, _BaseLVGP):
     def _fit(self, X, y, random_state):
         Y = y.reshape(len(y), -1) if y.ndim == 1 else y
         self._y_ndim = y.ndim
-        continuing = self.warm_start and hasattr(self, "_x") and (
-            self._model.dims[0] == X.shape[1] and self._model.dims[-1] == Y.shape[1])
+        continuing = (self.warm_start and hasattr(self, "_x")
+                      and self._architecture(X.shape[1], Y.shape[1]) == self._arch)
         if not continuing:
             self._standardise(X, Y)
         Xs = (X - self.X_mean_) / self.X_scale_

@@ -359,6 +359,8 @@ def test_warm_start_continues_and_partial_fit_streams():
     assert not np.array_equal(m._x, x_first)
     cold = DeepGP(n_inducing=5, max_iter=20, random_state=0).fit(X, y)
     np.testing.assert_array_equal(cold._x, x_first)  # a cold refit starts over
+    m.set_params(n_layers=3).fit(X, y)  # a changed architecture cannot continue: starts over
+    assert m.n_iter_ == 20 and len(m.layers_) == 3
     s = DeepGP(n_inducing=5, batch_size=10, learning_rate=0.05, random_state=0)
     s.partial_fit(X[:20], y[:20])
     assert s.n_iter_ == 2 and s.n_samples_seen_ == 20
