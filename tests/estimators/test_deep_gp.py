@@ -173,11 +173,12 @@ def test_switched_off_inner_layer_equals_svgp(rng):
     x1[m1._model.packer.slice("noise_variance")] = x2[m2._model.packer.slice("noise_variance")]
     Xs, Ys = _standardised(m2, X, y)
     f1, _ = m1._model.elbo(x1, Xs, Ys, 1.0, 1)
-    # with eps = 0 the identity is exact; with random eps the samples move by sqrt(delta) = 1e-3
+    # with eps = 0 the identity is exact; with random eps the samples still move by
+    # sqrt(delta) = 1e-3 (spec §2.2), which changes this bound by about 2e-5 of its value
     f0, _ = m2._model.elbo(x2, Xs, Ys, 1.0, 1, eps=[np.zeros((20, 3))])
     assert abs(f0 - f1) < 1e-8 * abs(f1)
     fr, _ = m2._model.elbo(x2, Xs, Ys, 1.0, 1, eps=[rng.standard_normal((20, 3))])
-    assert abs(fr - f1) < 1e-3 * abs(f1)
+    assert abs(fr - f1) < 1e-4 * abs(f1)
 
 
 def _bound_value(model, x, Xs, Ys, scale, S, rs):
