@@ -68,7 +68,7 @@ def _pca_directions(X, Q):
 class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _BaseLVGP):
     """Deep variational Mahalanobis Gaussian process regressor.
 
-    A two-layer model (de Souza 2021, ch. 4): every input is mapped to a latent point
+    A two-layer model (de Souza 2020, ch. 4): every input is mapped to a latent point
     ``z = W(x) x`` by an input-dependent Q×D projection whose entries are GPs over x (row q shares
     an ARD-RBF kernel of variance κ_q²), and the output is a GP with a standard RBF kernel scaled
     by σ_f on the latent space. q(W) is sparse (``n_inducing_projection`` inducing inputs Ξ,
@@ -154,7 +154,8 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
 
     References
     ----------
-    de Souza, D. A. (2021). Deep Mahalanobis Gaussian processes (MSc dissertation), ch. 4.
+    de Souza, D. A. R. M. A. (2020). Contributions on latent projections for Gaussian process
+    modeling. MSc dissertation, Universidade Federal do Ceará, ch. 4.
 
     Titsias, M. K., Lázaro-Gredilla, M. (2013). Variational inference for Mahalanobis distance
     metrics in Gaussian process regression. NeurIPS.
