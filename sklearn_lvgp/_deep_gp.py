@@ -6,6 +6,8 @@ Spec ``deep_gp.md`` §1–§4 and §6; seed 003 ch. 2 (DSVI, Salimbeni & Deisenr
 L-BFGS-B for the deterministic objectives).
 """
 
+import warnings
+
 import numpy as np
 from scipy.cluster.vq import kmeans2
 from scipy.special import logsumexp
@@ -272,10 +274,8 @@ def _kmeans_inducing(X, M, random_state):
     N, D = X.shape
     if N < M:
         return np.vstack([X, random_state.standard_normal((M - N, D))])
-    import warnings
-
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", UserWarning)  # "One of the clusters is empty"
         Z, _ = kmeans2(X, M, minit="points", seed=random_state)
     _, first = np.unique(np.round(Z, 10), axis=0, return_index=True)
     if first.size < M:
