@@ -188,8 +188,12 @@ def test_predict_is_deterministic_and_score_samples_is_gaussian_log_density(smal
     np.testing.assert_array_equal(s1, s2)
     ref = -0.5 * np.log(2 * np.pi * s1 ** 2) - 0.5 * (yte - m1) ** 2 / s1 ** 2
     np.testing.assert_allclose(model.score_samples(Xte, yte), ref, rtol=1e-12)
-    # rows are independent: predicting a subset gives the same numbers
+    # rows are independent: a subset or a permutation gives the same numbers
     np.testing.assert_allclose(model.predict(Xte[5:9]), m1[5:9], rtol=1e-12)
+    lp = model.score_samples(Xte, yte)
+    np.testing.assert_allclose(model.score_samples(Xte[5:9], yte[5:9]), lp[5:9], rtol=1e-12)
+    perm = np.random.default_rng(0).permutation(Xte.shape[0])
+    np.testing.assert_allclose(model.score_samples(Xte[perm], yte[perm]), lp[perm], rtol=1e-12)
 
 
 def test_predictive_moments_match_sample_y(small_fit):
