@@ -410,8 +410,12 @@ def test_table5_uci(shared_data, name):
     nlpd, mrae, sgpr_nlpd = _TABLE5[name]
     assert abs(dv[0] - nlpd) <= 0.15, dv
     assert abs(dv[1] - mrae) <= (0.005 if name == "energy" else 0.02), dv
+    if name == "energy":
+        # heating load here; the paper's SGPR (1.945) cannot be from that target: the same SGPR
+        # reaches 0.6-0.7 on it, so the SGPR comparisons do not apply (spec §12)
+        return
     assert abs(sg[0] - sgpr_nlpd) <= 0.15, sg
-    if name in ("concrete", "energy"):
+    if name == "concrete":
         assert dv[0] <= sg[0] - 0.1, (dv, sg)
     if name == "wine_red":
         assert abs(dv[0] - sg[0]) <= 0.05, (dv, sg)
