@@ -119,8 +119,9 @@ lo, hi = X_train.min(axis=0), X_train.max(axis=0)
 g1, g2 = np.meshgrid(np.linspace(lo[0], hi[0], 50), np.linspace(lo[1], hi[1], 50))
 grid = np.column_stack([g1.ravel(), g2.ravel()])
 Xi = dvmgp.inducing_inputs_projection_ * dvmgp.x_scale_ + dvmgp.x_mean_
-fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), sharey=True)
+fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
 means = {"SGPR": sgpr.predict((grid - x_mean) / x_std), "DVMGP": dvmgp.predict(grid)}
+inside = np.all((Xi >= lo) & (Xi <= hi), axis=1)
 for ax, (title, values) in zip(axes, [("data (train)", None), *means.items()], strict=True):
     if values is None:
         sc = ax.scatter(X_train[:, 0], X_train[:, 1], c=y_train, s=12, cmap="viridis")
@@ -128,12 +129,15 @@ for ax, (title, values) in zip(axes, [("data (train)", None), *means.items()], s
         sc = ax.contourf(g1, g2, values.reshape(g1.shape), levels=20, cmap="viridis")
         ax.scatter(X_train[:, 0], X_train[:, 1], c="k", s=3, alpha=0.4)
     if title == "DVMGP":
-        ax.scatter(Xi[:, 0], Xi[:, 1], marker="x", c="r", s=30, label="Ξ")
-        ax.legend(loc="upper left")
+        ax.scatter(Xi[inside, 0], Xi[inside, 1], marker="x", c="r", s=30,
+                   label=f"Ξ ({inside.sum()} of {len(Xi)} in view)")
+        ax.legend(loc="upper left", fontsize=8)
+    ax.set_xlim(lo[0], hi[0])
+    ax.set_ylim(lo[1], hi[1])
     ax.set_title(title)
     ax.set_xlabel("$x_1$")
+    ax.set_ylabel("$x_2$")
     fig.colorbar(sc, ax=ax)
-axes[0].set_ylabel("$x_2$")
 fig.tight_layout()
 fig.savefig(OUT / f"dvmgp_synthetic_fig6{TAG}.png", dpi=110)
 
