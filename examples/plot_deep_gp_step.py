@@ -106,8 +106,9 @@ print(table)
 # %%
 # Posterior samples (seed 0)
 # --------------------------
-# Each DGP sample is one path through the layers, so the samples jump at the step instead of
-# smearing it; the exact GP's samples are smooth and overshoot.
+# The exact GP's samples are joint functions (lines): smooth, with ripples where the step pulls
+# the length scale down. ``DeepGP.sample_y`` draws an independent path through the layers for
+# every input (dots, noise included): the predictive jumps at the step instead of smearing it.
 x, y, _, _ = step_data(0)
 grid = np.linspace(0, 1, 300)[:, None]
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), sharey=True)
@@ -116,10 +117,14 @@ gp = GaussianProcessRegressor(ConstantKernel() * SkRBF(0.2) + WhiteKernel(0.01),
 panels = [("exact GP", gp.sample_y(grid, 20, random_state=0))]
 panels += [(f"DGP {L}", fitted[L].sample_y(grid, 20, random_state=0)) for L in (2, 3)]
 for ax, (name, samples) in zip(axes, panels, strict=True):
-    ax.plot(grid[:, 0], samples, color="C0", alpha=0.3, lw=0.8)
+    if name == "exact GP":
+        ax.plot(grid[:, 0], samples, color="C0", alpha=0.3, lw=0.8)
+    else:
+        ax.plot(np.repeat(grid[:, 0], samples.shape[1]), samples.ravel(), ".", color="C0",
+                alpha=0.15, ms=2)
     ax.plot(x[:, 0], y, "k.", ms=5)
     ax.set_title(name)
     ax.set_xlabel("x")
-axes[0].set_ylabel("y (20 posterior samples)")
+axes[0].set_ylabel("y: 20 predictive samples per x")
 fig.tight_layout()
 fig.savefig(OUT / "deep_gp_step.png", dpi=110)
