@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._optimize import minimize_lbfgsb
 from ._parallel import threads
-from ._params import ParamPacker
+from ._params import ParamPacker, softplus_inverse
 from ._psi import unscented_rule
 from ._stochastic import AdamState, run_adam
 from ._svgp import (
@@ -56,7 +56,8 @@ class _DSVI:
     Holds only structure (kernel templates, fixed mean functions, shapes), never fitted values.
     """
 
-    def __init__(self, kernels, means, dims, n_inducing, whiten, jitter, propagation):
+    def __init__(self, kernels, means, dims, n_inducing, whiten, jitter, propagation,
+                 positive_transform="softplus"):
         self.kernels = kernels
         self.means = means
         self.dims = dims  # D_0, ..., D_L
@@ -64,14 +65,21 @@ class _DSVI:
         self.whiten = whiten
         self.jitter = jitter
         self.propagation = propagation
+        self.softplus = positive_transform == "softplus"
+        # which kernel theta entries are log-transformed positive values (spec §1.4)
+        self.pos_mask = [np.concatenate(
+            [np.full(h.n_elements, h.transform == "log") for h in k.hyperparameters
+             if not h.fixed] or [np.zeros(0, dtype=bool)]) for k in kernels]
+        pos = "softplus" if self.softplus else "identity"
         blocks = []
         T = n_inducing * (n_inducing + 1) // 2
-        for ell, k in enumerate(kernels):
+        for ell, mask in enumerate(self.pos_mask):
             blocks += [(f"q_mu{ell}", (n_inducing, dims[ell + 1])),
                        (f"q_sqrt{ell}", (dims[ell + 1], T)),
                        (f"Z{ell}", (n_inducing, dims[ell])),
-                       (f"theta{ell}", (k.n_theta,))]
-        blocks.append(("noise_variance", (1,), "log"))
+                       (f"pos{ell}", (int(mask.sum()),), pos),
+                       (f"free{ell}", (int((~mask).sum()),))]
+        blocks.append(("noise_variance", (1,), "softplus" if self.softplus else "log"))
         self.packer = ParamPacker(blocks)
 
     @property
@@ -79,28 +87,67 @@ class _DSVI:
         return len(self.kernels)
 
     # ------------------------------------------------------------------ parameters <-> layers
+    def _theta_values(self, ell, theta):
+        """Kernel ``theta`` (log space) to the values of blocks ``pos`` and ``free``.
+
+        With ``softplus`` the ``pos`` block holds the positive hyperparameters themselves and the
+        optimiser works on ``softplus^{-1}`` of them (GPflow 1.x convention); otherwise it holds
+        their logarithms (the kernels' own ``theta``).
+        """
+        mask = self.pos_mask[ell]
+        pos = theta[mask]
+        return {f"pos{ell}": np.exp(pos) if self.softplus else pos, f"free{ell}": theta[~mask]}
+
+    def _theta_from(self, ell, p):
+        mask = self.pos_mask[ell]
+        theta = np.empty(mask.size)
+        theta[mask] = np.log(p[f"pos{ell}"]) if self.softplus else p[f"pos{ell}"]
+        theta[~mask] = p[f"free{ell}"]
+        return theta
+
+    def _theta_grads(self, ell, dtheta, p):
+        mask = self.pos_mask[ell]
+        dpos = dtheta[mask] / p[f"pos{ell}"] if self.softplus else dtheta[mask]
+        return {f"pos{ell}": dpos, f"free{ell}": dtheta[~mask]}
+
     def pack(self, layers, noise_variance):
         values = {"noise_variance": np.array([noise_variance])}
         for ell, layer in enumerate(layers):
             values[f"q_mu{ell}"] = layer.q_mu
             values[f"q_sqrt{ell}"] = tril_pack(layer.q_sqrt)
             values[f"Z{ell}"] = layer.Z
-            values[f"theta{ell}"] = layer.kernel.theta
+            values.update(self._theta_values(ell, layer.kernel.theta))
         return self.packer.pack(values)
 
     def unpack(self, x):
         p = self.packer.unpack(x)
-        layers = [SVGPLayer(self.kernels[ell].clone_with_theta(p[f"theta{ell}"]), p[f"Z{ell}"],
-                            p[f"q_mu{ell}"], tril_unpack(p[f"q_sqrt{ell}"], self.M),
-                            self.means[ell], self.whiten)
+        layers = [SVGPLayer(self.kernels[ell].clone_with_theta(self._theta_from(ell, p)),
+                            p[f"Z{ell}"], p[f"q_mu{ell}"],
+                            tril_unpack(p[f"q_sqrt{ell}"], self.M), self.means[ell],
+                            self.whiten)
                   for ell in range(self.n_layers)]
         return layers, float(p["noise_variance"][0]), p
+
+    def with_theta(self, x, ell, theta):
+        """A copy of ``x`` with layer ``ell``'s kernel ``theta`` (log space) replaced."""
+        p = self.packer.unpack(x)
+        p.update(self._theta_values(ell, np.asarray(theta, dtype=np.float64)))
+        return self.packer.pack(p)
 
     def bounds(self):
         b = np.full((self.packer.size, 2), [-np.inf, np.inf])
         for ell, k in enumerate(self.kernels):
-            b[self.packer.slice(f"theta{ell}")] = k.bounds
-        b[self.packer.slice("noise_variance")] = [np.log(_MIN_NOISE), np.inf]
+            kb = k.bounds
+            mask = self.pos_mask[ell]
+            pos = kb[mask]
+            if self.softplus:
+                with np.errstate(divide="ignore", over="ignore"):
+                    pos = softplus_inverse(np.exp(pos))
+            b[self.packer.slice(f"pos{ell}")] = pos
+            b[self.packer.slice(f"free{ell}")] = kb[~mask]
+        b[self.packer.slice("noise_variance")] = (
+            [float(softplus_inverse(_MIN_NOISE)), np.inf] if self.softplus
+            else [np.log(_MIN_NOISE), np.inf])
         return b
 
     def last_q_mask(self):
@@ -223,6 +270,8 @@ class _DSVI:
         data = float(np.sum(pw * gaussian_expectation(Yt, mu, var, noise)))
         gv = gaussian_expectation_vjp(pw, Yt, mu, var, noise)
         grads = self.backward(gv.mu, gv.var, tape)
+        for ell in range(self.n_layers):
+            grads.update(self._theta_grads(ell, grads.pop(f"theta{ell}"), values))
         grads["noise_variance"] = np.array([gv.noise_variance])
         return data - kl, self.packer.pack_grad(grads, values)
 
@@ -344,6 +393,11 @@ class DeepGP(RegressorMixin, _BaseLVGP):
         Patience of early stopping, in checks.
     normalize_y : bool, default=True
         Standardise targets with training statistics (predictions are in original units).
+    positive_transform : {"softplus", "log"}, default="softplus"
+        Unconstrained variable behind the kernel's positive hyperparameters and the noise
+        variance: ``softplus^{-1}`` of the value (GPflow 1.x, used by the papers) or its log
+        (the kernels' ``theta``). The bound is the same; Adam's effective step is not, since a
+        step of 0.01 changes a log-parameter by 1 % but a large softplus-parameter by 0.01.
     jitter : float, default=1e-6
         Relative jitter on each ``K_uu`` (escalated with a warning if needed).
     random_state : int, RandomState instance or None, default=None
@@ -401,8 +455,8 @@ class DeepGP(RegressorMixin, _BaseLVGP):
                  propagation="monte_carlo", optimizer="adam", learning_rate=0.01,
                  learning_rate_schedule="constant", batch_size=10000, max_iter=10000,
                  natgrad_gamma=None, early_stopping=False, validation_fraction=0.1,
-                 n_iter_no_change=5, normalize_y=True, jitter=1e-6, random_state=None,
-                 n_jobs=None, verbose=0, warm_start=False):
+                 n_iter_no_change=5, normalize_y=True, positive_transform="softplus",
+                 jitter=1e-6, random_state=None, n_jobs=None, verbose=0, warm_start=False):
         self.n_layers = n_layers
         self.hidden_dims = hidden_dims
         self.kernel = kernel
@@ -422,6 +476,7 @@ class DeepGP(RegressorMixin, _BaseLVGP):
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.normalize_y = normalize_y
+        self.positive_transform = positive_transform
         self.jitter = jitter
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -476,6 +531,7 @@ class DeepGP(RegressorMixin, _BaseLVGP):
             raise ValueError(f"validation_fraction must be < 1, got {self.validation_fraction}.")
         check_int("n_iter_no_change", self.n_iter_no_change, min_value=1)
         check_bool("normalize_y", self.normalize_y)
+        check_option("positive_transform", self.positive_transform, ("softplus", "log"))
         check_float("jitter", self.jitter, 0.0)
         check_bool("warm_start", self.warm_start)
         kernels = self.kernel if isinstance(self.kernel, (list, tuple)) else [self.kernel]
@@ -511,7 +567,7 @@ class DeepGP(RegressorMixin, _BaseLVGP):
         """What a warm start must share with the previous fit to continue from it."""
         return (int(self.n_layers), tuple(self._hidden(n_features)), int(n_features),
                 int(n_targets), int(self.n_inducing), bool(self.whiten), self.propagation,
-                float(self.jitter), repr(self.kernel))
+                self.positive_transform, float(self.jitter), repr(self.kernel))
 
     def _build(self, Xs, n_targets, random_state):
         """Architecture and initial parameters (spec §1.5–§1.6)."""
@@ -545,7 +601,7 @@ class DeepGP(RegressorMixin, _BaseLVGP):
             means.append(mean)
             layers.append(SVGPLayer(k, Z, q_mu, q_sqrt, mean, self.whiten))
         model = _DSVI(kernels, means, dims, M, bool(self.whiten), float(self.jitter),
-                      self.propagation)
+                      self.propagation, self.positive_transform)
         return model, model.pack(layers, float(self.likelihood_variance))
 
     # ------------------------------------------------------------------------------- fit

@@ -149,11 +149,10 @@ def test_titsias_optimum_with_z_equal_x_is_exact_gp(rng):
 def _switch_off_inner(m):
     """Inner layer: tiny kernel variance, q_mu = 0, q_sqrt = I (whitened), identity mean."""
     model = m._model
-    x = m._x.copy()
     M = model.M
-    k0 = model.kernels[0].clone_with_theta(x[model.packer.slice("theta0")])
+    k0 = model.unpack(m._x)[0][0].kernel
     k0.variance = 1e-12
-    x[model.packer.slice("theta0")] = k0.theta
+    x = model.with_theta(m._x, 0, k0.theta)
     x[model.packer.slice("q_mu0")] = 0.0
     D = model.dims[1]
     x[model.packer.slice("q_sqrt0")] = tril_pack(np.repeat(np.eye(M)[None], D, 0)).ravel()
@@ -168,7 +167,7 @@ def test_switched_off_inner_layer_equals_svgp(rng):
     m1 = _fitted(X, y, n_layers=1)
     x2 = _switch_off_inner(m2)
     x1 = m1._x.copy()
-    for name in ("q_mu0", "q_sqrt0", "Z0", "theta0"):
+    for name in ("q_mu0", "q_sqrt0", "Z0", "pos0", "free0"):
         x1[m1._model.packer.slice(name)] = x2[m2._model.packer.slice(name.replace("0", "1"))]
     x1[m1._model.packer.slice("noise_variance")] = x2[m2._model.packer.slice("noise_variance")]
     Xs, Ys = _standardised(m2, X, y)
@@ -238,20 +237,49 @@ def test_monte_carlo_matches_gauss_hermite_for_1d_hidden_layer(rng):
 
 
 # -------------------------------------------------------------------- §9.3 item 8 gradients
-@pytest.mark.parametrize("n_layers", [2, 3])
-@pytest.mark.parametrize("whiten", [True, False])
-@pytest.mark.parametrize("propagation", ["monte_carlo", "unscented"])
-def test_full_bound_gradient(rng, n_layers, whiten, propagation):
+@pytest.mark.parametrize("n_layers,whiten,propagation,transform", [
+    (2, True, "monte_carlo", "softplus"), (2, False, "monte_carlo", "log"),
+    (2, True, "unscented", "log"), (2, False, "unscented", "softplus"),
+    (3, True, "monte_carlo", "log"), (3, False, "monte_carlo", "softplus"),
+    (3, True, "unscented", "softplus"), (3, False, "unscented", "log")])
+def test_full_bound_gradient(rng, n_layers, whiten, propagation, transform):
     """Every parameter block of every layer and the noise, fixed eps and minibatch (c = N/|B|)."""
     X, y = _toy(n=12)
     m = _fitted(X, y, n_layers=n_layers, hidden_dims=2, n_inducing=4, whiten=whiten,
-                propagation=propagation, n_samples=2)
+                propagation=propagation, n_samples=2, positive_transform=transform)
     model = m._model
     x = _perturbed(m, rng)
     Xs, Ys = _standardised(m, X, y)
     idx = np.array([1, 4, 5, 7, 9])
     eps = [rng.standard_normal((2 * 5, 2)) for _ in range(n_layers - 1)]
     check_grad(lambda z: model.elbo(z, Xs[idx], Ys[idx], 12 / 5, 2, eps=eps), x, rtol=1e-6)
+
+
+def test_full_bound_gradient_with_mixed_kernel_parameters(rng):
+    """A kernel with both positive (softplus-mapped) and unconstrained hyperparameters."""
+    from sklearn_lvgp.kernels import MLPKernel
+
+    X, y = _toy(n=10, d=2)
+    kernel = MLPKernel(hidden_units=3, output_units=2)
+    m = _fitted(X, y, n_layers=2, hidden_dims=2, n_inducing=4, kernel=kernel)
+    model = m._model
+    assert model.pos_mask[0].sum() > 0 and (~model.pos_mask[0]).sum() > 0
+    x = _perturbed(m, rng, 0.05)
+    Xs, Ys = _standardised(m, X, y)
+    eps = [rng.standard_normal((10, 2))]
+    check_grad(lambda z: model.elbo(z, Xs, Ys, 1.0, 1, eps=eps), x, rtol=1e-6)
+
+
+def test_positive_transform_does_not_change_the_bound(rng):
+    X, y = _toy()
+    ms = _fitted(X, y, positive_transform="softplus")
+    ml = _fitted(X, y, positive_transform="log")
+    layers, noise, _ = ms._model.unpack(_perturbed(ms, rng))
+    xs, xl = ms._model.pack(layers, noise), ml._model.pack(layers, noise)
+    Xs, Ys = _standardised(ms, X, y)
+    eps = [rng.standard_normal((20, 3))]
+    assert ms._model.elbo(xs, Xs, Ys, 1.0, 1, eps=eps)[0] == pytest.approx(
+        ml._model.elbo(xl, Xs, Ys, 1.0, 1, eps=eps)[0], rel=1e-12)
 
 
 def test_natgrad_driver_step_matches_direct_update(rng):
