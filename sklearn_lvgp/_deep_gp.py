@@ -369,7 +369,8 @@ class DeepGP(RegressorMixin, _BaseLVGP):
         moment-matched Gaussian per point (an approximation of the mixture).
     optimizer : {"adam", "lbfgs"}, default="adam"
         ``"lbfgs"`` uses the full batch and needs a deterministic objective
-        (``propagation="unscented"`` or ``n_layers=1``).
+        (``propagation="unscented"`` or ``n_layers=1``); it starts from the last layer's optimal
+        ``q(u)`` for the initial hyperparameters (one natural-gradient step with γ = 1).
     learning_rate : float, default=0.01
         Adam step size.
     learning_rate_schedule : {"constant", "staircase"}, default="constant"
@@ -688,6 +689,12 @@ class DeepGP(RegressorMixin, _BaseLVGP):
         S = self.n_samples
 
         if self.optimizer == "lbfgs" and not force_adam:
+            if self.n_iter_ == 0:
+                # start the last layer at its optimal q(u) for the initial hyperparameters (one
+                # γ = 1 natural-gradient step, spec §4.2): from q(u) = p(u) the first line search
+                # of L-BFGS tends to jump to the all-noise optimum
+                self._x = model.natgrad(self._x, Xs, Ys, 1.0, S, 1.0, rs)
+
             def fun(x):
                 f, g = model.elbo(x, Xs, Ys, 1.0, S, rs)
                 return -f, -g
