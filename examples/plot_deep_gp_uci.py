@@ -127,7 +127,7 @@ for dataset, per in results.items():
     rms = [fmt([r["rmse"] for r in per[m]]) for m in MODELS]
     lines.append(f"| {dataset} | {n} | " + " | ".join(lls) + " | " + " | ".join(rms) + " |")
 if "kin8nm" in results:
-    lines.append("| kin8nm split 0, reference notebooks | 1 | " + " | ".join(
+    lines.append("| kin8nm split 0, reference notebooks (5000 steps) | 1 | " + " | ".join(
         f"{PAPER_KIN8NM[m]:.3f}" if m in PAPER_KIN8NM else "—" for m in MODELS) + " |"
         + " |" * len(MODELS))
 table = "\n".join(lines)
