@@ -617,3 +617,43 @@ def test_kin8nm_split0_sgp_and_dgp2(shared_data):
     assert 0.93 <= ll_sgp <= 1.05
     assert 1.25 <= ll_dgp <= 1.34
     assert ll_dgp >= ll_sgp + 0.2
+
+
+# ------------------------------------------------------------------------ stochastic driver
+def test_schedules():
+    from sklearn_lvgp._stochastic import gamma_at, learning_rate_at
+
+    assert learning_rate_at(0.01, 1, "constant") == 0.01
+    assert learning_rate_at(0.01, 1000, "staircase") == 0.01
+    assert learning_rate_at(0.01, 1001, "staircase") == pytest.approx(0.0098)
+    assert learning_rate_at(0.01, 3001, "staircase") == pytest.approx(0.01 * 0.98 ** 3)
+    assert gamma_at((1e-4, 1e-1, 5), 1) == pytest.approx(1e-4)
+    assert gamma_at((1e-4, 1e-1, 5), 4) == pytest.approx(1e-4 * 1e3 ** (3 / 5))
+    assert gamma_at((1e-4, 1e-1, 5), 6) == pytest.approx(0.1)
+    assert gamma_at(0.3, 10) == 0.3
+
+
+def test_minibatches_are_shuffled_epochs_without_replacement():
+    from sklearn_lvgp._stochastic import AdamState, minibatches
+
+    state, rs = AdamState(1), np.random.RandomState(0)
+    batches = [minibatches(state, 12, 4, rs) for _ in range(6)]
+    for epoch in (batches[:3], batches[3:]):
+        np.testing.assert_array_equal(np.sort(np.concatenate(epoch)), np.arange(12))
+    assert not np.array_equal(np.concatenate(batches[:3]), np.concatenate(batches[3:]))
+    np.testing.assert_array_equal(minibatches(state, 12, 50, rs), np.arange(12))
+
+
+def test_adam_driver_minimises_and_respects_frozen_and_bounds():
+    target = np.array([1.0, -2.0, 3.0])
+
+    def objective(x, idx):
+        return float(np.sum((x - target) ** 2)), 2 * (x - target)
+
+    frozen = np.array([False, True, False])
+    bounds = np.array([[-np.inf, np.inf], [-np.inf, np.inf], [-np.inf, 2.5]])
+    res = run_adam(objective, np.zeros(3), n_data=4, batch_size=2, max_iter=3000,
+                   learning_rate=0.05, random_state=np.random.RandomState(0), frozen=frozen,
+                   bounds=bounds)
+    np.testing.assert_allclose(res.x, [1.0, 0.0, 2.5], atol=1e-3)
+    assert res.n_iter == 3000 and res.history.shape == (3000,)
