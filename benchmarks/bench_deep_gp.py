@@ -39,7 +39,7 @@ from _common import (
 
 ensure_repo_on_path()
 
-from sklearn_lvgp._deep_gp import DeepGP  # noqa: E402
+from sklearn_lvgp import DeepGP  # noqa: E402
 from sklearn_lvgp._parallel import threads  # noqa: E402
 from sklearn_lvgp._svgp import SVGPLayer, layer_forward, layer_vjp  # noqa: E402
 from sklearn_lvgp.kernels import RBF, KernelVJP  # noqa: E402

@@ -34,7 +34,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF as SkRBF
 from sklearn.gaussian_process.kernels import ConstantKernel, WhiteKernel
 
-from sklearn_lvgp._deep_gp import DeepGP
+from sklearn_lvgp import DeepGP
 from sklearn_lvgp.kernels import RBF
 
 N_SEEDS = int(os.environ.get("LVGP_STEP_SEEDS", 10))

@@ -46,7 +46,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from sklearn_lvgp._deep_gp import DeepGP
+from sklearn_lvgp import DeepGP
 from sklearn_lvgp.datasets import data_home
 
 ALL = ["boston", "concrete", "energy", "kin8nm", "naval", "power", "protein", "wine_red"]

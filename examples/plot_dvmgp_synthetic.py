@@ -37,9 +37,8 @@ import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_lvgp import SparseGPRegressor
-from sklearn_lvgp._dvmgp import DVMGP
-from sklearn_lvgp.datasets._synthetic_dvmgp import two_parabolas_split
+from sklearn_lvgp import DVMGP, SparseGPRegressor
+from sklearn_lvgp.datasets import two_parabolas_split
 from sklearn_lvgp.kernels import RBF
 
 QUICK = os.environ.get("LVGP_QUICK") == "1"

@@ -48,8 +48,7 @@ from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import KFold
 
-from sklearn_lvgp import SparseGPRegressor
-from sklearn_lvgp._dvmgp import DVMGP
+from sklearn_lvgp import DVMGP, SparseGPRegressor
 from sklearn_lvgp.datasets import data_home
 from sklearn_lvgp.kernels import RBF
 

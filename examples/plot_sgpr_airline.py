@@ -1,6 +1,6 @@
 """
 Airline passengers: multistep-ahead forecasting with uncertain inputs (Table 3 of de Souza et al.)
-=================================================================================================
+==================================================================================================
 
 A GP-NARX model predicts next month's airline passengers from the last 12 months. Rolled out for
 11 years (free simulation), the classic GP-NARX feeds back only its predicted means, so its

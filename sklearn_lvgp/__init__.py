@@ -1,9 +1,11 @@
 """sklearn_lvgp: scikit-learn-compatible latent-variable Gaussian-process models."""
 
 from . import kernels
+from ._deep_gp import DeepGP
+from ._dvmgp import DVMGP
 from ._sgpr import SparseGPRegressor
 from ._unscented_gplvm import UnscentedGPLVM
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["SparseGPRegressor", "UnscentedGPLVM", "kernels", "__version__"]
+__all__ = ["DVMGP", "DeepGP", "SparseGPRegressor", "UnscentedGPLVM", "kernels", "__version__"]

@@ -35,7 +35,7 @@ from ._svgp import (
     tril_unpack,
 )
 from ._validation import check_bool, check_float, check_int, check_option
-from .base import _BaseLVGP
+from .base import _BaseLVGPRegressor
 from .kernels import RBF, Kernel
 
 __all__ = ["DeepGP"]
@@ -333,7 +333,7 @@ def _kmeans_inducing(X, M, random_state):
     return Z
 
 
-class DeepGP(RegressorMixin, _BaseLVGP):
+class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     """Deep Gaussian-process regression with doubly-stochastic variational inference.
 
     A composition of ``n_layers`` sparse variational GP layers, ``f^L(...f^1(x))``, trained by
@@ -485,9 +485,6 @@ class DeepGP(RegressorMixin, _BaseLVGP):
         self.warm_start = warm_start
 
     # ----------------------------------------------------------------------------- checks
-    def _validate_fit_data(self, X, y):
-        return validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True)
-
     def _hidden(self, n_features):
         L = self.n_layers
         if self.hidden_dims is None:
@@ -814,12 +811,7 @@ class DeepGP(RegressorMixin, _BaseLVGP):
             Per-row log predictive density.
         """
         mu, var, noise = self._components(X)
-        Y = np.asarray(y, dtype=np.float64)
-        Y = Y.reshape(len(Y), -1)
-        if Y.shape != mu.shape[1:]:
-            raise ValueError(f"y must have shape {mu.shape[1:]}, got {np.shape(y)}.")
-        if not np.all(np.isfinite(Y)):
-            raise ValueError("y contains NaN or infinity.")
+        Y = self._check_targets(y, *mu.shape[1:])
         m = self.y_mean_ + self.y_scale_ * mu
         v = self.y_scale_ ** 2 * (var + noise)
         lp = gaussian_log_density(Y[None], m, v).sum(axis=2)

@@ -26,6 +26,7 @@ from ._objectives._dvmgp_bound import (
 from ._optimize import minimize_adam, minimize_lbfgsb
 from ._parallel import threads
 from ._params import ParamPacker
+from ._svgp._likelihoods import gaussian_log_density
 from ._validation import (
     check_bool,
     check_float,
@@ -33,7 +34,7 @@ from ._validation import (
     check_n_inducing,
     check_option,
 )
-from .base import _BaseLVGP
+from .base import _BaseLVGPRegressor
 
 __all__ = ["DVMGP"]
 
@@ -65,7 +66,7 @@ def _pca_directions(X, Q):
     return P
 
 
-class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _BaseLVGP):
+class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _BaseLVGPRegressor):
     """Deep variational Mahalanobis Gaussian process regressor.
 
     A two-layer model (de Souza 2020, ch. 4): every input is mapped to a latent point
@@ -103,9 +104,9 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
     projection_length_scale_init : float, default=None
         Initial length scales of the W-kernels ``k_q`` (standardised input units). ``None`` is
         ``sqrt(max(D, 2) / 2)``: 1 for two features, as in the paper, and growing with D so
-        that two typical inputs stay as correlated a priori as in two dimensions. (The paper's
+        that two typical inputs stay as correlated a priori as in two dimensions. The paper's
         fixed value 1 leaves ``W(x)`` at its zero prior mean, with variance κ_q² ‖x‖², away
-        from the few Ξ in higher dimensions, and the fit collapses to noise.)
+        from the few Ξ in higher dimensions, and the fit collapses to noise.
     normalize_X : bool, default=True
         Standardise the inputs with the training mean and standard deviation. The projection
         ``W(x) x`` vanishes at ``x = 0``, so the origin matters and standardising is advised.
@@ -195,9 +196,6 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         self.verbose = verbose
 
     # ----------------------------------------------------------------------------- checks
-    def _validate_fit_data(self, X, y):
-        return validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True)
-
     def _check_params(self, X, y):
         name = type(self).__name__
         if X.shape[0] < 2:
@@ -407,16 +405,12 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
             ``log N(y_i | mean_i, var_i)``.
         """
         Xs = self._standardise(X)
-        y = np.asarray(y, dtype=np.float64)
-        Y = y.reshape(-1, 1) if y.ndim == 1 else y
-        if Y.shape != (Xs.shape[0], self.y_mean_.shape[0]):
-            raise ValueError(f"y must have {Xs.shape[0]} rows and {self.y_mean_.shape[0]} "
-                             f"target column(s), got shape {y.shape}.")
+        Y = self._check_targets(y, Xs.shape[0], self.y_mean_.shape[0])
         with threads(self.n_jobs):
             m, v = self._moments_normalised(Xs)
         mean = m * self.y_scale_ + self.y_mean_
         var = v * self.y_scale_ ** 2
-        return np.sum(-0.5 * (np.log(2.0 * np.pi * var) + (Y - mean) ** 2 / var), axis=1)
+        return gaussian_log_density(Y, mean, var).sum(axis=1)
 
     def transform(self, X, return_variance=False):
         """Latent projection ``E[W(x)] x`` of inputs (spec §7; Figure 7 of seed 000).

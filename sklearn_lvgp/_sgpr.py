@@ -24,6 +24,7 @@ from ._optimize import minimize_lbfgsb
 from ._parallel import threads
 from ._params import ParamPacker, softplus_inverse
 from ._psi import EXPECTATIONS, make_rule, psi_statistics, psi_vjp
+from ._svgp._likelihoods import gaussian_log_density
 from ._validation import (
     check_bool,
     check_finite_array,
@@ -32,7 +33,7 @@ from ._validation import (
     check_n_inducing,
     check_option,
 )
-from .base import _BaseLVGP
+from .base import _BaseLVGPRegressor
 from .kernels import RBF, Kernel
 
 __all__ = ["SparseGPRegressor", "sgpr_bound_and_grads"]
@@ -104,7 +105,7 @@ def sgpr_bound_and_grads(kernel, X, Y, Z, noise_variance, *, X_var=None, rule="a
     return float(F), {"Z": dZ, "theta": dtheta, "noise": adj.noise_variance}, post
 
 
-class SparseGPRegressor(RegressorMixin, _BaseLVGP):
+class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
     """Sparse Gaussian-process regression (Titsias' collapsed bound), uncertain inputs allowed.
 
     The kernel hyperparameters, the noise variance and (optionally) the inducing inputs maximise
@@ -229,10 +230,6 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGP):
         self.verbose = verbose
 
     # ------------------------------------------------------------------------------ checks
-    def _validate_fit_data(self, X, y):
-        X, y = validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True)
-        return X, y
-
     def _check_params(self, X, y):
         n = X.shape[0]
         name = type(self).__name__
@@ -295,11 +292,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGP):
         self : SparseGPRegressor
             The fitted model.
         """
-        self._fit_X_var = X_var
-        try:
-            return super().fit(X, y)
-        finally:
-            del self._fit_X_var
+        return self._fit_template(X, y, X_var=X_var)
 
     def _initial_kernel(self, X, var_y):
         if self.kernel is None:
@@ -308,12 +301,11 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGP):
             return RBF(length_scale=spread, variance=var_y)
         return self.kernel
 
-    def _fit(self, X, y, random_state):
+    def _fit(self, X, y, random_state, X_var=None):
         Y = y.reshape(-1, 1) if y.ndim == 1 else y
         self._y_ndim = y.ndim
         N, Qx = X.shape
-        X_var = (None if self._fit_X_var is None
-                 else self._check_X_var(self._fit_X_var, X.shape))
+        X_var = None if X_var is None else self._check_X_var(X_var, X.shape)
         if self.normalize_y:
             self.y_mean_ = Y.mean(axis=0)
             std = Y.std(axis=0)
@@ -528,15 +520,10 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGP):
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        y = check_finite_array("y", y)
-        Y = y.reshape(-1, 1) if y.ndim == 1 else y
-        if Y.shape != (X.shape[0], self.y_mean_.shape[0]):
-            raise ValueError(f"y must have {X.shape[0]} rows and {self.y_mean_.shape[0]} "
-                             f"target column(s), got shape {y.shape}.")
+        Y = self._check_targets(y, X.shape[0], self.y_mean_.shape[0])
         mean, std = self.predict(X, return_std=True, X_var=X_var, expectation=expectation)
-        mean = mean.reshape(Y.shape)
-        var = std.reshape(Y.shape) ** 2
-        return np.sum(-0.5 * np.log(2.0 * np.pi * var) - 0.5 * (Y - mean) ** 2 / var, axis=1)
+        return gaussian_log_density(Y, mean.reshape(Y.shape), std.reshape(Y.shape) ** 2).sum(
+            axis=1)
 
     def sample_y(self, X, n_samples=1, random_state=0):
         """Draw joint samples of the latent function at deterministic inputs.

@@ -8,7 +8,7 @@ from sklearn.utils.validation import validate_data
 from ._parallel import threads
 from ._validation import check_int
 
-__all__ = ["_BaseLVGP"]
+__all__ = ["_BaseLVGP", "_BaseLVGPRegressor"]
 
 
 class _BaseLVGP(BaseEstimator):
@@ -38,12 +38,16 @@ class _BaseLVGP(BaseEstimator):
         self : object
             The fitted estimator.
         """
+        return self._fit_template(X, y)
+
+    def _fit_template(self, X, y, **fit_params):
+        """The template itself; models with extra ``fit`` arguments pass them on here."""
         X, y = self._validate_fit_data(X, y)
         self._check_params(X, y)
         check_int("verbose", self.verbose, min_value=0)
         random_state = check_random_state(self.random_state)
         with threads(self.n_jobs):
-            self._fit(X, y, random_state)
+            self._fit(X, y, random_state, **fit_params)
         return self
 
     def _check_params(self, X, y):
@@ -51,3 +55,22 @@ class _BaseLVGP(BaseEstimator):
 
     def _fit(self, X, y, random_state):
         raise NotImplementedError
+
+
+class _BaseLVGPRegressor(_BaseLVGP):
+    """Template for the regressors: numeric (multi-output) targets, checked the same way."""
+
+    def _validate_fit_data(self, X, y):
+        return validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True)
+
+    @staticmethod
+    def _check_targets(y, n_rows, n_targets):
+        """``y`` as a finite (n_rows, n_targets) float array, or a clear error."""
+        Y = np.array(y, dtype=np.float64)
+        Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
+        if Y.shape != (n_rows, n_targets):
+            raise ValueError(f"y must have {n_rows} rows and {n_targets} target column(s), "
+                             f"got shape {np.shape(y)}.")
+        if not np.all(np.isfinite(Y)):
+            raise ValueError("y contains NaN or infinity.")
+        return Y

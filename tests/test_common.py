@@ -8,6 +8,10 @@ from sklearn_lvgp.utils.discovery import all_estimators
 
 #: Small, fast settings per estimator; the checks use tiny datasets (as few as 10 rows).
 FAST_PARAMS = {
+    "DVMGP": {"n_inducing": 5, "n_inducing_projection": 4, "n_iter_fixed_noise": 5, "max_iter": 30,
+              "n_components": 2, "projection_length_scale_init": 5.0, "random_state": 0},
+    "DeepGP": {"n_inducing": 5, "max_iter": 50, "learning_rate": 0.05, "n_predict_samples": 10,
+               "random_state": 0},
     "SparseGPRegressor": {"n_inducing": 5, "max_iter": 30, "random_state": 0},
     "UnscentedGPLVM": {"n_inducing": 5, "max_iter": 30, "transform_max_iter": 20,
                        "random_state": 0},
@@ -16,17 +20,23 @@ FAST_PARAMS = {
 _NEEDS_Y = ("score_samples(X, y) is the log predictive density of targets, so it needs y; the "
             "check calls score_samples(X). predict is checked first (methods are tried in the "
             "order predict, ..., score_samples) and passes; score_samples' subset and order "
-            "invariance are tested in tests/estimators/test_sgpr.py.")
+            "invariance are tested in each regressor's own test file.")
 
 #: Checks expected to fail, with the reason.
-EXPECTED_FAILED = {
-    "SparseGPRegressor": {"check_methods_sample_order_invariance": _NEEDS_Y,
-                          "check_methods_subset_invariance": _NEEDS_Y},
-}
+_SCORE_SAMPLES_NEEDS_Y = {"check_methods_sample_order_invariance": _NEEDS_Y,
+                          "check_methods_subset_invariance": _NEEDS_Y}
+EXPECTED_FAILED = {name: _SCORE_SAMPLES_NEEDS_Y
+                   for name in ("DVMGP", "DeepGP", "SparseGPRegressor")}
 
 
 #: Extra configurations whose code paths differ from the defaults.
 VARIANTS = {
+    "DVMGP": [{"qv_covariance": "full", "optimizer": "adam", "learning_rate": 0.05}],
+    "DeepGP": [
+        {"n_layers": 1, "optimizer": "lbfgs"},
+        {"n_layers": 3, "propagation": "unscented", "whiten": False, "positive_transform": "log"},
+        {"natgrad_gamma": 0.1, "n_samples": 3, "batch_size": 50},
+    ],
     "SparseGPRegressor": [
         {"kernel": Matern32(), "positive_transform": "softplus", "normalize_y": True},
         {"n_inducing": "all"},

@@ -9,5 +9,7 @@ skip cleanly.
 
 from ._airline import load_airline
 from ._loaders import data_home, load_oil_flow, load_usps
+from ._synthetic_dvmgp import make_two_parabolas, two_parabolas_split
 
-__all__ = ["data_home", "load_airline", "load_oil_flow", "load_usps"]
+__all__ = ["data_home", "load_airline", "load_oil_flow", "load_usps", "make_two_parabolas",
+           "two_parabolas_split"]

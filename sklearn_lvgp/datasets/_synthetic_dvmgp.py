@@ -50,7 +50,9 @@ def two_parabolas_split(n_per_cluster=250, random_state=_SEED):
     Returns
     -------
     X_train, X_test : ndarray of shape (n_per_cluster, 2)
+        Training and test inputs (a shuffled half each).
     y_train, y_test : ndarray of shape (n_per_cluster,)
+        Their targets.
     """
     X, y = make_two_parabolas(n_per_cluster, random_state)
     train, test = next(iter(KFold(2, shuffle=True, random_state=random_state).split(X)))

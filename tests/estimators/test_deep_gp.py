@@ -9,7 +9,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF as SkRBF
 from sklearn.gaussian_process.kernels import ConstantKernel, WhiteKernel
 
-from sklearn_lvgp._deep_gp import DeepGP
+from sklearn_lvgp import DeepGP
 from sklearn_lvgp._parallel import threads
 from sklearn_lvgp._stochastic import DivergenceError, run_adam
 from sklearn_lvgp._svgp import IdentityMean, tril_pack, tril_unpack

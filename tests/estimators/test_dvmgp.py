@@ -14,7 +14,7 @@ from sklearn_lvgp._objectives._dvmgp_bound import (
     projection_forward,
     projection_kernels,
 )
-from sklearn_lvgp.datasets._synthetic_dvmgp import make_two_parabolas, two_parabolas_split
+from sklearn_lvgp.datasets import make_two_parabolas, two_parabolas_split
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
