@@ -22,6 +22,9 @@ Benchmarks (see ``benchmarks/README.rst``):
     SparseGPRegressor fit + predict (N = 2,000 / 20,000, D = 8, M = 100) against scikit-learn's
     exact GaussianProcessRegressor (N = 2,000) and GPy's SparseGPRegression: time and test NLPD.
 
+``dvmgp_bound_grad``, ``deep_gp_adam_step``, ``deep_gp_layer_backward``
+    See ``bench_dvmgp.py`` and ``bench_deep_gp.py``.
+
 The machine description goes to ``results/machine.json`` on every run. The markdown printed here
 is what ``RESULTS.md`` quotes.
 """
@@ -38,6 +41,8 @@ from _common import REPO, ensure_repo_on_path, machine_info, write_json  # noqa:
 
 ensure_repo_on_path()
 
+import bench_deep_gp  # noqa: E402
+import bench_dvmgp  # noqa: E402
 import bench_fit  # noqa: E402
 import bench_psi  # noqa: E402
 import bench_sgpr  # noqa: E402
@@ -47,6 +52,10 @@ BENCHMARKS = {
     "psi_scaling": (bench_psi.run_scaling, bench_psi.report_scaling),
     "psi2_gemm": (bench_psi.run_gemm, bench_psi.report_gemm),
     "sgpr_fit": (bench_sgpr.run, bench_sgpr.report),
+    "dvmgp_bound_grad": (bench_dvmgp.run, bench_dvmgp.report),
+    "deep_gp_adam_step": (bench_deep_gp.run_adam_step, bench_deep_gp.report_adam_step),
+    "deep_gp_layer_backward": (bench_deep_gp.run_layer_backward,
+                               bench_deep_gp.report_layer_backward),
 }
 
 
