@@ -1,0 +1,40 @@
+"""Objective pieces of :class:`~sklearn_lvgp.GPCDE` (spec ``gpcde.md``).
+
+Each differentiable piece has its backward beside it: the conditional expected log-likelihood
+with output mixing (§3), the quadrature bound over ``w`` (§5), the Gaussian ``q(w)`` terms (§4),
+the Bayesian input projection (§6), the recognition network (§9) and the explicit
+natural-gradient step for ``q(u)`` (§8). :class:`CDEModel` composes them.
+"""
+
+from ._bound import CHUNK_POINTS, MIN_NOISE, RHO_SHIFT, CDEModel
+from ._encoder import encoder_backward, encoder_forward, encoder_init, encoder_shapes
+from ._latent import (
+    hermite_grid,
+    latent_kl,
+    latent_kl_vjp,
+    quadrature_bound,
+    quadrature_bound_vjp,
+    unscented_nodes,
+)
+from ._likelihood import (
+    conditional_ell,
+    conditional_ell_vjp,
+    predictive_log_density,
+    predictive_marginals,
+)
+from ._natgrad import latent_pi, mixing_natgrad_update, natgrad_statistics
+from ._projection import (
+    projection_kl,
+    projection_kl_vjp,
+    projection_sample,
+    projection_sample_vjp,
+)
+
+__all__ = [
+    "CDEModel", "CHUNK_POINTS", "MIN_NOISE", "RHO_SHIFT", "encoder_shapes", "encoder_init",
+    "encoder_forward", "encoder_backward", "hermite_grid", "quadrature_bound",
+    "quadrature_bound_vjp", "unscented_nodes", "latent_kl", "latent_kl_vjp", "conditional_ell",
+    "conditional_ell_vjp", "predictive_log_density", "predictive_marginals", "natgrad_statistics",
+    "mixing_natgrad_update", "latent_pi", "projection_sample", "projection_sample_vjp",
+    "projection_kl", "projection_kl_vjp",
+]
