@@ -94,13 +94,15 @@ def report_adam_step(res):
 
 
 # ----------------------------------------------------------------------------- layer_backward
-def numpy_rbf_vjp(dK, Z, H, ls, var):
+def numpy_rbf_vjp(dK, Z, H, ls, var, K=None):
     """Pure-numpy RBF-ARD backward of ``K = k(Z, H)`` (spec §3.3 step 11).
 
-    Returns adjoints of Z, H, log length scales and log variance.
+    Returns adjoints of Z, H, log length scales and log variance. ``K`` is the forward matrix
+    when the caller kept it (as the package's ``K_cached`` / ``vjp_cached`` pair does).
     """
     r = (Z[:, None, :] - H[None, :, :]) / ls  # (M, P, D) scaled differences
-    K = var * np.exp(-0.5 * np.sum(r * r, axis=2))
+    if K is None:
+        K = var * np.exp(-0.5 * np.sum(r * r, axis=2))
     W = dK * K
     t = W[:, :, None] * r / ls
     dZ = -t.sum(axis=1)
@@ -118,10 +120,17 @@ class NumpyRBF(RBF):
         r = (X[:, None, :] - Zc[None, :, :]) / self.length_scale
         return self.variance * np.exp(-0.5 * np.sum(r * r, axis=2))
 
-    def vjp(self, dL_dK, X, Z=None):
+    def K_cached(self, X, Z=None):
+        K = self.K(X, Z)
+        return K, (X, Z, K)
+
+    def vjp_cached(self, dL_dK, cache):
+        return self.vjp(dL_dK, *cache)
+
+    def vjp(self, dL_dK, X, Z=None, K=None):
         Zc = X if Z is None else Z
         dX, dZ, dlogls, dlogvar = numpy_rbf_vjp(dL_dK, X, Zc, self.length_scale,
-                                                 self.variance)
+                                                 self.variance, K)
         if Z is None:
             dX, dZ = dX + dZ, None
         return KernelVJP(dX, dZ, self._pack_theta_grad({"variance": dlogvar,
@@ -153,8 +162,14 @@ def run_layer_backward(quick=False, repeats=None):
 
         return timed(run)
 
+    K, kcache = fast.K_cached(Z, H)
+    got = fast.vjp_cached(dK, kcache)
+    err = max(err, float(np.max(np.abs(got.X - ref[0]))), float(np.max(np.abs(got.Z - ref[1]))))
     runners = {"kernel VJP, jitted": timed(lambda: fast.vjp(dK, Z, H)),
                "kernel VJP, numpy": timed(lambda: numpy_rbf_vjp(dK, Z, H, ls, 1.3)),
+               "kernel VJP from cached K, jitted": timed(lambda: fast.vjp_cached(dK, kcache)),
+               "kernel VJP from cached K, numpy": timed(
+                   lambda: numpy_rbf_vjp(dK, Z, H, ls, 1.3, K)),
                "layer fwd+bwd, jitted kernel": layer(fast),
                "layer fwd+bwd, numpy kernel": layer(slow)}
     groups = [(lambda n=n: threads(n), {f"{k}, {n} thr": v for k, v in runners.items()})

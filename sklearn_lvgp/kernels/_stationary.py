@@ -84,8 +84,51 @@ class _Stationary(Kernel):
     def vjp(self, dL_dK, X, Z=None):
         X, Zc, inv_ls = self._prepare(X, Z)
         dL_dK = np.ascontiguousarray(dL_dK, dtype=np.float64)
-        dX, dZ, dlogls, dlogvar, dlogalpha = _nb.stationary_K_vjp(
-            dL_dK, X, Zc, inv_ls, float(self.variance), self._kind, self._alpha())
+        return self._theta_vjp(Z, *_nb.stationary_K_vjp(
+            dL_dK, X, Zc, inv_ls, float(self.variance), self._kind, self._alpha()))
+
+    def K_cached(self, X, Z=None):
+        """Kernel matrix, kept for :meth:`vjp_cached` (its backward then re-evaluates no ``exp``).
+
+        Parameters
+        ----------
+        X : ndarray of shape (N, Q)
+            First argument.
+        Z : ndarray of shape (M, Q), default=None
+            Second argument; ``None`` means ``X``.
+
+        Returns
+        -------
+        K : ndarray of shape (N, M)
+            Kernel matrix.
+        cache : tuple
+            ``(X, Z, K)``.
+        """
+        K = self.K(X, Z)
+        return K, (X, Z, K)
+
+    def vjp_cached(self, dL_dK, cache):
+        """Backward pass of :meth:`K_cached`; equals :meth:`vjp` to round-off.
+
+        Parameters
+        ----------
+        dL_dK : ndarray of shape (N, M)
+            Adjoint of the kernel matrix.
+        cache : tuple
+            From :meth:`K_cached`.
+
+        Returns
+        -------
+        KernelVJP
+            Adjoints of ``X``, ``Z`` and ``theta``.
+        """
+        X, Z, K = cache
+        X, Zc, inv_ls = self._prepare(X, Z)
+        dL_dK = np.ascontiguousarray(dL_dK, dtype=np.float64)
+        return self._theta_vjp(Z, *_nb.stationary_K_vjp_cached(
+            dL_dK, K, X, Zc, inv_ls, float(self.variance), self._kind, self._alpha()))
+
+    def _theta_vjp(self, Z, dX, dZ, dlogls, dlogvar, dlogalpha):
         if Z is None:
             dX = dX + dZ
             dZ = None
