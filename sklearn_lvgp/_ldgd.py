@@ -1,0 +1,600 @@
+"""LDGD: latent discriminative generative decoder (seed 002; spec ``ldgd.md``).
+
+A shared latent q(X) feeds a regression path (one SVGP per data column, ARD kernel, per-column
+noise) and a classification path (one probit Bernoulli SVGP per class, one-hot labels). The model
+is a classifier, a transformer (test-time q(x*) from the regression path) and a generator
+(decoding latent points near a class).
+"""
+
+import numbers
+import zlib
+
+import numpy as np
+from scipy.special import log_ndtr
+from sklearn.base import ClassifierMixin, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
+from ._init import pca_latents, select_inducing
+from ._ldgd_parts import PRESETS, Globals, encoder_forward, encoder_init, encoder_shapes
+from ._ldgd_parts._problem import InferenceProblem, TrainingProblem
+from ._optimize import minimize_lbfgsb
+from ._parallel import threads
+from ._params import softplus_inverse
+from ._psi import unscented_rule
+from ._stochastic import run_adam
+from ._svgp import marginals, prior_factor
+from ._validation import check_bool, check_float, check_int, check_option
+from .base import _BaseLVGP
+from .kernels import RBF
+from .kernels._base import Kernel
+
+__all__ = ["LDGD"]
+
+_EXPECTATIONS = ("monte_carlo", "unscented")
+_PROBA = ("plugin", "marginal", "integrated")
+
+
+class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
+    """Latent discriminative generative decoder (LDGD) and its amortised variant (Fast LDGD).
+
+    Every training row ``y_i`` with label ``c_i`` has a latent point with posterior
+    ``q(x_i) = N(μ_i, diag σ_i²)`` (prior ``N(0, I)``). Two sparse variational GP paths read the
+    same latent points: a regression path reconstructs the row (one GP per column, shared ARD
+    kernel, per-column Gaussian noise) and a classification path predicts the one-hot label (one
+    probit-Bernoulli GP per class). Both use whitened ``q(U)``. The bound is maximised with Adam on
+    minibatches and reparameterised samples of ``x`` (the paper's method, seed 002 §2.3) or,
+    deterministically, with sigma points of ``q(x)`` and L-BFGS. New rows are mapped to ``q(x*)``
+    through the regression path alone with the model fixed, then classified there.
+
+    Parameters
+    ----------
+    n_components : int, default=7
+        Latent dimension ``Q``.
+    n_inducing : int or pair of int, default=10
+        Inducing points per path: one int for both, or ``(M_regression, M_classification)``.
+    kernel : Kernel or pair of Kernel, default=None
+        Kernel of both paths (cloned per path) or a ``(regression, classification)`` pair;
+        ``None`` is an ARD :class:`~sklearn_lvgp.kernels.RBF` with unit length scales and variance.
+    elbo_weighting : {"paper", "ref-2024-03", "ref-2024-09"}, default="paper"
+        Weighting of the bound's terms (spec §4.5): ``"paper"`` is the plain ELBO of seed 002
+        eq. (28); the two others are the normalisations of the reference code (KL terms
+        down-weighted by ``1/D`` or ``1/K``; classification path up-weighted by ``D/K``).
+    reg_weight, cls_weight : float, default=1.0
+        Extra weights of the regression and classification paths.
+    expectation : {"monte_carlo", "unscented"}, default="monte_carlo"
+        How ``E_q(x)[·]`` is taken: one reparameterised sample per row and step (the paper), or
+        the ``2Q`` unscented sigma points (deterministic; with Gauss–Hermite over ``f`` on the
+        classification path in both modes).
+    optimizer : {"auto", "adam", "lbfgs"}, default="auto"
+        ``"auto"`` is Adam for Monte Carlo and L-BFGS-B (full batch) for the unscented mode.
+        L-BFGS needs the deterministic mode.
+    amortized : bool, default=False
+        Fast LDGD: ``q(x_i)`` from an encoder MLP of ``y_i`` (spec §9); ``transform`` is then a
+        forward pass instead of an optimisation.
+    encoder_hidden : tuple of int, default=(50, 20)
+        Hidden widths of the ReLU encoder (``amortized=True``).
+    batch_size : int, default=100
+        Rows per Adam step (``>= n_samples`` is full batch).
+    learning_rate : float, default=0.01
+        Adam step size (training and test-time inference).
+    max_iter : int, default=2000
+        Adam steps or L-BFGS iterations.
+    transform_max_iter : int, default=500
+        Adam steps of the test-time inference of ``q(x*)`` (non-amortised model).
+    x_init : {"pca", "random"}, default="pca"
+        Initial latent means: PCA scores (padded with small columns when ``Q > D``) or
+        ``N(0, I)`` draws.
+    transform_init : {"nearest", "random"}, default="nearest"
+        Start of test-time inference: the fitted ``q(x_j)`` of the nearest training row in data
+        space, or ``N(0, I)`` (the reference).
+    proba : {"plugin", "marginal", "integrated"}, default="plugin"
+        ``predict_proba``: ``Φ(μ_k(μ*))`` (reference), ``Φ(μ_k/√(1+v_k))`` at ``μ*`` (GP
+        variance), or its average over the sigma points of ``q(x*)`` (GP and latent uncertainty).
+        Rows are normalised to sum to one.
+    y_scaling : {"standardize", "center", "none"}, default="standardize"
+        Column scaling of ``X`` before the zero-mean GPs (the reference uses ``"none"``).
+    n_gh_points : int, default=20
+        Gauss–Hermite nodes of the classification expectation.
+    jitter : float, default=1e-6
+        Relative jitter added to ``K_uu``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds initialisation, minibatches, samples and test-time inference.
+    n_jobs : int or None, default=None
+        Threads for numba kernels and BLAS.
+    verbose : int, default=0
+        Progress messages of the optimisers.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    latent_mean_ : ndarray of shape (n_samples, n_components)
+        Means ``μ_i`` of the training rows (encoder output when amortised).
+    latent_std_ : ndarray of shape (n_samples, n_components)
+        Standard deviations ``σ_i``.
+    kernel_reg_, kernel_cls_ : Kernel
+        Fitted kernels of the two paths.
+    inducing_reg_, inducing_cls_ : ndarray of shape (M, n_components)
+        Inducing inputs.
+    q_u_reg_, q_u_cls_ : tuple (q_mu, q_sqrt)
+        Whitened variational parameters (``(M, D)``/``(D, M, M)`` and ``(M, K)``/``(K, M, M)``).
+    noise_variance_ : ndarray of shape (n_features_in_,)
+        Per-column noise variances (in the scaled data units).
+    relevance_ : ndarray of shape (2, n_components)
+        Kernel relevance (``1/ℓ_q`` for RBF) of the regression (row 0) and classification (row 1)
+        paths.
+    ard_weights_reg_, ard_weights_cls_ : ndarray of shape (n_components,)
+        ``α_q = 1/ℓ_q²`` of the seed's ARD plots (``relevance_ ** 2``).
+    elbo_history_ : ndarray
+        Per-step estimate of ``L̂/N`` (Adam) or ``L/N`` after each L-BFGS iteration.
+    elbo_ : float
+        Last value of ``elbo_history_``.
+    n_iter_ : int
+        Optimiser iterations.
+    expectation_ : str
+        The expectation used.
+    mean_, scale_ : ndarray of shape (n_features_in_,)
+        Column centring and scaling applied to ``X``.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` had string column names.
+
+    References
+    ----------
+    Ziaei, Nazari, Eden, Widge, Yousefi, "A Bayesian Gaussian process-based latent
+    discriminative generative decoder (LDGD) model for high-dimensional data",
+    arXiv:2401.16497 (seed 002).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn_lvgp import LDGD
+    >>> X, y = load_iris(return_X_y=True)
+    >>> model = LDGD(n_components=2, n_inducing=8, expectation="unscented", max_iter=100,
+    ...              transform_max_iter=50, random_state=0).fit(X, y)
+    >>> model.predict_proba(X[:2]).shape
+    (2, 3)
+    """
+
+    def __init__(self, n_components=7, n_inducing=10, kernel=None, elbo_weighting="paper",
+                 reg_weight=1.0, cls_weight=1.0, expectation="monte_carlo", optimizer="auto",
+                 amortized=False, encoder_hidden=(50, 20), batch_size=100, learning_rate=0.01,
+                 max_iter=2000, transform_max_iter=500, x_init="pca", transform_init="nearest",
+                 proba="plugin", y_scaling="standardize", n_gh_points=20, jitter=1e-6,
+                 random_state=None, n_jobs=None, verbose=0):
+        self.n_components = n_components
+        self.n_inducing = n_inducing
+        self.kernel = kernel
+        self.elbo_weighting = elbo_weighting
+        self.reg_weight = reg_weight
+        self.cls_weight = cls_weight
+        self.expectation = expectation
+        self.optimizer = optimizer
+        self.amortized = amortized
+        self.encoder_hidden = encoder_hidden
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.transform_max_iter = transform_max_iter
+        self.x_init = x_init
+        self.transform_init = transform_init
+        self.proba = proba
+        self.y_scaling = y_scaling
+        self.n_gh_points = n_gh_points
+        self.jitter = jitter
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------------- validation
+    def _validate_fit_data(self, X, y):
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
+                             "is None.")
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        y = column_or_1d(y)
+        check_classification_targets(y)
+        classes, y_idx, counts = np.unique(y, return_inverse=True, return_counts=True)
+        if classes.size < 2:
+            raise ValueError(f"{type(self).__name__} needs at least 2 classes; y has 1 class "
+                             f"({classes[0]!r}).")
+        if np.any(counts < 2):
+            lone = classes[counts < 2]
+            raise ValueError(f"every class needs at least 2 samples; class(es) "
+                             f"{list(lone)!r} have 1 sample.")
+        self.classes_ = classes
+        return X, y_idx
+
+    def _paths(self):
+        """``(M_r, M_c)`` and the two unfitted kernels."""
+        M = self.n_inducing
+        if isinstance(M, (tuple, list)):
+            if len(M) != 2:
+                raise ValueError(f"n_inducing must be an int or a pair, got {M!r}.")
+            M_r = check_int("n_inducing[0]", M[0], min_value=1)
+            M_c = check_int("n_inducing[1]", M[1], min_value=1)
+        else:
+            M_r = M_c = check_int("n_inducing", M, min_value=1)
+        k = self.kernel
+        if k is None:
+            k_r = k_c = RBF(length_scale=np.ones(self.n_components), variance=1.0)
+        elif isinstance(k, Kernel):
+            k_r = k_c = k
+        elif isinstance(k, (tuple, list)) and len(k) == 2 and all(isinstance(v, Kernel)
+                                                                  for v in k):
+            k_r, k_c = k
+        else:
+            raise TypeError(f"kernel must be a Kernel, a pair of Kernels or None, got {k!r}.")
+        return M_r, M_c, k_r.clone(), k_c.clone()
+
+    def _check_params(self, X, y):
+        check_int("n_components", self.n_components, min_value=1)
+        self._paths()
+        check_option("elbo_weighting", self.elbo_weighting, tuple(PRESETS))
+        check_float("reg_weight", self.reg_weight, min_value=0.0, exclusive_min=True)
+        check_float("cls_weight", self.cls_weight, min_value=0.0, exclusive_min=True)
+        check_option("expectation", self.expectation, _EXPECTATIONS)
+        check_option("optimizer", self.optimizer, ("auto", "adam", "lbfgs"))
+        if self.optimizer == "lbfgs" and self.expectation == "monte_carlo":
+            raise ValueError("optimizer='lbfgs' needs a deterministic objective: use "
+                             "expectation='unscented' (or optimizer='adam').")
+        check_bool("amortized", self.amortized)
+        hidden = self.encoder_hidden
+        if not isinstance(hidden, (tuple, list)) or not all(
+                isinstance(h, numbers.Integral) and not isinstance(h, bool) and h >= 1
+                for h in hidden):
+            raise ValueError(f"encoder_hidden must be a tuple of positive ints, got {hidden!r}.")
+        check_int("batch_size", self.batch_size, min_value=1)
+        check_float("learning_rate", self.learning_rate, min_value=0.0, exclusive_min=True)
+        check_int("max_iter", self.max_iter, min_value=1)
+        check_int("transform_max_iter", self.transform_max_iter, min_value=0)
+        check_option("x_init", self.x_init, ("pca", "random"))
+        check_option("transform_init", self.transform_init, ("nearest", "random"))
+        check_option("proba", self.proba, _PROBA)
+        check_option("y_scaling", self.y_scaling, ("standardize", "center", "none"))
+        check_int("n_gh_points", self.n_gh_points, min_value=2)
+        check_float("jitter", self.jitter, min_value=0.0)
+
+    # -------------------------------------------------------------------------------- fit
+    def _scale(self, X):
+        return (X - self.mean_) / self.scale_
+
+    def _fit(self, X, y, random_state):
+        Q = self.n_components
+        N, D = X.shape
+        K = self.classes_.size
+        self.mean_ = X.mean(axis=0) if self.y_scaling != "none" else np.zeros(D)
+        sd = X.std(axis=0)
+        self.scale_ = (np.where(sd > 0, sd, 1.0) if self.y_scaling == "standardize"
+                       else np.ones(D))
+        Yr = self._scale(X)
+        Yc = np.zeros((N, K))
+        Yc[np.arange(N), y] = 1.0
+        M_r, M_c, k_r, k_c = self._paths()
+        k_r = k_r.initialize(Q, random_state)
+        k_c = k_c.initialize(Q, random_state)
+        gamma, beta_r, beta_c, beta_x = PRESETS[self.elbo_weighting](D, K)
+        factors = (float(self.reg_weight), float(self.cls_weight), gamma, beta_r, beta_c, beta_x)
+        shapes = (encoder_shapes(D, tuple(self.encoder_hidden), Q) if self.amortized else None)
+        prob = TrainingProblem(Yr, Yc, k_r, k_c, M_r, M_c, Q, factors, shapes, self.jitter,
+                               self.n_gh_points)
+
+        # spec §7 steps 2-3 (project choice: inducing inputs start on initial latent means)
+        mu0 = (pca_latents(Yr, Q) if self.x_init == "pca"
+               else random_state.standard_normal((N, Q)))
+        # project choice: small initial σ (the reference's softplus(N(0,1)) ≈ 0.7 lets the
+        # deterministic mode collapse to flat kernels in its first L-BFGS steps)
+        sigma0 = np.full((N, Q), 0.1)
+        values = {"theta_r": k_r.theta, "theta_c": k_c.theta,
+                  "Z_r": self._initial_inducing(mu0, M_r, random_state),
+                  "Z_c": self._initial_inducing(mu0, M_c, random_state),
+                  "qmu_r": 1e-3 * random_state.standard_normal((M_r, D)),
+                  "qmu_c": 1e-3 * random_state.standard_normal((M_c, K)),
+                  "qsqrt_r": np.tile(np.eye(M_r), (D, 1, 1)),
+                  "qsqrt_c": np.tile(np.eye(M_c), (K, 1, 1)),
+                  "noise": np.maximum(0.1 * Yr.var(axis=0), 1e-2)}
+        if self.amortized:
+            values["enc"] = encoder_init(shapes, random_state)
+        else:
+            values["mu"], values["sigma"] = mu0, sigma0
+        x0 = prob.pack(values)
+        stochastic = self.expectation == "monte_carlo"
+        optimizer = self.optimizer if self.optimizer != "auto" else (
+            "adam" if stochastic else "lbfgs")
+        noise_rs = check_random_state(random_state.randint(np.iinfo(np.int32).max))
+        ut = unscented_rule(Q)
+        bounds = prob.bounds()
+        name = type(self).__name__
+
+        if optimizer == "lbfgs":
+            idx_all = np.arange(N)
+
+            def fun(flat):
+                return prob.value_and_grad(flat, idx_all, ut.nodes, ut.weights)
+
+            lb = [tuple(None if not np.isfinite(v) else float(v) for v in row) for row in bounds]
+            res = minimize_lbfgsb(fun, x0, bounds=lb, max_iter=self.max_iter,
+                                  verbose=self.verbose, name=name)
+            x, n_iter, history = res.x, res.n_iter, np.asarray(res.history)
+        else:
+            def objective(flat, idx):
+                if stochastic:
+                    nodes = noise_rs.standard_normal((idx.shape[0], 1, Q))
+                    return prob.value_and_grad(flat, idx, nodes, np.ones(1))
+                return prob.value_and_grad(flat, idx, ut.nodes, ut.weights)
+
+            res = run_adam(objective, x0, n_data=N, batch_size=min(self.batch_size, N),
+                           max_iter=self.max_iter, learning_rate=self.learning_rate,
+                           random_state=random_state, bounds=bounds, verbose=self.verbose,
+                           name=name)
+            x, n_iter, history = res.x, res.n_iter, res.history
+        self._store(prob, x, Yr, y)
+        self.elbo_history_ = -np.asarray(history, dtype=np.float64)
+        self.elbo_ = float(self.elbo_history_[-1]) if self.elbo_history_.size else np.nan
+        self.n_iter_ = int(n_iter)
+        self.expectation_ = self.expectation
+        self._transform_seed = int(random_state.randint(np.iinfo(np.int32).max))
+        return self
+
+    @staticmethod
+    def _initial_inducing(mu0, M, random_state):
+        if M <= mu0.shape[0]:
+            return select_inducing(mu0, M, random_state)
+        spread = np.std(mu0, axis=0)
+        return random_state.standard_normal((M, mu0.shape[1])) * np.where(spread > 0, spread, 1.0)
+
+    def _store(self, prob, x, Yr, y):
+        p = prob.unpack(x)
+        glob = prob.globals_(p)
+        self.kernel_reg_ = glob.kernel_r.clone()
+        self.kernel_cls_ = glob.kernel_c.clone()
+        self.inducing_reg_, self.inducing_cls_ = glob.Z_r, glob.Z_c
+        self.q_u_reg_ = (glob.qmu_r, glob.qsqrt_r)
+        self.q_u_cls_ = (glob.qmu_c, glob.qsqrt_c)
+        self.noise_variance_ = glob.noise
+        mu, sigma = prob.latents(p)
+        self.latent_mean_, self.latent_std_ = mu, sigma
+        self._encoder = prob.encoder_weights(p) if self.amortized else None
+        Q = self.n_components
+        self.relevance_ = np.vstack([self.kernel_reg_.relevance(Q),
+                                     self.kernel_cls_.relevance(Q)])
+        self.ard_weights_reg_ = self.relevance_[0] ** 2
+        self.ard_weights_cls_ = self.relevance_[1] ** 2
+        self._factors = prob.factors
+        self._Yr = Yr
+        self._y_train = y
+
+    # ------------------------------------------------------------------------ model parts
+    def _globals(self):
+        return Globals(self.kernel_reg_, self.inducing_reg_, self.q_u_reg_[0], self.q_u_reg_[1],
+                       self.noise_variance_, self.kernel_cls_, self.inducing_cls_,
+                       self.q_u_cls_[0], self.q_u_cls_[1])
+
+    def _path_marginals(self, H, path):
+        """Marginal means and variances of one path's GPs at latent points ``H``."""
+        if path == "reg":
+            kernel, Z, (qm, qs) = self.kernel_reg_, self.inducing_reg_, self.q_u_reg_
+        else:
+            kernel, Z, (qm, qs) = self.kernel_cls_, self.inducing_cls_, self.q_u_cls_
+        prior = prior_factor(kernel, Z, self.jitter)
+        mu, var, _ = marginals(kernel, Z, qm, qs, np.ascontiguousarray(H), prior.Lu)
+        return mu, var
+
+    def _infer(self, Yr):
+        """Test-time ``(μ*, σ*)`` of scaled rows (spec §8.1; encoder for Fast LDGD, §9)."""
+        if self.amortized:
+            mu, sigma, _ = encoder_forward(self._encoder, Yr)
+            return mu, sigma
+        n, Q = Yr.shape[0], self.n_components
+        rs = check_random_state(self._transform_seed)
+        if self.transform_init == "nearest":
+            d2 = (np.sum(Yr ** 2, axis=1)[:, None] - 2.0 * Yr @ self._Yr.T
+                  + np.sum(self._Yr ** 2, axis=1)[None, :])
+            j = np.argmin(d2, axis=1)
+            mu0, sigma0 = self.latent_mean_[j], self.latent_std_[j]
+        else:
+            # one draw per row from a per-row seed, so a row's start does not depend on the others
+            mu0 = np.empty((n, Q))
+            for i in range(n):
+                seed = (zlib.crc32(Yr[i].tobytes()) ^ self._transform_seed) & 0x7FFFFFFF
+                mu0[i] = np.random.RandomState(seed).standard_normal(Q)
+            sigma0 = np.full((n, Q), np.log(2.0))
+        if self.transform_max_iter == 0 or n == 0:
+            return mu0, sigma0
+        w_r, _, _, _, _, beta_x = self._factors
+        prob = InferenceProblem(Yr, self._globals(), w_r, beta_x, self.jitter)
+        x0 = np.concatenate([mu0.ravel(), softplus_inverse(sigma0).ravel()])
+        stochastic = self.expectation == "monte_carlo"
+        ut = unscented_rule(Q)
+
+        def objective(flat, idx):
+            if stochastic:
+                # one ε shared by all rows per step: per-row trajectories independent of the batch
+                return prob.value_and_grad(flat, rs.standard_normal((1, Q)), np.ones(1))
+            return prob.value_and_grad(flat, ut.nodes, ut.weights)
+
+        res = run_adam(objective, x0, n_data=n, batch_size=n, max_iter=self.transform_max_iter,
+                       learning_rate=self.learning_rate, random_state=rs, verbose=self.verbose,
+                       name=f"{type(self).__name__}.transform")
+        p = prob.packer.unpack(res.x)
+        return p["mu"], p["sigma"]
+
+    def _latents(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        with threads(self.n_jobs):
+            return self._infer(self._scale(X))
+
+    # ---------------------------------------------------------------------------- public
+    def transform(self, X, return_std=False):
+        """Posterior latent means of rows: test-time ``q(x*)`` with the model fixed (spec §8.1).
+
+        The regression path alone is used (labels are unknown); for Fast LDGD the encoder gives
+        ``q(x*)`` directly. Training rows are inferred the same way (``latent_mean_`` holds the
+        fitted training posteriors).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Rows in data space.
+        return_std : bool, default=False
+            Also return the latent standard deviations.
+
+        Returns
+        -------
+        mean : ndarray of shape (n, n_components)
+        std : ndarray of shape (n, n_components)
+            Only if ``return_std``.
+        """
+        mu, sigma = self._latents(X)
+        return (mu, sigma) if return_std else mu
+
+    def predict_f(self, X, return_var=False):
+        """Classification-GP marginals ``μ_k``, ``v_k`` at the inferred ``μ*`` (spec §8.2).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Rows in data space.
+        return_var : bool, default=False
+            Also return the variances.
+
+        Returns
+        -------
+        mean : ndarray of shape (n, n_classes)
+        var : ndarray of shape (n, n_classes)
+            Only if ``return_var``.
+        """
+        mu, _ = self._latents(X)
+        m, v = self._path_marginals(mu, "cls")
+        return (m, v) if return_var else m
+
+    def _log_proba(self, mu, sigma):
+        if self.proba == "plugin":
+            m, _ = self._path_marginals(mu, "cls")
+            return log_ndtr(m)
+        if self.proba == "marginal":
+            m, v = self._path_marginals(mu, "cls")
+            return log_ndtr(m / np.sqrt(1.0 + v))
+        ut = unscented_rule(self.n_components)
+        n, P = mu.shape[0], ut.weights.shape[0]
+        H = (mu[:, None, :] + sigma[:, None, :] * ut.nodes).reshape(-1, self.n_components)
+        m, v = self._path_marginals(H, "cls")
+        lp = log_ndtr(m / np.sqrt(1.0 + v)).reshape(n, P, -1) + np.log(ut.weights)[None, :, None]
+        top = lp.max(axis=1, keepdims=True)
+        return (top + np.log(np.sum(np.exp(lp - top), axis=1, keepdims=True)))[:, 0, :]
+
+    def predict_proba(self, X):
+        """Class probabilities (spec §8.2), rows normalised to sum to one.
+
+        ``proba="plugin"``: ``Φ(μ_k(μ*))``; ``"marginal"``: ``Φ(μ_k/√(1+v_k))`` at ``μ*``;
+        ``"integrated"``: that probability averaged over the sigma points of ``q(x*)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Rows in data space.
+
+        Returns
+        -------
+        proba : ndarray of shape (n, n_classes)
+            Columns follow ``classes_``.
+        """
+        mu, sigma = self._latents(X)
+        lp = self._log_proba(mu, sigma)
+        lp = lp - lp.max(axis=1, keepdims=True)
+        p = np.exp(lp)
+        return p / p.sum(axis=1, keepdims=True)
+
+    def predict(self, X):
+        """Most probable class of each row.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Rows in data space.
+
+        Returns
+        -------
+        y : ndarray of shape (n,)
+            Labels from ``classes_``.
+        """
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def inverse_transform(self, X, return_std=False):
+        """Reconstruct data rows from latent points: regression-path predictive mean (§8.3).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_components)
+            Latent points.
+        return_std : bool, default=False
+            Also return the predictive standard deviation ``√(v_d + σ_d²)``.
+
+        Returns
+        -------
+        mean : ndarray of shape (n, n_features_in_)
+        std : ndarray of shape (n, n_features_in_)
+            Only if ``return_std``.
+        """
+        check_is_fitted(self)
+        H = np.asarray(X, dtype=np.float64)
+        if H.ndim != 2 or H.shape[1] != self.n_components:
+            raise ValueError(f"X must have shape (n, {self.n_components}) (latent points), got "
+                             f"{H.shape}.")
+        if not np.all(np.isfinite(H)):
+            raise ValueError("X contains NaN or infinity.")
+        m, v = self._path_marginals(H, "reg")
+        mean = m * self.scale_ + self.mean_
+        if not return_std:
+            return mean
+        return mean, np.sqrt(v + self.noise_variance_) * self.scale_
+
+    def sample(self, y_class, n_samples=1, random_state=None, add_noise=False):
+        """Generate data rows for a label (spec §8.4, seed 002 Fig. 5).
+
+        Latent points are drawn from the Gaussian fitted to the training ``μ_i`` of the class
+        and decoded with the regression path's predictive mean.
+
+        Parameters
+        ----------
+        y_class : label
+            One of ``classes_``.
+        n_samples : int, default=1
+            Number of rows.
+        random_state : int, RandomState instance or None, default=None
+            Source of the latent draws.
+        add_noise : bool, default=False
+            Add predictive noise ``N(0, v_d + σ_d²)`` to the decoded means.
+
+        Returns
+        -------
+        X : ndarray of shape (n_samples, n_features_in_)
+            Generated rows.
+        latent : ndarray of shape (n_samples, n_components)
+            Their latent points.
+        """
+        check_is_fitted(self)
+        hits = np.flatnonzero(self.classes_ == y_class)
+        if hits.size == 0:
+            raise ValueError(f"y_class={y_class!r} is not one of classes_ {list(self.classes_)}.")
+        n_samples = check_int("n_samples", n_samples, min_value=1)
+        rs = check_random_state(random_state)
+        mu = self.latent_mean_[self._y_train == hits[0]]
+        cov = np.atleast_2d(np.cov(mu, rowvar=False)) + 1e-6 * np.eye(self.n_components)
+        Z = rs.multivariate_normal(mu.mean(axis=0), cov, size=n_samples)
+        if not add_noise:
+            return self.inverse_transform(Z), Z
+        mean, std = self.inverse_transform(Z, return_std=True)
+        return mean + std * rs.standard_normal(mean.shape), Z
+
+    @property
+    def _n_features_out(self):
+        return self.n_components
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags

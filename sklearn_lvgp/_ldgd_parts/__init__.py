@@ -1,0 +1,31 @@
+"""Private building blocks of :class:`~sklearn_lvgp.LDGD` (spec ``ldgd.md``).
+
+* :mod:`._objective` — per-point expected log likelihoods of both paths, the latent KL, the
+  weighting presets and the full (minibatch) objective with its hand-written backward pass;
+* :mod:`._encoder` — the Fast-LDGD encoder MLP and its backward pass (spec §9, §6.10).
+"""
+
+from ._encoder import encoder_forward, encoder_init, encoder_shapes, encoder_vjp
+from ._objective import (
+    PRESETS,
+    Globals,
+    GlobalsVJP,
+    classification_ell,
+    classification_ell_vjp,
+    expand_points,
+    expand_points_vjp,
+    latent_kl,
+    latent_kl_vjp,
+    ldgd_forward,
+    ldgd_vjp,
+    preset_factors,
+    regression_ell,
+    regression_ell_vjp,
+)
+
+__all__ = [
+    "PRESETS", "Globals", "GlobalsVJP", "preset_factors", "regression_ell", "regression_ell_vjp",
+    "classification_ell", "classification_ell_vjp", "latent_kl", "latent_kl_vjp",
+    "expand_points", "expand_points_vjp", "ldgd_forward", "ldgd_vjp", "encoder_init",
+    "encoder_shapes", "encoder_forward", "encoder_vjp",
+]

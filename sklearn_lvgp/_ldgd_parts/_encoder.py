@@ -1,0 +1,120 @@
+"""Fast-LDGD encoder: ReLU MLP with a mean head and a softplus standard-deviation head.
+
+Spec §9 and §6.10: ``h = ReLU(... ReLU(y W_1 + b_1) ...)``, ``μ = h W_μ + b_μ``,
+``σ = softplus(h W_σ + b_σ)`` (the reference's "logvar" head is used as a std). Weights are a flat
+list ``[W_1, b_1, ..., W_L, b_L, W_μ, b_μ, W_σ, b_σ]`` with ``W`` of shape (fan_in, fan_out).
+"""
+
+import numpy as np
+
+__all__ = ["encoder_shapes", "encoder_init", "encoder_forward", "encoder_vjp"]
+
+
+def encoder_shapes(n_features, hidden, n_components):
+    """Shapes of the weight list for ``D -> hidden... -> (Q, Q)``.
+
+    Parameters
+    ----------
+    n_features : int
+        Input dimension ``D``.
+    hidden : tuple of int
+        Hidden layer widths.
+    n_components : int
+        Latent dimension ``Q``.
+
+    Returns
+    -------
+    shapes : list of tuple
+    """
+    shapes = []
+    fan_in = int(n_features)
+    for width in hidden:
+        shapes += [(fan_in, int(width)), (int(width),)]
+        fan_in = int(width)
+    shapes += [(fan_in, n_components), (n_components,), (fan_in, n_components), (n_components,)]
+    return shapes
+
+
+def encoder_init(shapes, random_state):
+    """PyTorch ``nn.Linear``-style initialisation: ``U(−1/√fan_in, 1/√fan_in)`` (spec §9).
+
+    Parameters
+    ----------
+    shapes : list of tuple
+        From :func:`encoder_shapes`.
+    random_state : numpy.random.RandomState
+        Source of randomness.
+
+    Returns
+    -------
+    weights : list of ndarray
+    """
+    weights = []
+    for k in range(0, len(shapes), 2):
+        fan_in = shapes[k][0]
+        bound = 1.0 / np.sqrt(fan_in)
+        weights.append(random_state.uniform(-bound, bound, size=shapes[k]))
+        weights.append(random_state.uniform(-bound, bound, size=shapes[k + 1]))
+    return weights
+
+
+def encoder_forward(weights, Y):
+    """Latent means and standard deviations of the rows of ``Y``.
+
+    Parameters
+    ----------
+    weights : list of ndarray
+        Encoder weights.
+    Y : ndarray of shape (n, D)
+        Inputs.
+
+    Returns
+    -------
+    mu, sigma : ndarray of shape (n, Q)
+    cache : tuple
+        Input of :func:`encoder_vjp`.
+    """
+    acts = [Y]
+    h = Y
+    n_hidden = (len(weights) - 4) // 2
+    for k in range(n_hidden):
+        h = np.maximum(h @ weights[2 * k] + weights[2 * k + 1], 0.0)
+        acts.append(h)
+    mu = h @ weights[-4] + weights[-3]
+    a = h @ weights[-2] + weights[-1]
+    sigma = np.logaddexp(0.0, a)
+    return mu, sigma, (weights, acts, a)
+
+
+def encoder_vjp(dL_dmu, dL_dsigma, cache):
+    """Backward pass of :func:`encoder_forward` (spec §6.10; ReLU'(0) := 0).
+
+    Parameters
+    ----------
+    dL_dmu, dL_dsigma : ndarray of shape (n, Q)
+        Upstream adjoints.
+    cache : tuple
+        From :func:`encoder_forward`.
+
+    Returns
+    -------
+    grads : list of ndarray
+        Adjoints of the weights, same order and shapes.
+    """
+    weights, acts, a = cache
+    h = acts[-1]
+    da = dL_dsigma / (1.0 + np.exp(-a))
+    grads = [None] * len(weights)
+    grads[-4] = h.T @ dL_dmu
+    grads[-3] = dL_dmu.sum(axis=0)
+    grads[-2] = h.T @ da
+    grads[-1] = da.sum(axis=0)
+    dh = dL_dmu @ weights[-4].T + da @ weights[-2].T
+    n_hidden = (len(weights) - 4) // 2
+    for k in range(n_hidden - 1, -1, -1):
+        dz = dh * (acts[k + 1] > 0.0)
+        grads[2 * k] = acts[k].T @ dz
+        grads[2 * k + 1] = dz.sum(axis=0)
+        if k > 0:
+            dh = dz @ weights[2 * k].T
+    return grads
