@@ -21,6 +21,7 @@ from ._params import ParamPacker, softplus_inverse
 from ._psi import unscented_rule
 from ._stochastic import AdamState, run_adam
 from ._svgp import (
+    LinearMean,
     SVGPLayer,
     ZeroMean,
     gaussian_expectation,
@@ -457,7 +458,8 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                  learning_rate_schedule="constant", batch_size=10000, max_iter=10000,
                  natgrad_gamma=None, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=5, normalize_y=True, positive_transform="softplus",
-                 jitter=1e-6, random_state=None, n_jobs=None, verbose=0, warm_start=False):
+                 jitter=1e-6, random_state=None, n_jobs=None, verbose=0, warm_start=False,
+                 latent_dim=None, inference="vi", n_importance=5, encoder_hidden=(20, 20)):
         self.n_layers = n_layers
         self.hidden_dims = hidden_dims
         self.kernel = kernel
@@ -483,6 +485,10 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.warm_start = warm_start
+        self.latent_dim = latent_dim
+        self.inference = inference
+        self.n_importance = n_importance
+        self.encoder_hidden = encoder_hidden
 
     # ----------------------------------------------------------------------------- checks
     def _hidden(self, n_features):
@@ -547,6 +553,25 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                              "optimizer='adam'.")
         if self.early_stopping and X.shape[0] < 4:
             raise ValueError("early_stopping needs at least 4 samples.")
+        latent = check_int("latent_dim", self.latent_dim, min_value=0, allow_none=True)
+        check_option("inference", self.inference, ("vi", "iwvi"))
+        check_int("n_importance", self.n_importance, min_value=1)
+        if np.ndim(self.encoder_hidden) != 1 or len(self.encoder_hidden) == 0:
+            raise ValueError(f"encoder_hidden must be a non-empty sequence of widths, got "
+                             f"{self.encoder_hidden!r}.")
+        for h in self.encoder_hidden:
+            check_int("encoder_hidden[i]", h, min_value=1)
+        if not latent:
+            if self.inference != "vi":
+                raise ValueError("inference='iwvi' importance-weights the latent inputs: it "
+                                 "needs latent_dim >= 1.")
+        else:
+            if self.propagation != "monte_carlo":
+                raise ValueError("latent_dim >= 1 needs propagation='monte_carlo' (the latent "
+                                 "inputs are sampled).")
+            if self.optimizer != "adam":
+                raise ValueError("latent_dim >= 1 gives a stochastic objective: use "
+                                 "optimizer='adam'.")
 
     # -------------------------------------------------------------------------- building
     def _standardise(self, X, Y):
@@ -565,13 +590,19 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         """What a warm start must share with the previous fit to continue from it."""
         return (int(self.n_layers), tuple(self._hidden(n_features)), int(n_features),
                 int(n_targets), int(self.n_inducing), bool(self.whiten), self.propagation,
-                self.positive_transform, float(self.jitter), repr(self.kernel))
+                self.positive_transform, float(self.jitter), repr(self.kernel),
+                self._latent(), self.inference, int(self.n_importance),
+                tuple(int(h) for h in self.encoder_hidden))
+
+    def _latent(self):
+        return int(self.latent_dim or 0)
 
     def _build(self, Xs, n_targets, random_state):
         """Architecture and initial parameters (spec §1.5–§1.6)."""
         self._arch = self._architecture(Xs.shape[1], n_targets)
         L, M = self.n_layers, self.n_inducing
-        dims = [Xs.shape[1]] + self._hidden(Xs.shape[1]) + [n_targets]
+        Dw = self._latent()
+        dims = [Xs.shape[1] + Dw] + self._hidden(Xs.shape[1]) + [n_targets]
         if isinstance(self.kernel, (list, tuple)):
             templates = list(self.kernel)
         else:
@@ -579,13 +610,28 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         kernels, means, layers = [], [], []
         X_run = Xs
         Z_run = _kmeans_inducing(Xs, M, random_state)
+        if Dw:
+            # latent columns of Z ~ N(0, 1) (spec §5.5); w enters the first layer only
+            Z_w = random_state.standard_normal((M, Dw))
         for ell in range(L):
             d_in, d_out = dims[ell], dims[ell + 1]
             t = templates[ell]
-            k = (RBF(length_scale=np.ones(d_in), variance=1.0) if t is None
-                 else t.initialize(d_in, random_state))
+            if t is not None:
+                k = t.initialize(d_in, random_state)
+            elif Dw:
+                # IWVI code: length scales sqrt(D_in) (spec §5.5)
+                k = RBF(length_scale=np.full(d_in, np.sqrt(d_in)), variance=1.0)
+            else:
+                k = RBF(length_scale=np.ones(d_in), variance=1.0)
             mean = inner_mean(X_run, d_out) if ell < L - 1 else ZeroMean(d_out)
             Z = Z_run.copy()
+            if Dw and ell == 0:
+                Z = np.hstack([Z, Z_w])
+                if ell < L - 1:
+                    # keep the x part, drop w (spec §5.5): W = [W_x; 0]
+                    W_x = mean.W if isinstance(mean, LinearMean) else np.eye(d_out)
+                    x_mean = mean
+                    mean = LinearMean(np.vstack([W_x, np.zeros((Dw, d_out))]))
             q_mu = np.zeros((M, d_out))
             if self.whiten:
                 base = np.eye(M)
@@ -594,10 +640,21 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
             q_sqrt = np.repeat(base[None], d_out, axis=0)
             if ell < L - 1:
                 q_sqrt *= _INNER_SQRT_SCALE
-                X_run, Z_run = mean(X_run), mean(Z_run)
+                if Dw and ell == 0:
+                    X_run, Z_run = x_mean(X_run), x_mean(Z_run)
+                else:
+                    X_run, Z_run = mean(X_run), mean(Z_run)
             kernels.append(k)
             means.append(mean)
             layers.append(SVGPLayer(k, Z, q_mu, q_sqrt, mean, self.whiten))
+        if Dw:
+            from ._iwvi import LatentDSVI  # LatentDSVI extends _DSVI (import cycle)
+
+            model = LatentDSVI(kernels, means, dims, M, bool(self.whiten), float(self.jitter),
+                               self.positive_transform, Dw, self.encoder_hidden,
+                               self.inference, self.n_importance)
+            encoder = model.encoder.initial(random_state)
+            return model, model.pack(layers, float(self.likelihood_variance), encoder)
         model = _DSVI(kernels, means, dims, M, bool(self.whiten), float(self.jitter),
                       self.propagation, self.positive_transform)
         return model, model.pack(layers, float(self.likelihood_variance))
@@ -744,6 +801,10 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     def _draw_predict_eps(self, rs, S):
         """Paths shared by all test rows (so each row's prediction depends on that row only)."""
         dims = self._model.dims
+        if self._latent():
+            # w from the prior at prediction time (spec §5.1)
+            return S, [rs.standard_normal((S, self._latent()))] + [
+                rs.standard_normal((S, d)) for d in dims[1:-1]]
         return S, [rs.standard_normal((S, d)) for d in dims[1:-1]]
 
     # --------------------------------------------------------------------------- predict
