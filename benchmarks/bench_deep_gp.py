@@ -13,6 +13,10 @@ data, with 1 thread. Ratios to the SGP step are formed per interleaved repeat (p
 * the whole layer backward (``marginals`` + ``layer_vjp``, 8 outputs) with the jitted kernel
   against the same layer with the numpy kernel.
 
+``latent_step`` times one bound + gradient evaluation of the latent-variable models of spec §5
+(LV-GP-GP with VI, and with the importance-weighted bound, K = 5, joint or independent inner
+draws) against DGP 2 at the ch. 5 settings (minibatch 512, M = 128).
+
 GPyTorch's DeepGP and GPflux would be timed on the same data when importable; neither is a
 dependency, and the benchmark reports them as absent otherwise.
 
@@ -198,6 +202,55 @@ def report_layer_backward(res):
                                   "numpy ÷ jitted (per repeat)"], rows)
 
 
+# ------------------------------------------------------------------------------- latent_step
+def run_latent_step(quick=False, repeats=None):
+    """Bound + gradient per step of the latent-variable models (spec §5, ch. 5 settings).
+
+    DGP 2 against LV-GP-GP with VI (one sample) and IW (K = 5 proposals, joint inner draw of
+    §5.4, and the reference code's independent draw), minibatch 512, M = 128, D = 8.
+    """
+    B = 256 if quick else 512
+    M = 50 if quick else 128
+    repeats = repeats or (3 if quick else 7)
+    X, y = _problem(B, 8)
+    rs = np.random.RandomState(0)
+    configs = {"DGP 2": {}, "LV-GP-GP VI": {"latent_dim": 1},
+               "LV-GP-GP IW K=5 (joint)": {"latent_dim": 1, "inference": "iwvi"},
+               "LV-GP-GP IW K=5 (independent)": {"latent_dim": 1, "inference": "iwvi"}}
+    runners = {}
+    for name, kw in configs.items():
+        m = DeepGP(n_layers=2, n_inducing=M, max_iter=1, batch_size=B, random_state=0,
+                   **kw).fit(X, y)
+        model, x0 = m._model, m._x.copy()
+        if "independent" in name:
+            model.joint_inner = False
+        Xs = (X - m.X_mean_) / m.X_scale_
+        Ys = ((y - m.y_mean_) / m.y_scale_)[:, None]
+
+        def step(model=model, x0=x0, Xs=Xs, Ys=Ys):
+            f, g = model.elbo(x0, Xs, Ys, 1.0, 1, rs)
+            return x0 - 0.01 * np.sign(g)
+
+        runners[name] = timed(step)
+    with threads(1):
+        times = interleaved(runners, repeats, warmup=1)
+    out = {"batch": B, "D": 8, "M": M, "repeats": repeats, "threads": 1, "results": {}}
+    for name, t in times.items():
+        out["results"][name] = {"seconds": summary(t), "ratio_to_dgp2": ratio_summary(
+            t, times["DGP 2"]), "raw": t.tolist()}
+    return out
+
+
+def report_latent_step(res):
+    """Markdown table of :func:`run_latent_step`."""
+    rows = [[name, fmt_ms(e["seconds"]), fmt_ratio(e["ratio_to_dgp2"])]
+            for name, e in res["results"].items()]
+    head = (f"### deep_gp latent_step — bound + gradient, batch = {res['batch']}, D = {res['D']}, "
+            f"M = {res['M']}, {res['threads']} thread, {res['repeats']} interleaved repeats\n\n")
+    return head + markdown_table(["model", "ms per step: median [min–max]",
+                                  "÷ DGP 2 (per repeat)"], rows)
+
+
 def other_libraries():
     """Which of the comparison libraries can be imported here."""
     return {name: importlib.util.find_spec(mod) is not None
@@ -211,7 +264,9 @@ def main():
     args = parser.parse_args()
     for name, (run, report) in {"deep_gp_adam_step": (run_adam_step, report_adam_step),
                                 "deep_gp_layer_backward": (run_layer_backward,
-                                                           report_layer_backward)}.items():
+                                                           report_layer_backward),
+                                "deep_gp_latent_step": (run_latent_step,
+                                                        report_latent_step)}.items():
         res = run(quick=args.quick, repeats=args.repeats)
         write_json(name, res, quick=args.quick)
         print(report(res), "\n")

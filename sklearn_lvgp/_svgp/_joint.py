@@ -19,7 +19,7 @@ from ._layer import LayerVJP, layer_vjp, prior_factor_vjp
 __all__ = ["JointCache", "joint_sample", "joint_layer_vjp", "block_kernel", "block_kernel_vjp"]
 
 #: Stacked inputs per kernel evaluation when extracting the diagonal ``K x K`` blocks.
-_BLOCK_POINTS = 512
+_BLOCK_POINTS = 60
 
 
 def block_kernel(kernel, H, K):
@@ -82,13 +82,24 @@ def block_kernel_vjp(kernel, H, dblocks):
     return dH, np.asarray(dtheta, dtype=np.float64)
 
 
+def _grouped(A, G, K):
+    """``(M, G K)`` columns to ``(G, K, M)`` groups."""
+    return np.ascontiguousarray(A.reshape(A.shape[0], G, K).transpose(1, 2, 0))
+
+
+def _ungrouped(A):
+    """Inverse of :func:`_grouped`."""
+    G, K, M = A.shape
+    return np.ascontiguousarray(A.transpose(2, 0, 1)).reshape(M, G * K)
+
+
 class JointCache(NamedTuple):
     """Forward quantities of :func:`joint_sample`."""
 
     K: int
     eps: np.ndarray  # (G, K, D)
     chol: np.ndarray  # (G, D, K, K)
-    B: list  # per output, (M, G, K)
+    B: list  # per output, (G, K, M)
 
 
 def joint_sample(cache, eps, delta):
@@ -112,14 +123,13 @@ def joint_sample(cache, eps, delta):
     """
     kernel, _, mc, _ = cache
     G, K, D = eps.shape
-    M = mc.A.shape[0]
-    A1 = mc.A1.reshape(M, G, K)
-    Sig0 = block_kernel(kernel, mc.H, K) - np.einsum("mgk,mgl->gkl", A1, A1)
+    A1 = _grouped(mc.A1, G, K)
+    Sig0 = block_kernel(kernel, mc.H, K) - A1 @ np.swapaxes(A1, 1, 2)
     Bs, Sig = [], np.empty((G, D, K, K))
     for d in range(D):
-        B = (np.tril(mc.q_sqrt[d]).T @ mc.A if mc.B is None else mc.B[d]).reshape(M, G, K)
+        B = _grouped(np.tril(mc.q_sqrt[d]).T @ mc.A if mc.B is None else mc.B[d], G, K)
         Bs.append(B)
-        Sig[:, d] = Sig0 + np.einsum("mgk,mgl->gkl", B, B)
+        Sig[:, d] = Sig0 + B @ np.swapaxes(B, 1, 2)
     Sig += delta * np.eye(K)
     try:
         L = np.linalg.cholesky(Sig)
@@ -165,13 +175,13 @@ def joint_layer_vjp(dL_dh, dL_dkl, cache, jcache):
     dSig = np.swapaxes(Linv, -1, -2) @ Phi @ Linv
     dSig = 0.5 * (dSig + np.swapaxes(dSig, -1, -2))  # (G, D, K, K)
     dsum = dSig.sum(axis=1)
-    A1 = mc.A1.reshape(M, G, K)
+    A1 = _grouped(mc.A1, G, K)
     A = mc.A
-    dA1 = -2.0 * np.einsum("mgk,gkl->mgl", A1, dsum).reshape(M, P)
+    dA1 = _ungrouped(-2.0 * (dsum @ A1))
     dA = np.zeros((M, P))
     dq_sqrt = np.zeros_like(mc.q_sqrt)
     for d in range(D):
-        dB = 2.0 * np.einsum("mgk,gkl->mgl", Bs[d], dSig[:, d]).reshape(M, P)
+        dB = _ungrouped(2.0 * (dSig[:, d] @ Bs[d]))
         Ld = np.tril(mc.q_sqrt[d])
         dA += Ld @ dB
         dq_sqrt[d] = np.tril(A @ dB.T)
