@@ -410,6 +410,22 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         Print iteration, ELBO estimate and elapsed time when > 0.
     warm_start : bool, default=False
         Continue from the previous fit's parameters and optimiser state.
+    latent_dim : int or None, default=None
+        Width of a latent covariate ``w ~ N(0, I)`` concatenated to the input of the first layer
+        (LV-GP-...-GP models, seed 003 ch. 5; ``n_layers=1`` is LV-GP). ``None`` or 0: no latent
+        layer (plain DSVI, unchanged). Its proposal ``q(w_n)`` is amortised by a recognition
+        MLP on ``[x_n, y_n]``; predictions integrate ``w`` over its prior. Needs
+        ``optimizer="adam"`` and ``propagation="monte_carlo"``.
+    inference : {"vi", "iwvi"}, default="vi"
+        Bound for the latent model: ``"vi"`` (eq. 5.3, analytic ``KL(q(w) || p(w))``) or the
+        importance-weighted bound with analytic final layer (eq. 5.11), whose ``n_importance``
+        proposals per point share one joint draw of the inner layers. ``"iwvi"`` needs
+        ``latent_dim >= 1``.
+    n_importance : int, default=5
+        Proposals ``K`` per point for ``inference="iwvi"`` (``K = 1`` is the VI estimator with a
+        sampled KL).
+    encoder_hidden : sequence of int, default=(20, 20)
+        Hidden widths of the recognition MLP (tanh; residual skip between equal widths).
 
     Attributes
     ----------
