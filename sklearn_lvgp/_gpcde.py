@@ -1,0 +1,629 @@
+"""GPCDE: Gaussian-process conditional density estimation with latent covariates.
+
+Spec ``gpcde.md``; seed 003 ch. 4 (Salimbeni 2020, eqs. 4.1–4.8). A sparse variational GP on the
+input ``[h(x), w]``, with ``w ~ N(0, I)`` an unobserved per-point latent covariate; integrating
+``w`` out gives non-Gaussian conditional densities ``p(y | x)``. The bound and its backward pass
+are in :mod:`sklearn_lvgp._cde`; the optimiser is :func:`sklearn_lvgp._stochastic.run_adam`
+(natural-gradient steps for ``q(u)`` interleaved, spec §8) or L-BFGS-B for the deterministic
+objectives.
+"""
+
+import warnings
+
+import numpy as np
+from scipy.cluster.vq import kmeans2
+from scipy.special import logsumexp, ndtr
+from sklearn.base import RegressorMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._cde import (
+    CHUNK_POINTS,
+    CDEModel,
+    encoder_init,
+    hermite_grid,
+    predictive_log_density,
+    predictive_marginals,
+    projection_sample,
+)
+from ._optimize import minimize_lbfgsb
+from ._parallel import threads
+from ._stochastic import run_adam
+from ._svgp import marginals, prior_factor
+from ._validation import check_bool, check_float, check_int, check_option
+from .base import _BaseLVGPRegressor
+from .kernels import RBF, Kernel
+
+__all__ = ["GPCDE"]
+
+
+def _kmeans(H, M, random_state):
+    """``M`` k-means centres of ``H``; the rows plus ``N(0, 1)`` rows when ``N < M``."""
+    N, D = H.shape
+    if N < M:
+        return np.vstack([H, random_state.standard_normal((M - N, D))])
+    if D == 0:
+        return np.zeros((M, 0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "One of the clusters is empty"
+        Z, _ = kmeans2(H, M, minit="points", seed=random_state)
+    _, first = np.unique(np.round(Z, 10), axis=0, return_index=True)
+    if first.size < M:
+        dup = np.setdiff1d(np.arange(M), first)
+        Z[dup] += 1e-2 * random_state.standard_normal((dup.size, D))
+    return Z
+
+
+def _principal_directions(X, k, random_state):
+    """Top-``k`` principal directions (columns) times √eigenvalue, padded with ``N(0, 1/D)``."""
+    D = X.shape[1]
+    C = np.cov(X, rowvar=False).reshape(D, D) if X.shape[0] > 1 else np.eye(D)
+    vals, vecs = np.linalg.eigh(C)
+    order = np.argsort(vals)[::-1]
+    vals, vecs = np.maximum(vals[order], 0.0), vecs[:, order]
+    out = random_state.standard_normal((D, k)) / np.sqrt(D)
+    m = min(k, D)
+    out[:, :m] = vecs[:, :m] * np.sqrt(np.where(vals[:m] > 0, vals[:m], 1.0))
+    return out
+
+
+class GPCDE(RegressorMixin, _BaseLVGPRegressor):
+    """Gaussian-process conditional density estimation with a latent covariate.
+
+    A sparse variational GP whose input is the observed condition ``x`` (optionally projected by
+    a Bayesian linear map ``A``) concatenated with an unobserved latent covariate
+    ``w_n ~ N(0, I)``; ``y = P^T f([h, w]) + noise``. Integrating ``w`` out makes ``p(y | x)``
+    skewed, heteroscedastic or multi-modal where the data need it (Salimbeni 2020, ch. 4).
+
+    Parameters
+    ----------
+    latent_dim : int, default=1
+        Dimension ``D_w`` of the latent covariate; ``0`` gives the sparse variational GP (SVGP).
+    q_w : {"quadrature", "gaussian", "amortized"}, default="quadrature"
+        Treatment of ``w``. ``"quadrature"``: the bound
+        ``sum_n log int exp(L_n(w)) N(w|0, I) dw`` evaluated with Gauss–Hermite nodes, equal to
+        the ELBO with the optimal free-form ``q(w_n)`` (no local parameters, deterministic;
+        ``latent_dim <= 2``). ``"gaussian"``: a free ``q(w_n) = N(a_n, diag b_n^2)`` per training
+        row. ``"amortized"``: ``(a_n, b_n)`` from a recognition MLP on ``[x_n, y_n]``.
+    n_quadrature : int, default=100
+        Gauss–Hermite nodes per latent dimension (``n_quadrature ** latent_dim`` evaluation points
+        per row) in the quadrature bound and in the predictive density when
+        ``latent_dim <= 2`` without projection.
+    expectation : {"monte_carlo", "unscented"}, default="monte_carlo"
+        Expectation under a Gaussian ``q(w_n)``: reparameterised samples (an unbiased bound
+        estimate) or the ``2 D_w`` unscented sigma points (deterministic, an approximation, not a
+        bound).
+    n_samples : int, default=1
+        Monte Carlo samples of ``w`` per row and step.
+    input_projection_dim : int or None, default=None
+        If set, inputs are projected by ``A`` (``n_features x input_projection_dim``) with a
+        factorised Gaussian posterior and ``N(0, 1)`` prior (local reparameterisation).
+    output_mixing_dim : int or None, default=None
+        If set, ``L`` latent GPs are mixed into the targets by a point-estimated
+        ``P`` (``L x n_targets``, PCA initialisation); ``None`` is ``P = I``.
+    kernel : Kernel or None, default=None
+        Covariance on ``[h, w]``; ``None`` is an ARD :class:`~sklearn_lvgp.kernels.RBF` with
+        length scales ``sqrt(D_h + D_w)`` and unit variance.
+    n_inducing : int, default=100
+        Inducing inputs (k-means on the inputs, latent columns ``N(0, 1)``).
+    whiten : bool, default=True
+        Whitened ``q(u)``.
+    likelihood_variance : float, default=0.01
+        Initial noise variance (standardised units when ``normalize_y``).
+    natgrad_gamma : float, tuple (gamma0, gamma1, K) or None, default=0.1
+        Natural-gradient step size for ``q(u)`` (alternating with the Adam steps, which then
+        leave ``q(u)`` alone); a tuple is a log-linear warm-up. ``None``: Adam on ``q(u)`` too.
+        With ``optimizer="lbfgs"`` only one ``gamma = 1`` step is taken, to start from the
+        optimal ``q(u)``.
+    optimizer : {"adam", "lbfgs"}, default="adam"
+        ``"lbfgs"`` (full batch) needs a deterministic objective: ``q_w="quadrature"``, or a
+        Gaussian ``q(w)`` with ``expectation="unscented"``, and no input projection.
+    learning_rate : float, default=0.01
+        Adam step size.
+    learning_rate_schedule : {"constant", "staircase"}, default="constant"
+        ``"staircase"`` multiplies the rate (and ``natgrad_gamma``) by 0.98 every 1000 steps.
+    batch_size : int or None, default=512
+        Rows per step (full batch when ``None`` or at least the number of rows).
+    max_iter : int, default=2000
+        Optimiser iterations.
+    encoder_hidden : tuple of int, default=(20, 20)
+        Hidden widths of the tanh recognition network (``q_w="amortized"``).
+    n_predict_samples : int, default=1000
+        Prior draws of ``w`` (and of ``A``) in the predictive density when quadrature is not
+        used for it (``latent_dim > 2`` or with a projection).
+    normalize_y : bool, default=True
+        Standardise targets with training statistics (results are in original units).
+    jitter : float, default=1e-6
+        Relative jitter on ``K_uu`` (escalated with a warning if needed).
+    random_state : int, RandomState instance or None, default=None
+        Seeds initialisation, minibatches, sampling and the predictive draws.
+    n_jobs : int, default=None
+        Threads for the jitted kernel loops.
+    verbose : int, default=0
+        Print progress when > 0.
+
+    Attributes
+    ----------
+    kernel_ : Kernel
+        Fitted kernel on ``[h, w]``.
+    Z_ : ndarray of shape (n_inducing, D_h + latent_dim)
+        Inducing inputs.
+    q_mu_ : ndarray of shape (n_inducing, L)
+    q_sqrt_ : ndarray of shape (L, n_inducing, n_inducing)
+        ``q(u)`` (whitened when ``whiten``).
+    noise_variance_ : float
+        Likelihood variance (standardised units).
+    P_ : ndarray of shape (L, n_targets) or None
+        Output mixing.
+    A_mean_, A_std_ : ndarray of shape (n_features, input_projection_dim) or None
+        ``q(A)``.
+    elbo_ : float
+        Final bound (exact for deterministic objectives, else the mean of the last 100 minibatch
+        estimates; an approximation with ``expectation="unscented"``).
+    elbo_history_ : ndarray
+        Bound estimate per iteration.
+    n_iter_ : int
+        Iterations run.
+    X_mean_, X_scale_, y_mean_, y_scale_ : ndarray
+        Standardisation statistics.
+    n_features_in_ : int
+
+    Notes
+    -----
+    :meth:`score` is the **mean log predictive density** per row (not R²), so model selection
+    with ``GridSearchCV`` compares densities. ``score_samples(X, y)`` needs the targets.
+
+    References
+    ----------
+    Salimbeni, H. (2020). Deep Gaussian processes: advances in models and inference. PhD thesis,
+    Imperial College London, ch. 4.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_lvgp import GPCDE
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-2, 2, (80, 1)); y = np.where(rng.rand(80) < .5, 1, -1) * X[:, 0]
+    >>> model = GPCDE(n_inducing=10, n_quadrature=20, max_iter=50, random_state=0).fit(X, y)
+    >>> model.predict_quantiles(X[:2], [0.1, 0.9]).shape
+    (2, 2)
+    """
+
+    def __init__(self, latent_dim=1, q_w="quadrature", n_quadrature=100,
+                 expectation="monte_carlo", n_samples=1, input_projection_dim=None,
+                 output_mixing_dim=None, kernel=None, n_inducing=100, whiten=True,
+                 likelihood_variance=0.01, natgrad_gamma=0.1, optimizer="adam",
+                 learning_rate=0.01, learning_rate_schedule="constant", batch_size=512,
+                 max_iter=2000, encoder_hidden=(20, 20), n_predict_samples=1000,
+                 normalize_y=True, jitter=1e-6, random_state=None, n_jobs=None, verbose=0):
+        self.latent_dim = latent_dim
+        self.q_w = q_w
+        self.n_quadrature = n_quadrature
+        self.expectation = expectation
+        self.n_samples = n_samples
+        self.input_projection_dim = input_projection_dim
+        self.output_mixing_dim = output_mixing_dim
+        self.kernel = kernel
+        self.n_inducing = n_inducing
+        self.whiten = whiten
+        self.likelihood_variance = likelihood_variance
+        self.natgrad_gamma = natgrad_gamma
+        self.optimizer = optimizer
+        self.learning_rate = learning_rate
+        self.learning_rate_schedule = learning_rate_schedule
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.encoder_hidden = encoder_hidden
+        self.n_predict_samples = n_predict_samples
+        self.normalize_y = normalize_y
+        self.jitter = jitter
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    # ----------------------------------------------------------------------------- checks
+    def _check_params(self, X, y):
+        Dw = check_int("latent_dim", self.latent_dim, min_value=0)
+        check_option("q_w", self.q_w, ("quadrature", "gaussian", "amortized"))
+        H = check_int("n_quadrature", self.n_quadrature, min_value=1)
+        if self.q_w == "quadrature" and Dw > 2:
+            raise ValueError(
+                f"q_w='quadrature' evaluates n_quadrature**latent_dim = {H}**{Dw} = {H ** Dw} "
+                f"GP marginals per data point per step; it is limited to latent_dim <= 2. Use "
+                f"q_w='amortized' or q_w='gaussian' for latent_dim={Dw}.")
+        check_option("expectation", self.expectation, ("monte_carlo", "unscented"))
+        check_int("n_samples", self.n_samples, min_value=1)
+        check_int("input_projection_dim", self.input_projection_dim, min_value=1,
+                  allow_none=True)
+        check_int("output_mixing_dim", self.output_mixing_dim, min_value=1, allow_none=True)
+        if self.kernel is not None and not isinstance(self.kernel, Kernel):
+            raise TypeError(f"kernel must be a sklearn_lvgp.kernels.Kernel, got "
+                            f"{type(self.kernel).__name__}.")
+        check_int("n_inducing", self.n_inducing, min_value=1)
+        check_bool("whiten", self.whiten)
+        check_float("likelihood_variance", self.likelihood_variance, 0.0, exclusive_min=True)
+        check_option("optimizer", self.optimizer, ("adam", "lbfgs"))
+        if self.natgrad_gamma is not None:
+            if np.ndim(self.natgrad_gamma) == 0:
+                check_float("natgrad_gamma", self.natgrad_gamma, 0.0, exclusive_min=True)
+                if self.natgrad_gamma > 1:
+                    raise ValueError(f"natgrad_gamma must be in (0, 1], got "
+                                     f"{self.natgrad_gamma}.")
+            elif len(self.natgrad_gamma) != 3:
+                raise ValueError("natgrad_gamma must be a float, (gamma0, gamma1, K) or None.")
+        check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
+        check_option("learning_rate_schedule", self.learning_rate_schedule,
+                     ("constant", "staircase"))
+        check_int("batch_size", self.batch_size, min_value=1, allow_none=True)
+        check_int("max_iter", self.max_iter, min_value=1)
+        if np.ndim(self.encoder_hidden) != 1:
+            raise ValueError(f"encoder_hidden must be a sequence of positive ints, got "
+                             f"{self.encoder_hidden!r}.")
+        for h in self.encoder_hidden:
+            check_int("encoder_hidden[i]", h, min_value=1)
+        check_int("n_predict_samples", self.n_predict_samples, min_value=1)
+        check_bool("normalize_y", self.normalize_y)
+        check_float("jitter", self.jitter, 0.0)
+        if self.optimizer == "lbfgs":
+            deterministic = self.input_projection_dim is None and (
+                self.q_w == "quadrature" or Dw == 0 or self.expectation == "unscented")
+            if not deterministic:
+                raise ValueError(
+                    "optimizer='lbfgs' needs a deterministic objective: q_w='quadrature', or "
+                    "q_w='gaussian'/'amortized' with expectation='unscented', and no "
+                    "input_projection_dim; use optimizer='adam' for sampled objectives.")
+
+    # ------------------------------------------------------------------------- building
+    def _build(self, Xs, Ys, random_state):
+        """Structure and initial parameters (spec §6, §7, §11)."""
+        N, Dx = Xs.shape
+        Dy = Ys.shape[1]
+        Dw = int(self.latent_dim)
+        Dh = Dx if self.input_projection_dim is None else int(self.input_projection_dim)
+        L = Dy if self.output_mixing_dim is None else int(self.output_mixing_dim)
+        M = int(self.n_inducing)
+        D = Dh + Dw
+        kernel = (RBF(length_scale=np.full(D, np.sqrt(D)), variance=1.0) if self.kernel is None
+                  else self.kernel.initialize(D, random_state))
+        model = CDEModel(kernel, Dx, self.input_projection_dim, Dw, L, Dy, M,
+                         self.output_mixing_dim is not None, self.q_w, self.expectation,
+                         int(self.n_samples), int(self.n_quadrature), N,
+                         tuple(self.encoder_hidden), bool(self.whiten), float(self.jitter))
+        values = {"kernel": kernel, "noise_variance": float(self.likelihood_variance),
+                  "q_mu": np.zeros((M, L))}
+        H = Xs
+        if self.input_projection_dim is not None:
+            values["A_mu"] = _unit_directions(Xs, Dh, random_state)
+            values["A_s"] = np.full((Dx, Dh), 1e-2)
+            H = Xs @ values["A_mu"]
+        Z = np.hstack([_kmeans(H, M, random_state), random_state.standard_normal((M, Dw))])
+        values["Z"] = Z
+        if self.whiten:
+            values["q_sqrt"] = np.repeat(np.eye(M)[None], L, axis=0)
+        else:
+            Lu = prior_factor(kernel, Z, self.jitter).Lu
+            values["q_sqrt"] = np.repeat(Lu[None], L, axis=0)
+        if self.output_mixing_dim is not None:
+            values["P"] = _principal_directions(Ys, L, random_state).T
+        if model.mode == "gaussian" and self.q_w == "gaussian":
+            values["w_mean"] = 0.1 * random_state.standard_normal((N, Dw))
+            values["w_rho"] = np.zeros((N, Dw))
+        elif model.mode == "gaussian":
+            ps = encoder_init(model.enc_shapes, random_state)
+            for i in range(len(model.enc_shapes)):
+                values[f"enc_W{i}"], values[f"enc_b{i}"] = ps[2 * i], ps[2 * i + 1]
+        return model, model.pack(values)
+
+    # ------------------------------------------------------------------------------- fit
+    def _fit(self, X, y, random_state):
+        Y = y.reshape(len(y), -1) if y.ndim == 1 else y
+        self._y_ndim = y.ndim
+        self.X_mean_ = X.mean(axis=0)
+        sx = X.std(axis=0)
+        self.X_scale_ = np.where(sx > 0, sx, 1.0)
+        if self.normalize_y:
+            self.y_mean_ = Y.mean(axis=0)
+            sy = Y.std(axis=0)
+            self.y_scale_ = np.where(sy > 0, sy, 1.0)
+        else:
+            self.y_mean_, self.y_scale_ = np.zeros(Y.shape[1]), np.ones(Y.shape[1])
+        Xs = (X - self.X_mean_) / self.X_scale_
+        Ys = (Y - self.y_mean_) / self.y_scale_
+        model, x0 = self._build(Xs, Ys, random_state)
+        self._model = model
+        N = Xs.shape[0]
+        bs = N if self.batch_size is None else min(int(self.batch_size), N)
+        all_rows = np.arange(N)
+        rs = random_state
+        if self.optimizer == "lbfgs":
+            x0 = model.natgrad(x0, Xs, Ys, all_rows, 1.0, 1.0, rs)
+
+            def fun(x):
+                f, g = model.elbo(x, Xs, Ys, all_rows, 1.0, rs)
+                return -f, -g
+
+            bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
+                      for lo, hi in model.bounds()]
+            res = minimize_lbfgsb(fun, x0, bounds=bounds, max_iter=self.max_iter,
+                                  verbose=self.verbose, name="GPCDE")
+            self._x = res.x
+            self.elbo_history_ = -np.asarray(res.history)
+            self.n_iter_ = int(res.n_iter)
+            self.elbo_ = -float(res.fun)
+        else:
+            def objective(x, idx):
+                f, g = model.elbo(x, Xs[idx], Ys[idx], idx, N / idx.size, rs)
+                return -f, -g
+
+            natgrad = frozen = None
+            if self.natgrad_gamma is not None:
+                def natgrad(x, idx, gamma):
+                    return model.natgrad(x, Xs[idx], Ys[idx], idx, N / idx.size, gamma, rs)
+                frozen = model.q_mask()
+            res = run_adam(objective, x0, n_data=N, batch_size=bs, max_iter=self.max_iter,
+                           learning_rate=self.learning_rate, random_state=rs,
+                           schedule=self.learning_rate_schedule, natgrad=natgrad,
+                           gamma=self.natgrad_gamma, frozen=frozen, bounds=model.bounds(),
+                           verbose=self.verbose, name="GPCDE")
+            self._x = res.x
+            self.elbo_history_ = -res.history
+            self.n_iter_ = int(res.n_iter)
+            self.elbo_ = float(np.mean(-res.history[-100:]))
+        self._set_fitted(rs)
+        return self
+
+    def _set_fitted(self, rs):
+        model = self._model
+        p = model.unpack(self._x)
+        self.kernel_ = p["kernel"]
+        self.Z_ = p["Z"]
+        self.q_mu_ = p["q_mu"]
+        self.q_sqrt_ = p["q_sqrt_full"]
+        self.noise_variance_ = p["s2"]
+        self.P_ = p["P_"]
+        self.A_mean_ = p["A_mu"] if model.projection else None
+        self.A_std_ = p["A_s"] if model.projection else None
+        # predictive integration over w (and A), spec §10
+        if not model.projection and model.Dw <= 2:
+            self._nodes, self._logw = hermite_grid(int(self.n_quadrature), model.Dw)
+            self._A_draws = None
+        else:
+            S = int(self.n_predict_samples)
+            self._nodes = rs.standard_normal((S, model.Dw))
+            self._logw = np.full(S, -np.log(S))
+            self._A_draws = (self.A_mean_[None] + self.A_std_[None]
+                             * rs.standard_normal((S,) + self.A_mean_.shape)
+                             if model.projection else None)
+
+    # --------------------------------------------------------------------------- predict
+    def _standardised(self, X):
+        check_is_fitted(self, "_x")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return (X - self.X_mean_) / self.X_scale_
+
+    def _component_chunks(self, Xs):
+        """``(rows, mu, var)`` of the latent marginals at every node, in row chunks."""
+        J = self._nodes.shape[0]
+        rows = max(1, CHUNK_POINTS // J)
+        with threads(self.n_jobs):
+            for start in range(0, Xs.shape[0], rows):
+                sl = slice(start, min(start + rows, Xs.shape[0]))
+                mu, var = self._model.predict_components(self._x, Xs[sl], self._nodes,
+                                                         self._A_draws)
+                yield sl, mu, var
+
+    def _shape_out(self, A):
+        return A[:, 0] if self._y_ndim == 1 else A
+
+    def _mixture_moments(self, Xs):
+        """Per-node means/variances of every output, ``(n, J, D_y)``, original units."""
+        means, varis = [], []
+        for _, mu, var in self._component_chunks(Xs):
+            m, v = predictive_marginals(mu, var, self.P_, self.noise_variance_)
+            means.append(self.y_mean_ + self.y_scale_ * m)
+            varis.append(self.y_scale_ ** 2 * v)
+        return np.concatenate(means), np.concatenate(varis)
+
+    def predict(self, X, return_std=False):
+        """Mean (and standard deviation) of the predictive mixture ``p(y | x)`` (spec §10).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Test inputs.
+        return_std : bool, default=False
+            Also return the predictive standard deviation (law of total variance).
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            Predictive mean in original units.
+        std : ndarray of the same shape
+            Predictive standard deviation (only when ``return_std``).
+        """
+        m, v = self._mixture_moments(self._standardised(X))
+        w = np.exp(self._logw)[None, :, None]
+        mean = np.sum(w * m, axis=1)
+        if not return_std:
+            return self._shape_out(mean)
+        var = np.maximum(np.sum(w * (v + m * m), axis=1) - mean * mean, 0.0)
+        return self._shape_out(mean), self._shape_out(np.sqrt(var))
+
+    def score_samples(self, X, y):
+        """Log predictive density ``log p(y_n | x_n)`` of each row, in original units.
+
+        Gauss–Hermite integration over ``w`` (``n_quadrature`` nodes per dimension) when
+        ``latent_dim <= 2`` without projection, otherwise ``n_predict_samples`` prior draws of
+        ``w`` (and ``A``) fixed at fit time (spec §10).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+
+        Returns
+        -------
+        log_density : ndarray of shape (n_samples,)
+            Per-row log predictive density.
+        """
+        Xs = self._standardised(X)
+        Y = self._check_targets(y, Xs.shape[0], self.y_mean_.size)
+        Ys = (Y - self.y_mean_) / self.y_scale_
+        out = np.empty(Xs.shape[0])
+        for sl, mu, var in self._component_chunks(Xs):
+            lp = predictive_log_density(Ys[sl][:, None, :], mu, var, self.P_,
+                                        self.noise_variance_)
+            out[sl] = logsumexp(lp + self._logw[None, :], axis=1)
+        return out - np.sum(np.log(self.y_scale_))
+
+    def score(self, X, y, sample_weight=None):
+        """Mean log predictive density per row (overrides the R² of ``RegressorMixin``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights of the mean.
+
+        Returns
+        -------
+        score : float
+            ``mean_n log p(y_n | x_n)`` in original units (higher is better).
+        """
+        return float(np.average(self.score_samples(X, y), weights=sample_weight))
+
+    def predict_density(self, X, y_grid):
+        """Predictive density ``p(y | x)`` on a grid of target values (for plotting).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        y_grid : array-like of shape (n_grid,) or (n_grid, n_targets)
+            Target values (original units).
+
+        Returns
+        -------
+        density : ndarray of shape (n_samples, n_grid)
+            ``p(y_g | x_n)`` in original units.
+        """
+        Xs = self._standardised(X)
+        G = np.asarray(y_grid, dtype=np.float64)
+        G = G.reshape(-1, 1) if G.ndim == 1 else G
+        if G.shape[1] != self.y_mean_.size or not np.all(np.isfinite(G)):
+            raise ValueError(f"y_grid must be finite with {self.y_mean_.size} target column(s), "
+                             f"got shape {np.shape(y_grid)}.")
+        Gs = (G - self.y_mean_) / self.y_scale_
+        out = np.empty((Xs.shape[0], G.shape[0]))
+        for sl, mu, var in self._component_chunks(Xs):
+            lp = predictive_log_density(Gs[None, None], mu[:, :, None], var[:, :, None],
+                                        self.P_, self.noise_variance_)
+            out[sl] = logsumexp(lp + self._logw[None, :, None], axis=1)
+        return np.exp(out - np.sum(np.log(self.y_scale_)))
+
+    def predict_quantiles(self, X, q):
+        """Quantiles of each target's predictive marginal (a Gaussian mixture).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        q : float or array-like of shape (n_quantiles,)
+            Probabilities, each strictly between 0 and 1.
+
+        Returns
+        -------
+        quantiles : ndarray of shape (n_samples, n_quantiles) or \
+(n_samples, n_targets, n_quantiles)
+            Found by bisection on the mixture CDF (to 1e-10 of the target's scale).
+        """
+        qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
+        if qs.ndim != 1 or qs.size == 0 or not np.all((qs > 0) & (qs < 1)):
+            raise ValueError(f"quantiles must be strictly between 0 and 1, got {q!r}.")
+        m, v = self._mixture_moments(self._standardised(X))  # (n, J, D)
+        w = np.exp(self._logw)[None, :, None, None]
+        sd = np.sqrt(v)
+        lo = np.min(m - 10 * sd, axis=1)[..., None] * np.ones(qs.size)
+        hi = np.max(m + 10 * sd, axis=1)[..., None] * np.ones(qs.size)
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            cdf = np.sum(w * ndtr((mid[:, None] - m[..., None]) / sd[..., None]), axis=1)
+            below = cdf < qs
+            lo = np.where(below, mid, lo)
+            hi = np.where(below, hi, mid)
+        out = 0.5 * (lo + hi)
+        return out[:, 0, :] if self._y_ndim == 1 else out
+
+    def sample_y(self, X, n_samples=1, random_state=0):
+        """Draw targets from ``p(y | x)``: ``w ~ N(0, I)``, ``A ~ q(A)``, ``f ~ q(f)`` (§10).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_X, n_features)
+            Inputs.
+        n_samples : int, default=1
+            Draws per input.
+        random_state : int, RandomState instance or None, default=0
+            Seed of the draws.
+
+        Returns
+        -------
+        y_samples : ndarray of shape (n_samples_X, n_samples) or \
+(n_samples_X, n_targets, n_samples)
+            Samples in original units.
+        """
+        Xs = self._standardised(X)
+        S = check_int("n_samples", n_samples, min_value=1)
+        rs = check_random_state(random_state)
+        model = self._model
+        n = Xs.shape[0]
+        Xr = np.repeat(Xs, S, axis=0)
+        if model.projection:
+            h, _ = projection_sample(Xr, self.A_mean_, self.A_std_,
+                                     rs.standard_normal((n * S, model.Dh)))
+        else:
+            h = Xr
+        w = rs.standard_normal((n * S, model.Dw))
+        with threads(self.n_jobs):
+            mu, var = self._sample_marginals(h, w)
+        f = mu + np.sqrt(var) * rs.standard_normal(mu.shape)
+        ys = f if self.P_ is None else f @ self.P_
+        ys = ys + np.sqrt(self.noise_variance_) * rs.standard_normal(ys.shape)
+        ys = (self.y_mean_ + self.y_scale_ * ys).reshape(n, S, -1).transpose(0, 2, 1)
+        return ys[:, 0, :] if self._y_ndim == 1 else ys
+
+    def _sample_marginals(self, h, w):
+        """Latent marginals at the points ``[h_i, w_i]`` (one per row, no node grid)."""
+        p = self._model.unpack(self._x)
+        prior = prior_factor(p["kernel"], p["Z"], self.jitter)
+        mus, vs = [], []
+        for start in range(0, h.shape[0], CHUNK_POINTS):
+            H = np.hstack([h[start:start + CHUNK_POINTS], w[start:start + CHUNK_POINTS]])
+            mu, var, _ = marginals(p["kernel"], p["Z"], p["q_mu"], p["q_sqrt_full"], H,
+                                   prior.Lu, None, self.whiten)
+            mus.append(mu)
+            vs.append(var)
+        return np.concatenate(mus), np.concatenate(vs)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
+
+
+def _unit_directions(X, k, random_state):
+    """Projection mean init (spec §6): top-``k`` principal directions, ``N(0, 1/D)`` padding."""
+    D = X.shape[1]
+    C = np.cov(X, rowvar=False).reshape(D, D) if X.shape[0] > 1 else np.eye(D)
+    vals, vecs = np.linalg.eigh(C)
+    vecs = vecs[:, np.argsort(vals)[::-1]]
+    out = random_state.standard_normal((D, k)) / np.sqrt(D)
+    m = min(k, D)
+    out[:, :m] = vecs[:, :m]
+    return out
