@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from sklearn_lvgp import DeepGP
+from sklearn_lvgp import DeepGP, SparseGPRegressor
 from sklearn_lvgp._parallel import threads
 from sklearn_lvgp._svgp import gaussian_log_density, tril_pack
 from sklearn_lvgp.kernels import RBF
@@ -218,18 +218,24 @@ def test_rejects_bad_parameters(params, match):
 
 # ------------------------------------------------------------------ bimodal (reduced §9.2.3)
 def test_bimodal_latent_models_beat_svgp():
-    """Reduced gpcde §15.2 item 1 / deep_gp §9.2 item 3 (seed 0, M = 30, 600 steps, Adam 0.01 +
-    NGD 0.1 on the last layer): LV-GP beats the SVGP by > 0.3 nats/point (measured +0.4 to
-    +0.6); IW is not worse than VI by more than 0.05."""
+    """Reduced gpcde §15.2 item 1 / deep_gp §9.2 item 3 (seed 0, M = 30, 600 steps of Adam 0.01
+    + NGD 0.1 on the last layer, 400 test points).
+
+    Measured: SVGP with the same Adam budget -1.413, converged collapsed SGPR -0.293, LV-GP VI
+    -0.154, LV-GP IW -0.151. Asserted: both LV models beat the equal-budget SVGP by > 0.3 and the
+    converged SGPR by > 0.1 nats/point; IW is not worse than VI by more than 0.05.
+    """
     X, y, Xt, yt = bimodal(0, n_test=400)
     common = dict(n_inducing=30, likelihood_variance=0.01, max_iter=600, batch_size=None,
                   natgrad_gamma=0.1, n_predict_samples=100, random_state=0)
-    ll = {}
+    ll = {"sgpr": SparseGPRegressor(n_inducing=30, random_state=0).fit(X, y)
+          .score_samples(Xt, yt).mean()}
     for name, kw in (("svgp", dict(n_layers=1)),
                      ("vi", dict(n_layers=1, latent_dim=1)),
                      ("iw", dict(n_layers=1, latent_dim=1, inference="iwvi"))):
         ll[name] = DeepGP(**common, **kw).fit(X, y).score_samples(Xt, yt).mean()
-    assert ll["vi"] > ll["svgp"] + 0.3, ll
-    assert ll["iw"] > ll["svgp"] + 0.3, ll
+    for lv in ("vi", "iw"):
+        assert ll[lv] > ll["svgp"] + 0.3, ll
+        assert ll[lv] > ll["sgpr"] + 0.1, ll
     assert ll["iw"] > ll["vi"] - 0.05, ll
     assert max(ll.values()) < 0.7, ll  # below the oracle (about 0.66)
