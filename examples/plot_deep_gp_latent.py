@@ -89,7 +89,8 @@ def oracle_log_density(x, y):
         lognorm = np.where(t > 0, np.exp(-0.5 * np.log(np.maximum(t, 1e-300) / 0.1) ** 2)
                            / (np.maximum(t, 1e-300) * np.sqrt(2 * np.pi)), 0.0)
     unif = np.where(np.abs(y - base) < 0.1, 5.0, 0.0)
-    return np.log(0.6 * lognorm + 0.4 * unif)
+    with np.errstate(divide="ignore"):
+        return np.log(0.6 * lognorm + 0.4 * unif)
 
 
 MODELS = {
