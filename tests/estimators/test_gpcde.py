@@ -207,3 +207,25 @@ def test_bimodal_spec_protocol(seed):
     assert ll["amortized"] >= gp + 0.3
     assert ll["quadrature"] >= ll["amortized"] - 0.02
     assert max(ll.values()) <= oracle
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("dataset", ["yacht", "boston"])
+def test_uci_not_worse_than_gp(shared_data, dataset):
+    """Acceptance: quadrature GPCDE is not worse than the GP by more than 0.02 nats (split 0).
+
+    Reduced protocol (M = 50, H = 20, L-BFGS 300 iterations; see examples/plot_gpcde_uci.py).
+    """
+    import gzip
+
+    path = shared_data / "uci_hl" / f"{dataset}.csv.gz"
+    with gzip.open(path, "rt") as fh:
+        header = fh.readline().strip().split(",")
+    A = np.loadtxt(path, delimiter=",", skiprows=1)
+    n_data = sum(not c.startswith("test_") for c in header)
+    X, y, te = A[:, :n_data - 1], A[:, n_data - 1], A[:, n_data].astype(bool)
+    gp = SparseGPRegressor(n_inducing=50, random_state=0).fit(X[~te], y[~te])
+    m = GPCDE(n_inducing=50, n_quadrature=20, optimizer="lbfgs", natgrad_gamma=None,
+              max_iter=300, random_state=0).fit(X[~te], y[~te])
+    assert m.score(X[te], y[te]) >= gp.score_samples(X[te], y[te]).mean() - 0.02
