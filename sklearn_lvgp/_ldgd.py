@@ -421,9 +421,12 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         p = prob.packer.unpack(res.x)
         return p["mu"], p["sigma"]
 
-    def _latents(self, X):
+    def _check_X(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return validate_data(self, X, dtype=np.float64, reset=False)
+
+    def _latents(self, X):
+        X = self._check_X(X)
         with threads(self.n_jobs):
             return self._infer(self._scale(X))
 
@@ -467,8 +470,10 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         var : ndarray of shape (n, n_classes)
             Only if ``return_var``.
         """
-        mu, _ = self._latents(X)
-        m, v = self._path_marginals(mu, "cls")
+        X = self._check_X(X)
+        with threads(self.n_jobs):
+            mu, _ = self._infer(self._scale(X))
+            m, v = self._path_marginals(mu, "cls")
         return (m, v) if return_var else m
 
     def _log_proba(self, mu, sigma):
@@ -502,8 +507,10 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         proba : ndarray of shape (n, n_classes)
             Columns follow ``classes_``.
         """
-        mu, sigma = self._latents(X)
-        lp = self._log_proba(mu, sigma)
+        X = self._check_X(X)
+        with threads(self.n_jobs):
+            mu, sigma = self._infer(self._scale(X))
+            lp = self._log_proba(mu, sigma)
         lp = lp - lp.max(axis=1, keepdims=True)
         p = np.exp(lp)
         return p / p.sum(axis=1, keepdims=True)
@@ -521,7 +528,8 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         y : ndarray of shape (n,)
             Labels from ``classes_``.
         """
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def inverse_transform(self, X, return_std=False):
         """Reconstruct data rows from latent points: regression-path predictive mean (§8.3).
@@ -546,7 +554,8 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
                              f"{H.shape}.")
         if not np.all(np.isfinite(H)):
             raise ValueError("X contains NaN or infinity.")
-        m, v = self._path_marginals(H, "reg")
+        with threads(self.n_jobs):
+            m, v = self._path_marginals(H, "reg")
         mean = m * self.scale_ + self.mean_
         if not return_std:
             return mean
