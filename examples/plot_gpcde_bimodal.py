@@ -38,7 +38,7 @@ from sklearn.gaussian_process.kernels import RBF as SkRBF
 from sklearn.gaussian_process.kernels import ConstantKernel, WhiteKernel
 
 from sklearn_lvgp import SparseGPRegressor
-from sklearn_lvgp._gpcde import GPCDE
+from sklearn_lvgp import GPCDE
 from sklearn_lvgp.datasets._conditional import (
     bimodal_conditional_log_density,
     make_bimodal_conditional,

@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.datasets import load_digits
 
-from sklearn_lvgp._gpcde import GPCDE
+from sklearn_lvgp import GPCDE
 
 N_ITER = int(os.environ.get("LVGP_GPCDE_NATGRAD_ITERS", 5000))
 OUT = Path(__file__).resolve().parent / "output" if "__file__" in globals() else Path("output")

@@ -40,7 +40,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_lvgp import SparseGPRegressor
-from sklearn_lvgp._gpcde import GPCDE
+from sklearn_lvgp import GPCDE
 from sklearn_lvgp.datasets import data_home
 
 ALL = "boston,concrete,energy,yacht,wine_red,power,kin8nm,naval"

@@ -12,6 +12,8 @@ FAST_PARAMS = {
               "n_components": 2, "projection_length_scale_init": 5.0, "random_state": 0},
     "DeepGP": {"n_inducing": 5, "max_iter": 50, "learning_rate": 0.05, "n_predict_samples": 10,
                "random_state": 0},
+    "GPCDE": {"n_inducing": 5, "n_quadrature": 10, "max_iter": 30, "learning_rate": 0.05,
+              "random_state": 0},
     "SparseGPRegressor": {"n_inducing": 5, "max_iter": 30, "random_state": 0},
     "UnscentedGPLVM": {"n_inducing": 5, "max_iter": 30, "transform_max_iter": 20,
                        "random_state": 0},
@@ -26,7 +28,7 @@ _NEEDS_Y = ("score_samples(X, y) is the log predictive density of targets, so it
 _SCORE_SAMPLES_NEEDS_Y = {"check_methods_sample_order_invariance": _NEEDS_Y,
                           "check_methods_subset_invariance": _NEEDS_Y}
 EXPECTED_FAILED = {name: _SCORE_SAMPLES_NEEDS_Y
-                   for name in ("DVMGP", "DeepGP", "SparseGPRegressor")}
+                   for name in ("DVMGP", "DeepGP", "GPCDE", "SparseGPRegressor")}
 
 
 #: Extra configurations whose code paths differ from the defaults.
@@ -36,6 +38,16 @@ VARIANTS = {
         {"n_layers": 1, "optimizer": "lbfgs"},
         {"n_layers": 3, "propagation": "unscented", "whiten": False, "positive_transform": "log"},
         {"natgrad_gamma": 0.1, "n_samples": 3, "batch_size": 50},
+        {"latent_dim": 1, "inference": "iwvi", "n_importance": 3},
+        {"latent_dim": 1, "n_layers": 3, "inference": "iwvi", "n_importance": 2,
+         "natgrad_gamma": 0.1},
+        {"latent_dim": 2, "n_layers": 1},
+    ],
+    "GPCDE": [
+        {"q_w": "amortized", "latent_dim": 3, "n_predict_samples": 20},
+        {"q_w": "gaussian", "expectation": "unscented", "optimizer": "lbfgs"},
+        {"input_projection_dim": 2, "output_mixing_dim": 2, "whiten": False,
+         "n_predict_samples": 20},
     ],
     "SparseGPRegressor": [
         {"kernel": Matern32(), "positive_transform": "softplus", "normalize_y": True},
