@@ -37,8 +37,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF as SkRBF
 from sklearn.gaussian_process.kernels import ConstantKernel, WhiteKernel
 
-from sklearn_lvgp import SparseGPRegressor
-from sklearn_lvgp import GPCDE
+from sklearn_lvgp import GPCDE, SparseGPRegressor
 from sklearn_lvgp.datasets._conditional import (
     bimodal_conditional_log_density,
     make_bimodal_conditional,

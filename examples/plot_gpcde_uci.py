@@ -39,8 +39,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_lvgp import SparseGPRegressor
-from sklearn_lvgp import GPCDE
+from sklearn_lvgp import GPCDE, SparseGPRegressor
 from sklearn_lvgp.datasets import data_home
 
 ALL = "boston,concrete,energy,yacht,wine_red,power,kin8nm,naval"

@@ -9,4 +9,5 @@ from ._unscented_gplvm import UnscentedGPLVM
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["DVMGP", "DeepGP", "GPCDE", "SparseGPRegressor", "UnscentedGPLVM", "kernels", "__version__"]
+__all__ = ["DVMGP", "DeepGP", "GPCDE", "SparseGPRegressor", "UnscentedGPLVM", "kernels",
+           "__version__"]
