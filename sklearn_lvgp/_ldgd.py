@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from ._init import pca_latents, select_inducing
 from ._ldgd_parts import PRESETS, Globals, encoder_forward, encoder_init, encoder_shapes
+from ._ldgd_parts._encoder import encoder_fit_mean_head
 from ._ldgd_parts._problem import InferenceProblem, TrainingProblem
 from ._optimize import minimize_lbfgsb
 from ._parallel import threads
@@ -68,8 +69,9 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         the ``2Q`` unscented sigma points (deterministic; with Gauss–Hermite over ``f`` on the
         classification path in both modes).
     optimizer : {"auto", "adam", "lbfgs"}, default="auto"
-        ``"auto"`` is Adam for Monte Carlo and L-BFGS-B (full batch) for the unscented mode.
-        L-BFGS needs the deterministic mode.
+        ``"auto"`` is L-BFGS-B (full batch) for the non-amortised unscented mode and Adam
+        otherwise (with the encoder, L-BFGS tends to collapse q(x) onto the prior in its first
+        steps). L-BFGS needs the deterministic mode.
     amortized : bool, default=False
         Fast LDGD: ``q(x_i)`` from an encoder MLP of ``y_i`` (spec §9); ``transform`` is then a
         forward pass instead of an optimisation.
@@ -296,13 +298,15 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
                   "qsqrt_c": np.tile(np.eye(M_c), (K, 1, 1)),
                   "noise": np.maximum(0.1 * Yr.var(axis=0), 1e-2)}
         if self.amortized:
-            values["enc"] = encoder_init(shapes, random_state)
+            enc = encoder_init(shapes, random_state)
+            values["enc"] = encoder_fit_mean_head(enc, Yr, mu0) if self.x_init == "pca" else enc
         else:
             values["mu"], values["sigma"] = mu0, sigma0
         x0 = prob.pack(values)
         stochastic = self.expectation == "monte_carlo"
+        # amortised + L-BFGS tends to posterior collapse (q(x) = p(x)) in its first steps
         optimizer = self.optimizer if self.optimizer != "auto" else (
-            "adam" if stochastic else "lbfgs")
+            "adam" if stochastic or self.amortized else "lbfgs")
         noise_rs = check_random_state(random_state.randint(np.iinfo(np.int32).max))
         ut = unscented_rule(Q)
         bounds = prob.bounds()
@@ -363,7 +367,8 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         self.ard_weights_reg_ = self.relevance_[0] ** 2
         self.ard_weights_cls_ = self.relevance_[1] ** 2
         self._factors = prob.factors
-        self._Yr = Yr
+        m, v = self._path_marginals(mu, "reg")
+        self._rec_mean, self._rec_var = m, v + self.noise_variance_
         self._y_train = y
 
     # ------------------------------------------------------------------------ model parts
@@ -390,9 +395,7 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         n, Q = Yr.shape[0], self.n_components
         rs = check_random_state(self._transform_seed)
         if self.transform_init == "nearest":
-            d2 = (np.sum(Yr ** 2, axis=1)[:, None] - 2.0 * Yr @ self._Yr.T
-                  + np.sum(self._Yr ** 2, axis=1)[None, :])
-            j = np.argmin(d2, axis=1)
+            j = self._best_training_latent(Yr)
             mu0, sigma0 = self.latent_mean_[j], self.latent_std_[j]
         else:
             # one draw per row from a per-row seed, so a row's start does not depend on the others
@@ -424,6 +427,23 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
     def _check_X(self, X):
         check_is_fitted(self)
         return validate_data(self, X, dtype=np.float64, reset=False)
+
+    def _best_training_latent(self, Yr, chunk=512):
+        """Index of the training latent whose decoded row best explains each new row.
+
+        Project choice for ``transform_init="nearest"``: the candidate ``j`` maximising
+        ``log N(y* | μ^r(μ_j), v(μ_j) + σ²)`` (nearest in the model's own metric, so noise
+        columns with large ``σ_d²`` do not decide the start).
+        """
+        m, s = self._rec_mean, self._rec_var
+        inv = 1.0 / s
+        logdet = np.sum(np.log(s), axis=1)
+        out = np.empty(Yr.shape[0], dtype=np.intp)
+        for start in range(0, Yr.shape[0], chunk):
+            Y = Yr[start:start + chunk]
+            quad = (Y ** 2) @ inv.T - 2.0 * Y @ (m * inv).T + np.sum(m * m * inv, axis=1)
+            out[start:start + chunk] = np.argmin(quad + logdet, axis=1)
+        return out
 
     def _latents(self, X):
         X = self._check_X(X)

@@ -7,7 +7,8 @@ list ``[W_1, b_1, ..., W_L, b_L, W_μ, b_μ, W_σ, b_σ]`` with ``W`` of shape (
 
 import numpy as np
 
-__all__ = ["encoder_shapes", "encoder_init", "encoder_forward", "encoder_vjp"]
+__all__ = ["encoder_shapes", "encoder_init", "encoder_forward", "encoder_vjp",
+           "encoder_fit_mean_head"]
 
 
 def encoder_shapes(n_features, hidden, n_components):
@@ -35,8 +36,12 @@ def encoder_shapes(n_features, hidden, n_components):
     return shapes
 
 
-def encoder_init(shapes, random_state):
+def encoder_init(shapes, random_state, sigma_init=0.1):
     """PyTorch ``nn.Linear``-style initialisation: ``U(−1/√fan_in, 1/√fan_in)`` (spec §9).
+
+    Project choice: the σ head's bias starts at ``softplus⁻¹(sigma_init)`` so that q(x) starts
+    narrow, as in the non-amortised model (wide initial q(x) lets the bound collapse to flat
+    kernels).
 
     Parameters
     ----------
@@ -44,6 +49,8 @@ def encoder_init(shapes, random_state):
         From :func:`encoder_shapes`.
     random_state : numpy.random.RandomState
         Source of randomness.
+    sigma_init : float, default=0.1
+        Initial standard deviation for a zero pre-activation of the σ head.
 
     Returns
     -------
@@ -55,6 +62,7 @@ def encoder_init(shapes, random_state):
         bound = 1.0 / np.sqrt(fan_in)
         weights.append(random_state.uniform(-bound, bound, size=shapes[k]))
         weights.append(random_state.uniform(-bound, bound, size=shapes[k + 1]))
+    weights[-1] = weights[-1] + float(np.log(np.expm1(sigma_init)))
     return weights
 
 
@@ -118,3 +126,35 @@ def encoder_vjp(dL_dmu, dL_dsigma, cache):
         if k > 0:
             dh = dz @ weights[2 * k].T
     return grads
+
+
+def encoder_fit_mean_head(weights, Y, target, ridge=1e-6):
+    """Set the mean head by ridge least squares so ``μ(Y) ≈ target`` (e.g. PCA scores).
+
+    Project choice: a freshly initialised encoder maps every row near one point, from which the
+    bound drifts to flat kernels; starting the mean head at the PCA initialisation of the
+    non-amortised model avoids that.
+
+    Parameters
+    ----------
+    weights : list of ndarray
+        Encoder weights (a new list is returned; the arrays of ``weights`` are not modified).
+    Y : ndarray of shape (n, D)
+        Inputs.
+    target : ndarray of shape (n, Q)
+        Desired latent means.
+    ridge : float, default=1e-6
+        Ridge relative to the mean squared feature.
+
+    Returns
+    -------
+    weights : list of ndarray
+    """
+    _, _, (_, acts, _) = encoder_forward(weights, Y)
+    H = np.hstack([acts[-1], np.ones((Y.shape[0], 1))])
+    G = H.T @ H
+    G[np.diag_indices_from(G)] += ridge * max(float(np.mean(np.diag(G))), 1e-12)
+    sol = np.linalg.solve(G, H.T @ target)
+    out = list(weights)
+    out[-4], out[-3] = sol[:-1].copy(), sol[-1].copy()
+    return out

@@ -1,0 +1,326 @@
+"""LDGD behaviour: API, bad input, reproducibility, small paper checks; full runs under -m slow.
+
+Spec ldgd.md §15.1.7 (sklearn conventions) and §15.2 (statistical results). The gradient checks
+are in ``tests/objectives/test_ldgd_grad.py``.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import load_iris, make_blobs
+from sklearn.metrics import f1_score
+from sklearn.model_selection import KFold, train_test_split
+
+from sklearn_lvgp._ldgd import LDGD
+from sklearn_lvgp._ldgd_parts import encoder_shapes, preset_factors
+from sklearn_lvgp._ldgd_parts._problem import TrainingProblem
+from sklearn_lvgp._psi import unscented_rule
+from sklearn_lvgp.datasets._moons import make_ldgd_moons
+from sklearn_lvgp.kernels import RBF, Matern32
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+FAST = {"n_components": 2, "n_inducing": 5, "expectation": "unscented", "max_iter": 25,
+        "transform_max_iter": 20, "random_state": 0}
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    X, y = make_blobs(n_samples=60, n_features=4, centers=3, cluster_std=1.0, random_state=3)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def fitted(blobs):
+    X, y = blobs
+    labels = np.array(["setosa", "versicolor", "virginica"])[y]
+    return LDGD(**FAST).fit(X, labels), X, labels
+
+
+# ------------------------------------------------------------------------------------ API
+def test_fit_predict_string_labels(fitted):
+    model, X, labels = fitted
+    assert list(model.classes_) == ["setosa", "versicolor", "virginica"]
+    pred = model.predict(X)
+    assert pred.dtype == labels.dtype and set(pred) <= set(model.classes_)
+    assert model.score(X, labels) > 0.9
+    assert model.latent_mean_.shape == (60, 2) and model.latent_std_.shape == (60, 2)
+    assert model.relevance_.shape == (2, 2)
+    np.testing.assert_allclose(model.ard_weights_cls_, model.relevance_[1] ** 2)
+    assert model.n_iter_ >= 1 and np.isfinite(model.elbo_)
+    assert model.noise_variance_.shape == (4,)
+
+
+@pytest.mark.parametrize("proba", ["plugin", "marginal", "integrated"])
+def test_predict_proba_rows_sum_to_one(fitted, proba):
+    model, X, labels = fitted
+    m = clone(model).set_params(proba=proba).fit(X, labels)
+    P = m.predict_proba(X[:10])
+    assert P.shape == (10, 3)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    assert np.all(P >= 0)
+    np.testing.assert_array_equal(m.classes_[np.argmax(P, axis=1)], m.predict(X[:10]))
+
+
+def test_integrated_proba_is_less_confident(fitted):
+    model, X, labels = fitted
+    plug = clone(model).set_params(proba="plugin").fit(X, labels).predict_proba(X)
+    integ = clone(model).set_params(proba="integrated").fit(X, labels).predict_proba(X)
+    assert np.mean(integ.max(axis=1)) <= np.mean(plug.max(axis=1)) + 1e-12
+
+
+def test_transform_and_subset_invariance(fitted):
+    model, X, _ = fitted
+    Z, S = model.transform(X, return_std=True)
+    assert Z.shape == (60, 2) and np.all(S > 0)
+    np.testing.assert_allclose(model.transform(X[7:12]), Z[7:12], rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(model.transform(X[::-1]), Z[::-1], rtol=1e-7, atol=1e-10)
+
+
+def test_fit_transform_matches_transform(fitted, blobs):
+    model, X, labels = fitted
+    np.testing.assert_allclose(clone(model).fit_transform(X, labels), model.transform(X))
+
+
+def test_transform_of_training_rows_near_fitted_latents(fitted):
+    """Spec §15.2 consistency: inferred μ* of training rows agree with the fitted μ_i."""
+    model, X, labels = fitted
+    Z = model.transform(X)
+    spread = np.sqrt(np.mean(np.sum((model.latent_mean_ - model.latent_mean_.mean(0)) ** 2, 1)))
+    assert np.median(np.linalg.norm(Z - model.latent_mean_, axis=1)) / spread < 0.25
+
+
+def test_inverse_transform(fitted):
+    model, X, _ = fitted
+    rec, std = model.inverse_transform(model.latent_mean_, return_std=True)
+    assert rec.shape == X.shape and np.all(std > 0)
+    # reconstruction beats the column means
+    assert np.mean((rec - X) ** 2) < np.mean((X - X.mean(0)) ** 2)
+    with pytest.raises(ValueError, match="latent points"):
+        model.inverse_transform(np.zeros((3, 5)))
+    with pytest.raises(ValueError, match="NaN"):
+        model.inverse_transform(np.full((3, 2), np.nan))
+
+
+def test_sample_generates_class_like_rows(fitted):
+    model, X, labels = fitted
+    for c in model.classes_:
+        Xg, Zg = model.sample(c, n_samples=5, random_state=0)
+        assert Xg.shape == (5, 4) and Zg.shape == (5, 2)
+        means = np.array([X[labels == k].mean(0) for k in model.classes_])
+        d = np.linalg.norm(Xg.mean(0) - means, axis=1)
+        assert model.classes_[np.argmin(d)] == c
+    Xn, _ = model.sample(model.classes_[0], 3, random_state=0, add_noise=True)
+    assert Xn.shape == (3, 4)
+    with pytest.raises(ValueError, match="not one of classes_"):
+        model.sample("daisy")
+
+
+def test_reproducible_and_clone(blobs):
+    X, y = blobs
+    params = {**FAST, "expectation": "monte_carlo", "max_iter": 30, "batch_size": 20}
+    a = LDGD(**params).fit(X, y)
+    b = clone(a).fit(X, y)
+    np.testing.assert_array_equal(a.latent_mean_, b.latent_mean_)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    assert clone(a).get_params() == a.get_params()
+
+
+def test_n_jobs_does_not_change_results(blobs):
+    X, y = blobs
+    a = LDGD(**FAST, n_jobs=1).fit(X, y)
+    b = LDGD(**FAST, n_jobs=2).fit(X, y)
+    np.testing.assert_allclose(a.latent_mean_, b.latent_mean_, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("variant", [
+    {"amortized": True, "encoder_hidden": (8,), "max_iter": 60, "learning_rate": 0.02},
+    {"expectation": "monte_carlo", "max_iter": 60, "learning_rate": 0.05, "batch_size": 25},
+    {"elbo_weighting": "ref-2024-03", "y_scaling": "none", "n_inducing": (6, 4)},
+    {"elbo_weighting": "ref-2024-09", "kernel": Matern32(length_scale=np.ones(2)),
+     "x_init": "random", "transform_init": "random", "optimizer": "adam", "learning_rate": 0.05,
+     "max_iter": 150},
+    {"kernel": (RBF(length_scale=np.ones(2)), Matern32(length_scale=np.ones(2))),
+     "optimizer": "adam", "learning_rate": 0.05, "y_scaling": "center"},
+])
+def test_variants_fit_and_predict(blobs, variant):
+    X, y = blobs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = LDGD(**{**FAST, **variant}).fit(X, y)
+    assert m.score(X, y) >= 0.8
+    assert m.transform(X[:3]).shape == (3, 2)
+
+
+def test_amortized_transform_is_the_encoder(blobs):
+    X, y = blobs
+    m = LDGD(**{**FAST, "amortized": True, "encoder_hidden": (8,), "max_iter": 20}).fit(X, y)
+    np.testing.assert_allclose(m.transform(X), m.latent_mean_, rtol=1e-10)
+
+
+def test_elbo_history_lbfgs_monotone(blobs):
+    X, y = blobs
+    m = LDGD(**FAST).fit(X, y)
+    assert np.all(np.diff(m.elbo_history_) >= -1e-9)
+
+
+def test_full_batch_objective_permutation_invariant(rng):
+    """Spec §15.1.7: permuting rows (data and q(x)) leaves the deterministic objective fixed."""
+    N, D, K, Q, M = 9, 3, 3, 2, 4
+    Yr = rng.standard_normal((N, D))
+    Yc = np.eye(K)[np.arange(N) % K]
+    k = RBF(length_scale=np.ones(Q)).initialize(Q, np.random.RandomState(0))
+    vals = {"theta_r": k.theta, "theta_c": k.theta, "Z_r": rng.standard_normal((M, Q)),
+            "Z_c": rng.standard_normal((M, Q)), "qmu_r": rng.standard_normal((M, D)),
+            "qmu_c": rng.standard_normal((M, K)), "qsqrt_r": np.tile(np.eye(M), (D, 1, 1)),
+            "qsqrt_c": np.tile(np.eye(M), (K, 1, 1)), "noise": np.full(D, 0.5),
+            "mu": rng.standard_normal((N, Q)), "sigma": np.full((N, Q), 0.2)}
+    perm = rng.permutation(N)
+    factors = (1.0, 1.0) + preset_factors("paper", D, K)
+    ut = unscented_rule(Q)
+    p1 = TrainingProblem(Yr, Yc, k.clone(), k.clone(), M, M, Q, factors)
+    p2 = TrainingProblem(Yr[perm], Yc[perm], k.clone(), k.clone(), M, M, Q, factors)
+    v2 = {**vals, "mu": vals["mu"][perm], "sigma": vals["sigma"][perm]}
+    f1 = p1.value_and_grad(p1.pack(vals), np.arange(N), ut.nodes, ut.weights)[0]
+    f2 = p2.value_and_grad(p2.pack(v2), np.arange(N), ut.nodes, ut.weights)[0]
+    assert f1 == pytest.approx(f2, rel=1e-12)
+    assert len(encoder_shapes(D, (5,), Q)) == 6
+
+
+# ------------------------------------------------------------------------------ bad input
+@pytest.mark.parametrize("y, match", [
+    (np.zeros(10), "1 class"),
+    (np.r_[np.zeros(9), 1.0], "1 sample"),
+    (np.r_[np.zeros(5), np.ones(4), np.nan], "NaN"),
+    (np.r_[np.zeros(5), np.ones(4)], "inconsistent numbers of samples"),
+    (np.linspace(0, 1, 10), "Unknown label type"),
+])
+def test_bad_labels(y, match):
+    X = np.random.default_rng(0).standard_normal((10, 3))
+    with pytest.raises(ValueError, match=match):
+        LDGD(**FAST).fit(X, y)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_bad_X(bad):
+    X = np.random.default_rng(0).standard_normal((10, 3))
+    X[2, 1] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        LDGD(**FAST).fit(X, np.arange(10) % 2)
+
+
+def test_y_required():
+    with pytest.raises(ValueError, match="requires y"):
+        LDGD(**FAST).fit(np.ones((10, 2)))
+
+
+@pytest.mark.parametrize("params, err", [
+    ({"expectation": "monte_carlo", "optimizer": "lbfgs"}, ValueError),
+    ({"elbo_weighting": "gpytorch"}, ValueError),
+    ({"expectation": "psi"}, ValueError),
+    ({"n_inducing": (5, 5, 5)}, ValueError),
+    ({"n_inducing": 0}, ValueError),
+    ({"kernel": "rbf"}, TypeError),
+    ({"encoder_hidden": (0,)}, ValueError),
+    ({"proba": "softmax"}, ValueError),
+    ({"learning_rate": 0.0}, ValueError),
+    ({"max_iter": 1.5}, TypeError),
+])
+def test_bad_params(params, err):
+    X = np.random.default_rng(0).standard_normal((10, 3))
+    with pytest.raises(err):
+        LDGD(**{**FAST, **params}).fit(X, np.arange(10) % 2)
+
+
+def test_predict_wrong_features(fitted):
+    model, X, _ = fitted
+    with pytest.raises(ValueError, match="features"):
+        model.predict(X[:, :3])
+
+
+# --------------------------------------------------------------- reduced paper checks, §15.2
+def test_iris_reduced():
+    """Iris 120/30 split (spec §11), unscented mode, short run: accuracy ≥ 0.90."""
+    X, y = load_iris(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=42)
+    m = LDGD(n_components=3, n_inducing=8, expectation="unscented", max_iter=150,
+             transform_max_iter=200, random_state=0).fit(Xtr, ytr)
+    assert m.score(Xte, yte) >= 0.9
+
+
+def test_moons_reduced():
+    """Synthetic-10 moons (n=200, 2 folds), Q=2, M=8, unscented: weighted F1 ≥ 0.98."""
+    X, y = make_ldgd_moons(200, n_projection=5, random_state=65)
+    scores = []
+    for tr, te in list(KFold(5, shuffle=True, random_state=65).split(X))[:2]:
+        m = LDGD(n_components=2, n_inducing=8, expectation="unscented", max_iter=150,
+                 transform_max_iter=200, random_state=0).fit(X[tr], y[tr])
+        scores.append(f1_score(y[te], m.predict(X[te]), average="weighted"))
+    assert np.mean(scores) >= 0.98
+
+
+def test_moons_generator_reference_layout():
+    X, y, latent = make_ldgd_moons(100, n_projection=5, random_state=65, return_latent=True)
+    assert X.shape == (100, 10) and latent.shape == (100, 2) and set(y) == {0, 1}
+    assert np.all((X[:, 5:] >= 0) & (X[:, 5:] < 1))
+    rs = np.random.RandomState(65)
+    np.testing.assert_allclose(X[:, :5], latent @ rs.rand(2, 5))
+    Xg, _ = make_ldgd_moons(100, n_projection=5, extra_noise="gaussian", random_state=65)
+    assert Xg.shape == (100, 10)
+    assert make_ldgd_moons(50, n_projection=3, extra_noise="none", random_state=0)[0].shape == (
+        50, 3)
+    with pytest.raises(ValueError):
+        make_ldgd_moons(10, extra_noise="pink")
+
+
+# ---------------------------------------------------------------------- full runs (-m slow)
+MODES = {
+    "monte_carlo": {"expectation": "monte_carlo", "elbo_weighting": "ref-2024-03"},
+    "unscented": {"expectation": "unscented", "elbo_weighting": "ref-2024-03"},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("p", [5, 10, 20])
+def test_moons_table1(mode, p):
+    """Table 1 protocol (spec §12.1): n=500, 5-fold, Q=2, M=8; weighted F1 ≥ 0.98."""
+    X, y = make_ldgd_moons(500, n_projection=p, random_state=65)
+    iters = {"monte_carlo": {"max_iter": 7000, "transform_max_iter": 5000},
+             "unscented": {"max_iter": 500, "transform_max_iter": 1000}}[mode]
+    scores = []
+    for tr, te in KFold(5, shuffle=True, random_state=65).split(X):
+        m = LDGD(n_components=2, n_inducing=8, random_state=0, **MODES[mode], **iters)
+        m.fit(X[tr], y[tr])
+        scores.append(f1_score(y[te], m.predict(X[te]), average="weighted"))
+    assert np.mean(scores) >= 0.98
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", list(MODES))
+def test_oil_flow_table3(shared_data, mode):
+    """Oil flow 800/200 (seed 42), Q=7, M=25 shared: accuracy ≥ 0.95 (spec §15.2)."""
+    from sklearn_lvgp.datasets import load_oil_flow
+
+    X, y = load_oil_flow("train")
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=42)
+    iters = {"monte_carlo": {"max_iter": 5000, "transform_max_iter": 2000},
+             "unscented": {"max_iter": 500, "transform_max_iter": 2000}}[mode]
+    m = LDGD(n_components=7, n_inducing=25, random_state=0, **MODES[mode], **iters)
+    m.fit(Xtr, ytr)
+    assert m.score(Xte, yte) >= 0.95
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", list(MODES))
+def test_iris_full(mode):
+    """Iris 120/30, Q=7, M=10 shared: accuracy ≥ 0.90 (spec §15.2)."""
+    X, y = load_iris(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=42)
+    iters = {"monte_carlo": {"max_iter": 2000, "batch_size": 120, "transform_max_iter": 2000},
+             "unscented": {"max_iter": 1000, "transform_max_iter": 2000}}[mode]
+    m = LDGD(n_components=7, n_inducing=10, random_state=0, **MODES[mode], **iters)
+    m.fit(Xtr, ytr)
+    assert m.score(Xte, yte) >= 0.9
