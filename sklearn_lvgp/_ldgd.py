@@ -12,6 +12,7 @@ import zlib
 import numpy as np
 from scipy.special import log_ndtr
 from sklearn.base import ClassifierMixin, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
@@ -27,6 +28,7 @@ from ._psi import unscented_rule
 from ._stochastic import run_adam
 from ._svgp import marginals, prior_factor
 from ._validation import check_bool, check_float, check_int, check_option
+from ._warn import warn
 from .base import _BaseLVGP
 from .kernels import RBF
 from .kernels._base import Kernel
@@ -340,6 +342,13 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         self.n_iter_ = int(n_iter)
         self.expectation_ = self.expectation
         self._transform_seed = int(random_state.randint(np.iinfo(np.int32).max))
+        spread = float(np.mean(np.std(self.latent_mean_, axis=0)))
+        if np.all(self.relevance_[1] * max(spread, 1e-12) < 1e-3):
+            warn(f"{name}: the classification path collapsed to a flat function (every length "
+                 "scale is over 1000x the spread of the latent means); the classifier predicts "
+                 "the same probabilities everywhere. Seen with optimizer='lbfgs' from "
+                 "x_init='random': use x_init='pca', optimizer='adam' or more iterations.",
+                 ConvergenceWarning)
         return self
 
     @staticmethod
