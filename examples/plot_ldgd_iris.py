@@ -8,8 +8,8 @@ reference code uses, spec ``ldgd.md`` §11). Q = 7, M = 10 inducing points per p
 reference draws a random start because PCA with 7 > 4 components is impossible there; from a
 random start the unscented mode's L-BFGS collapses the classification path to a flat function,
 which ``LDGD`` reports with a warning); 2000 full-batch steps (Monte Carlo) or L-BFGS
-(unscented) and 2000 test-time steps. The paper's Table 2 reports accuracy 1.00; the reference notebook's stored 2-D
-run 0.93.
+(unscented) and 2000 test-time steps. The paper's Table 2 reports accuracy 1.00; the reference
+notebook's stored 2-D run 0.93.
 
 Also: a 2-D model for a picture of the latent space with the classification uncertainty, and
 generated flowers (``LDGD.sample``) for each species, compared with the species means.

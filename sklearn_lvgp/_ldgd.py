@@ -336,7 +336,7 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
                            random_state=random_state, bounds=bounds, verbose=self.verbose,
                            name=name)
             x, n_iter, history = res.x, res.n_iter, res.history
-        self._store(prob, x, Yr, y)
+        self._store(prob, x, y)
         self.elbo_history_ = -np.asarray(history, dtype=np.float64)
         self.elbo_ = float(self.elbo_history_[-1]) if self.elbo_history_.size else np.nan
         self.n_iter_ = int(n_iter)
@@ -358,7 +358,7 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         spread = np.std(mu0, axis=0)
         return random_state.standard_normal((M, mu0.shape[1])) * np.where(spread > 0, spread, 1.0)
 
-    def _store(self, prob, x, Yr, y):
+    def _store(self, prob, x, y):
         p = prob.unpack(x)
         glob = prob.globals_(p)
         self.kernel_reg_ = glob.kernel_r.clone()
