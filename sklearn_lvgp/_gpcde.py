@@ -14,11 +14,13 @@ import numpy as np
 from scipy.cluster.vq import kmeans2
 from scipy.special import logsumexp, ndtr
 from sklearn.base import RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._cde import (
     CHUNK_POINTS,
+    RHO_SHIFT,
     CDEModel,
     encoder_init,
     hermite_grid,
@@ -28,11 +30,13 @@ from ._cde import (
 )
 from ._optimize import minimize_lbfgsb
 from ._parallel import threads
+from ._params import softplus_inverse
 from ._stochastic import run_adam
 from ._svgp import marginals, prior_factor
 from ._validation import check_bool, check_float, check_int, check_option
 from .base import _BaseLVGPRegressor
 from .kernels import RBF, Kernel
+from .kernels._stationary import _Stationary
 
 __all__ = ["GPCDE"]
 
@@ -133,6 +137,18 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         used for it (``latent_dim > 2`` or with a projection).
     normalize_y : bool, default=True
         Standardise targets with training statistics (results are in original units).
+    init : {"auto", "gp", "prior"}, default="auto"
+        ``"prior"``: the initialisation of spec §11 (length scales ``sqrt(D_h + D_w)``, latent
+        inducing columns ``N(0, 1)``, ``q(u)`` from one ``gamma = 1`` natural-gradient step).
+        ``"gp"`` (project choice, not in the seed): first fit the model with the latent
+        dimensions switched off — the SVGP on ``x``, by L-BFGS on the kernel, ``Z``, and noise
+        with ``q(u)`` profiled out by one exact ``gamma = 1`` natural-gradient step (the
+        collapsed-bound optimum) — then start the full model from it (latent length scales at
+        their ``"prior"`` value, latent ``Z`` columns ``N(0, 1)``). After training, the switched-off
+        solution (latent length scales at their upper bound, ``q(w)`` the prior) is kept instead
+        if its bound is higher, so the fitted bound is never below the SVGP's. Needs a
+        stationary ARD kernel and no projection or mixing; ``"auto"`` is ``"gp"`` when these hold
+        and ``"prior"`` otherwise.
     jitter : float, default=1e-6
         Relative jitter on ``K_uu`` (escalated with a warning if needed).
     random_state : int, RandomState instance or None, default=None
@@ -161,7 +177,11 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         Final bound (exact for deterministic objectives, else the mean of the last 100 minibatch
         estimates; an approximation with ``expectation="unscented"``).
     elbo_history_ : ndarray
-        Bound estimate per iteration.
+        Bound estimate per iteration (of the full model; the warm start's are not included).
+    gp_elbo_ : float or None
+        Bound of the switched-off warm start (``init="gp"``), else ``None``.
+    latent_used_ : bool
+        ``False`` when the switched-off warm start was kept (its bound was higher).
     n_iter_ : int
         Iterations run.
     X_mean_, X_scale_, y_mean_, y_scale_ : ndarray
@@ -195,7 +215,8 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
                  likelihood_variance=0.01, natgrad_gamma=0.1, optimizer="adam",
                  learning_rate=0.01, learning_rate_schedule="constant", batch_size=512,
                  max_iter=2000, encoder_hidden=(20, 20), n_predict_samples=1000,
-                 normalize_y=True, jitter=1e-6, random_state=None, n_jobs=None, verbose=0):
+                 normalize_y=True, init="auto", jitter=1e-6, random_state=None, n_jobs=None,
+                 verbose=0):
         self.latent_dim = latent_dim
         self.q_w = q_w
         self.n_quadrature = n_quadrature
@@ -216,6 +237,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         self.encoder_hidden = encoder_hidden
         self.n_predict_samples = n_predict_samples
         self.normalize_y = normalize_y
+        self.init = init
         self.jitter = jitter
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -263,6 +285,13 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
             check_int("encoder_hidden[i]", h, min_value=1)
         check_int("n_predict_samples", self.n_predict_samples, min_value=1)
         check_bool("normalize_y", self.normalize_y)
+        check_option("init", self.init, ("auto", "gp", "prior"))
+        if self.init == "gp" and not self._gp_init_possible(Dw):
+            raise ValueError(
+                "init='gp' switches the latent dimensions off through their length scales: it "
+                "needs latent_dim >= 1, a stationary kernel with one length scale per input "
+                "dimension (ARD) and non-fixed length-scale bounds, and no input_projection_dim "
+                "or output_mixing_dim; use init='prior'.")
         check_float("jitter", self.jitter, 0.0)
         if self.optimizer == "lbfgs":
             deterministic = self.input_projection_dim is None and (
@@ -272,6 +301,15 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
                     "optimizer='lbfgs' needs a deterministic objective: q_w='quadrature', or "
                     "q_w='gaussian'/'amortized' with expectation='unscented', and no "
                     "input_projection_dim; use optimizer='adam' for sampled objectives.")
+
+    def _gp_init_possible(self, Dw):
+        if Dw < 1 or self.input_projection_dim is not None or self.output_mixing_dim is not None:
+            return False
+        if self.kernel is None:
+            return True
+        k = self.kernel
+        return (isinstance(k, _Stationary) and np.ndim(k.length_scale) == 1
+                and not isinstance(k.length_scale_bounds, str))
 
     # ------------------------------------------------------------------------- building
     def _build(self, Xs, Ys, random_state):
@@ -314,6 +352,82 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
                 values[f"enc_W{i}"], values[f"enc_b{i}"] = ps[2 * i], ps[2 * i + 1]
         return model, model.pack(values)
 
+    # ------------------------------------------------------------------------ warm start
+    def _gp_warm_start(self, model, x0, Xs, Ys, rs, max_iter):
+        """``init="gp"``: the switched-off fit and the two starts derived from it.
+
+        Returns ``(x_start, x_off, bound_off)``: the full model started from the SVGP solution
+        (latent length scales at their initial value), the switched-off point (latent length
+        scales at their upper bound, ``q(w)`` the prior; its bound equals the SVGP bound, spec
+        §15.1-2) and that bound.
+        """
+        p = model.unpack(x0)
+        kernel, Dh, Dw = p["kernel"], model.Dh, model.Dw
+        ls = np.asarray(kernel.length_scale, dtype=np.float64)
+        k0 = kernel.clone()
+        k0.set_params(length_scale=ls[:Dh].copy())
+        off = CDEModel(k0, model.Dx, None, 0, model.L, model.Dy, model.M, False, "quadrature",
+                       model.expectation, model.S, 1, Xs.shape[0], (), model.whiten,
+                       model.jitter)
+        xo = off.pack({"kernel": k0, "noise_variance": p["s2"], "q_mu": p["q_mu"],
+                       "q_sqrt": (np.repeat(np.eye(model.M)[None], model.L, axis=0)
+                                  if model.whiten else p["q_sqrt_full"]),
+                       "Z": p["Z"][:, :Dh]})
+        rows = np.arange(Xs.shape[0])
+        free = ~off.q_mask()
+
+        def profiled(z):
+            # q(u) profiled out: with w switched off one gamma = 1 step is its optimum (§8)
+            x = xo.copy()
+            x[free] = z
+            x = off.natgrad(x, Xs, Ys, rows, 1.0, 1.0, rs)
+            f, g = off.elbo(x, Xs, Ys, rows, 1.0, rs)
+            return -f, -g[free]
+
+        bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
+                  for lo, hi in off.bounds()[free]]
+        with warnings.catch_warnings():
+            # a stage of the fit: the full model's optimiser reports on convergence
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            res = minimize_lbfgsb(profiled, xo[free], bounds=bounds, max_iter=max_iter,
+                                  verbose=self.verbose, name="GPCDE (latent switched off)")
+        xo[free] = res.x
+        xo = off.natgrad(xo, Xs, Ys, rows, 1.0, 1.0, rs)
+        po = off.unpack(xo)
+        log_hi = kernel.bounds[-Dw:, 1]  # length scales are the last theta entries
+
+        def full(latent_ls):
+            k = po["kernel"].clone()
+            k.set_params(length_scale=np.r_[po["kernel"].length_scale, latent_ls])
+            values = model.unpack(x0)
+            values.update(kernel=k, noise_variance=po["s2"], q_mu=po["q_mu"],
+                          q_sqrt=po["q_sqrt_full"], Z=np.hstack([po["Z"], p["Z"][:, Dh:]]))
+            return values
+
+        v_start = full(ls[Dh:])
+        v_off = full(np.exp(log_hi))
+        if model.mode == "gaussian":
+            rho0 = RHO_SHIFT + softplus_inverse(1.0)  # q(w_n) = N(0, I) = p(w_n)
+            if self.q_w == "gaussian":
+                v_off["w_mean"] = np.zeros_like(v_off["w_mean"])
+                v_off["w_rho"] = np.full_like(v_off["w_rho"], rho0)
+            else:
+                last = len(model.enc_shapes) - 1
+                v_off[f"enc_W{last}"] = np.zeros_like(v_off[f"enc_W{last}"])
+                v_off[f"enc_b{last}"] = np.r_[np.zeros(Dw), np.full(Dw, rho0)]
+        x_start = model.pack(v_start)
+        for _ in range(3):
+            x_start = model.natgrad(x_start, Xs, Ys, rows, 1.0, 1.0, rs)
+        x_off = model.natgrad(model.pack(v_off), Xs, Ys, rows, 1.0, 1.0, rs)
+        bound_off = float(model.elbo(x_off, Xs, Ys, rows, 1.0, rs)[0])
+        return x_start, x_off, bound_off
+
+    def _full_bound(self, model, x, Xs, Ys, rs, n_eval=5):
+        """Full-batch bound at ``x`` (averaged over ``n_eval`` draws when sampled)."""
+        rows = np.arange(Xs.shape[0])
+        n = 1 if model.deterministic else n_eval
+        return float(np.mean([model.elbo(x, Xs, Ys, rows, 1.0, rs)[0] for _ in range(n)]))
+
     # ------------------------------------------------------------------------------- fit
     def _fit(self, X, y, random_state):
         Y = y.reshape(len(y), -1) if y.ndim == 1 else y
@@ -335,8 +449,15 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         bs = N if self.batch_size is None else min(int(self.batch_size), N)
         all_rows = np.arange(N)
         rs = random_state
+        warm = self.init == "gp" or (self.init == "auto"
+                                     and self._gp_init_possible(model.Dw))
+        self.gp_elbo_, self.latent_used_ = None, True
+        if warm:
+            n_warm = self.max_iter if self.optimizer == "lbfgs" else min(self.max_iter, 1000)
+            x0, x_off, self.gp_elbo_ = self._gp_warm_start(model, x0, Xs, Ys, rs, n_warm)
         if self.optimizer == "lbfgs":
-            x0 = model.natgrad(x0, Xs, Ys, all_rows, 1.0, 1.0, rs)
+            if not warm:
+                x0 = model.natgrad(x0, Xs, Ys, all_rows, 1.0, 1.0, rs)
 
             def fun(x):
                 f, g = model.elbo(x, Xs, Ys, all_rows, 1.0, rs)
@@ -369,6 +490,13 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
             self.elbo_history_ = -res.history
             self.n_iter_ = int(res.n_iter)
             self.elbo_ = float(np.mean(-res.history[-100:]))
+        if warm:
+            final = (self.elbo_ if model.deterministic
+                     else self._full_bound(model, self._x, Xs, Ys, rs))
+            if self.gp_elbo_ > final:
+                self._x, self.elbo_, self.latent_used_ = x_off, self.gp_elbo_, False
+            else:
+                self.elbo_ = final
         self._set_fitted(rs)
         return self
 

@@ -16,6 +16,7 @@ from sklearn_lvgp.datasets._conditional import (
     bimodal_conditional_log_density,
     make_bimodal_conditional,
 )
+from sklearn_lvgp.kernels import RBF
 
 FAST = {"n_inducing": 8, "n_quadrature": 20, "max_iter": 40, "learning_rate": 0.05,
         "random_state": 0}
@@ -42,6 +43,11 @@ def fitted(data):
     ({"optimizer": "lbfgs", "input_projection_dim": 1}, "deterministic"),
     ({"encoder_hidden": 20}, "encoder_hidden"),
     ({"latent_dim": -1}, "latent_dim"),
+    ({"init": "svgp"}, "init"),
+    ({"init": "gp", "latent_dim": 0}, "init='gp'"),
+    ({"init": "gp", "input_projection_dim": 1}, "init='gp'"),
+    ({"init": "gp", "output_mixing_dim": 1}, "init='gp'"),
+    ({"init": "gp", "kernel": RBF(length_scale=1.0)}, "init='gp'"),
 ])
 def test_bad_parameters(data, params, match):
     with pytest.raises(ValueError, match=match):
@@ -165,11 +171,53 @@ def test_predict_r2_on_sklearn_regression_check():
     assert r2_score(y, m.predict(X)) > 0.5
 
 
+# ---------------------------------------------------------------------- GP warm start
+def _near_noiseless(n, rs):
+    X = rs.uniform(-3, 3, (n, 2))
+    return X, np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.01 * rs.randn(n)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_gp_warm_start_near_noiseless():
+    """``init="gp"`` on a near-noiseless function: not worse than the GP (the UCI energy failure
+    mode in small). Measured: SGPR 3.069, init="gp" 3.047 (switched-off start kept),
+    init="prior" 2.027 nats/point."""
+    rs = np.random.RandomState(0)
+    X, y = _near_noiseless(80, rs)
+    Xt, yt = _near_noiseless(300, rs)
+    with threads(1):
+        gp = SparseGPRegressor(n_inducing=15, random_state=0).fit(X, y)
+        kw = {"n_inducing": 15, "n_quadrature": 10, "optimizer": "lbfgs", "natgrad_gamma": None,
+              "max_iter": 100, "random_state": 0}
+        warm = GPCDE(**kw).fit(X, y)
+        cold = GPCDE(init="prior", **kw).fit(X, y)
+    ll_gp = gp.score_samples(Xt, yt).mean()
+    assert warm.score(Xt, yt) >= ll_gp - 0.05
+    assert warm.elbo_ >= warm.gp_elbo_ and warm.elbo_ > cold.elbo_
+    assert cold.gp_elbo_ is None and cold.latent_used_
+    if not warm.latent_used_:
+        # switched off: every quadrature node gives the same predictive component
+        m, v = warm._mixture_moments(warm._standardised(Xt[:5]))
+        np.testing.assert_allclose(m, np.broadcast_to(m[:, :1], m.shape), atol=1e-5)
+        np.testing.assert_allclose(v, np.broadcast_to(v[:, :1], v.shape), rtol=1e-3)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("q_w", ["gaussian", "amortized"])
+def test_gp_warm_start_gaussian_q(data, q_w):
+    """The switched-off candidate of a Gaussian q(w) has q(w_n) = p(w_n): its bound is the
+    SVGP bound (no KL, no dependence on the draws)."""
+    m = GPCDE(**{**FAST, "q_w": q_w}).fit(*data)
+    assert np.isfinite(m.gp_elbo_) and np.isfinite(m.elbo_)
+    assert m.elbo_ >= m.gp_elbo_ or not m.latent_used_
+
+
 # ------------------------------------------------------------------- bimodal reproduction
 def test_bimodal_beats_gp_small():
     """§15.2-1, small: quadrature GPCDE beats the GP by >= 0.3 nats/point (seed 0).
 
-    Reduced settings (M = 20, H = 20, L-BFGS 300 iterations) measured at +0.54 nats.
+    Reduced settings (M = 20, H = 20, L-BFGS 300 iterations) measured at +0.40 nats with the
+    default ``init="auto"`` (GP warm start), +0.54 with ``init="prior"``.
     """
     X, y = make_bimodal_conditional(100, 0)
     Xt, yt = make_bimodal_conditional(500, 1000)
@@ -211,11 +259,12 @@ def test_bimodal_spec_protocol(seed):
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@pytest.mark.parametrize("dataset", ["yacht", "boston"])
+@pytest.mark.parametrize("dataset", ["yacht", "energy", "boston", "concrete", "wine_red"])
 def test_uci_not_worse_than_gp(shared_data, dataset):
     """Acceptance: quadrature GPCDE is not worse than the GP by more than 0.02 nats (split 0).
 
-    Reduced protocol (M = 50, H = 20, L-BFGS 300 iterations; see examples/plot_gpcde_uci.py).
+    Reduced protocol of examples/plot_gpcde_uci.py as run for RESULTS.md (M = 50, H = 20, L-BFGS
+    300 iterations, default ``init="auto"``); every dataset of that run.
     """
     import gzip
 
@@ -225,7 +274,9 @@ def test_uci_not_worse_than_gp(shared_data, dataset):
     A = np.loadtxt(path, delimiter=",", skiprows=1)
     n_data = sum(not c.startswith("test_") for c in header)
     X, y, te = A[:, :n_data - 1], A[:, n_data - 1], A[:, n_data].astype(bool)
+    X = X[:, X[~te].std(axis=0) > 0]
     gp = SparseGPRegressor(n_inducing=50, random_state=0).fit(X[~te], y[~te])
     m = GPCDE(n_inducing=50, n_quadrature=20, optimizer="lbfgs", natgrad_gamma=None,
               max_iter=300, random_state=0).fit(X[~te], y[~te])
+    assert m.elbo_ >= m.gp_elbo_
     assert m.score(X[te], y[te]) >= gp.score_samples(X[te], y[te]).mean() - 0.02
