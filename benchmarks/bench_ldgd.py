@@ -30,6 +30,7 @@ from _common import (
     interleaved,
     markdown_table,
     summary,
+    timed,
     write_json,
 )
 
@@ -79,14 +80,14 @@ def run_step(quick=False, repeats=None):
 
     n = repeats or (5 if quick else 30)
     with threads(1):
-        times = interleaved({"monte_carlo_step_b100": mc_step, "unscented_eval_full": ut_eval},
-                            n)
+        times = interleaved({"monte_carlo_step_b100": timed(mc_step),
+                             "unscented_eval_full": timed(ut_eval)}, n)
     return {name: summary(t) for name, t in times.items()}
 
 
 def report_step(res):
-    rows = [[k, fmt_ms(v["median"]), fmt_ms(v["min"]), fmt_ms(v["max"])] for k, v in res.items()]
-    return markdown_table(["evaluation", "median", "min", "max"], rows)
+    rows = [[k, fmt_ms(v), v["n"]] for k, v in res.items()]
+    return markdown_table(["evaluation", "ms: median [min-max]", "runs"], rows)
 
 
 def _fit(mode, max_iter, transform_max_iter, Xtr, ytr, Xte, yte):
