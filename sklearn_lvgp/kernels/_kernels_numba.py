@@ -62,66 +62,14 @@ def stationary_K(X, Z, inv_ls, variance, kind, alpha):
     return out
 
 
-@twin_jit(work=lambda dK, X, Z, *rest: 3 * X.shape[0] * Z.shape[0] * X.shape[1])
-def stationary_K_vjp(dK, X, Z, inv_ls, variance, kind, alpha):
-    """Backward pass of :func:`stationary_K` given ``dK = dL/dK``.
-
-    Returns ``dX`` (N, Q), ``dZ`` (M, Q), ``dlogls`` (Q,), ``dlogvar`` and ``dlogalpha``
-    (gradients wrt ``log`` of each length scale, of the variance and of alpha).
-    """
-    N, Q = X.shape
-    M = Z.shape[0]
-    nb_ = max(1, (N + ROW_BLOCK - 1) // ROW_BLOCK)
-    dX = np.zeros((N, Q))
-    dZ_part = np.zeros((nb_, M, Q))
-    dl_part = np.zeros((nb_, Q))
-    dv_part = np.zeros(nb_)
-    da_part = np.zeros(nb_)
-    inv2 = inv_ls * inv_ls
-    for b in nb.prange(nb_):
-        lo = b * ROW_BLOCK
-        hi = min(N, lo + ROW_BLOCK)
-        for n in range(lo, hi):
-            for m in range(M):
-                w = dK[n, m]
-                if w == 0.0:
-                    continue
-                r2 = 0.0
-                for q in range(Q):
-                    d = (X[n, q] - Z[m, q]) * inv_ls[q]
-                    r2 += d * d
-                g, dg, dga = _profile(kind, r2, alpha)
-                dv_part[b] += w * variance * g
-                da_part[b] += w * variance * dga
-                c = 2.0 * w * variance * dg
-                for q in range(Q):
-                    d = X[n, q] - Z[m, q]
-                    t = c * d * inv2[q]
-                    dX[n, q] += t
-                    dZ_part[b, m, q] -= t
-                    dl_part[b, q] -= t * d
-    dZ = np.zeros((M, Q))
-    dl = np.zeros(Q)
-    dv = 0.0
-    da = 0.0
-    for b in range(nb_):
-        dZ += dZ_part[b]
-        dl += dl_part[b]
-        dv += dv_part[b]
-        da += da_part[b]
-    return dX, dZ, dl, dv, da
-
-
 @nb.njit(inline="always")
 def _profile_slope(kind, r2, g, alpha):
-    """``(dg/dr2, dg/dlog(alpha))`` of the profile ``kind`` given its value ``g`` at ``r2``.
-
-    The backward pass from a cached kernel matrix: no ``exp`` (or ``pow``) is re-evaluated.
-    """
+    """``(dg/dr2, dg/dlog(alpha))`` of the profile ``kind`` given its value ``g`` at ``r2``."""
     if kind == RBF_KIND:
         return -0.5 * g, 0.0
     if kind == MATERN12_KIND:
         r = np.sqrt(r2)
+        # not differentiable at r = 0; the zero subgradient is used there
         return (-0.5 * g / r if r > 0.0 else 0.0), 0.0
     if kind == MATERN32_KIND:
         r = np.sqrt(3.0 * r2)
@@ -135,8 +83,14 @@ def _profile_slope(kind, r2, g, alpha):
 
 
 @twin_jit(work=lambda dK, K, X, Z, *rest: 3 * X.shape[0] * Z.shape[0] * X.shape[1])
-def stationary_K_vjp_cached(dK, K, X, Z, inv_ls, variance, kind, alpha):
-    """:func:`stationary_K_vjp` given the forward matrix ``K`` (same outputs, no ``exp``)."""
+def stationary_K_vjp(dK, K, X, Z, inv_ls, variance, kind, alpha, cached):
+    """Backward pass of :func:`stationary_K` given ``dK = dL/dK``.
+
+    Returns ``dX`` (N, Q), ``dZ`` (M, Q), ``dlogls`` (Q,), ``dlogvar`` and ``dlogalpha``
+    (gradients wrt ``log`` of each length scale, of the variance and of alpha). With ``cached``
+    the profile's value comes from the forward matrix ``K`` and no ``exp`` (or ``pow``) is
+    re-evaluated; otherwise ``K`` is ignored and the profile is recomputed (equal to round-off).
+    """
     N, Q = X.shape
     M = Z.shape[0]
     nb_ = max(1, (N + ROW_BLOCK - 1) // ROW_BLOCK)
@@ -155,17 +109,22 @@ def stationary_K_vjp_cached(dK, K, X, Z, inv_ls, variance, kind, alpha):
                 w = dK[n, m]
                 if w == 0.0:
                     continue
-                k = K[n, m]
-                dv_part[b] += w * k
-                if kind == RBF_KIND:
+                if cached and kind == RBF_KIND:
                     # dg/dr2 = -g/2 needs no r2 (seed 000 eq. 2.14)
+                    k = K[n, m]
+                    dv_part[b] += w * k
                     c = -w * k
                 else:
                     r2 = 0.0
                     for q in range(Q):
                         d = (X[n, q] - Z[m, q]) * inv_ls[q]
                         r2 += d * d
-                    dg, dga = _profile_slope(kind, r2, k * inv_var, alpha)
+                    if cached:
+                        g = K[n, m] * inv_var
+                        dg, dga = _profile_slope(kind, r2, g, alpha)
+                    else:
+                        g, dg, dga = _profile(kind, r2, alpha)
+                    dv_part[b] += w * variance * g
                     da_part[b] += w * variance * dga
                     c = 2.0 * w * variance * dg
                 for q in range(Q):

@@ -1,7 +1,8 @@
 """Stationary kernels ``variance * g(r2)`` with ARD length scales.
 
-A stationary kernel supplies only its profile ``g`` and ``dg/dr2`` as a function of the squared
-scaled distance ``r2 = sum_q (x_q - z_q)^2 / l_q^2`` (``_kernels_numba._profile``); the forward
+A stationary kernel supplies only its profile ``g`` and its slope ``dg/dr2`` (given ``g``) as
+functions of the squared scaled distance ``r2 = sum_q (x_q - z_q)^2 / l_q^2``
+(``_kernels_numba._profile``, ``_profile_slope``); the forward
 loop and the chain rule to ``X``, ``Z``, ``log l`` and ``log variance`` are shared and fused
 (``stationary_K``, ``stationary_K_vjp``). Working in ``r2`` rather than ``r`` keeps the Matérn 3/2
 and 5/2 derivatives finite at ``r = 0`` without special cases.
@@ -13,6 +14,9 @@ from . import _kernels_numba as _nb
 from ._base import Kernel, KernelVJP, _as_float_array
 
 __all__ = ["RBF", "Matern12", "Matern32", "Matern52", "RationalQuadratic"]
+
+#: Placeholder for the forward matrix when the backward recomputes the profile.
+_NO_K = np.empty((0, 0))
 
 
 class _Stationary(Kernel):
@@ -85,10 +89,10 @@ class _Stationary(Kernel):
         X, Zc, inv_ls = self._prepare(X, Z)
         dL_dK = np.ascontiguousarray(dL_dK, dtype=np.float64)
         return self._theta_vjp(Z, *_nb.stationary_K_vjp(
-            dL_dK, X, Zc, inv_ls, float(self.variance), self._kind, self._alpha()))
+            dL_dK, _NO_K, X, Zc, inv_ls, float(self.variance), self._kind, self._alpha(), False))
 
     def K_cached(self, X, Z=None):
-        """Kernel matrix, kept for :meth:`vjp_cached` (its backward then re-evaluates no ``exp``).
+        """Kernel matrix, kept for :meth:`vjp_cached` (the backward re-evaluates no ``exp``).
 
         Parameters
         ----------
@@ -125,8 +129,8 @@ class _Stationary(Kernel):
         X, Z, K = cache
         X, Zc, inv_ls = self._prepare(X, Z)
         dL_dK = np.ascontiguousarray(dL_dK, dtype=np.float64)
-        return self._theta_vjp(Z, *_nb.stationary_K_vjp_cached(
-            dL_dK, K, X, Zc, inv_ls, float(self.variance), self._kind, self._alpha()))
+        return self._theta_vjp(Z, *_nb.stationary_K_vjp(
+            dL_dK, K, X, Zc, inv_ls, float(self.variance), self._kind, self._alpha(), True))
 
     def _theta_vjp(self, Z, dX, dZ, dlogls, dlogvar, dlogalpha):
         if Z is None:

@@ -361,7 +361,8 @@ def _backward_stationary(rng):
     X, Z = rng.standard_normal((700, 3)), rng.standard_normal((40, 3))
     G = rng.standard_normal((700, 40))
     inv_ls = np.array([0.7, 1.2, 2.0])
-    return _nb.stationary_K_vjp, (G, X, Z, inv_ls, 1.3, _nb.MATERN32_KIND, 1.0)
+    K = _nb.stationary_K(X, Z, inv_ls, 1.3, _nb.MATERN32_KIND, 1.0)
+    return _nb.stationary_K_vjp, (G, K, X, Z, inv_ls, 1.3, _nb.MATERN32_KIND, 1.0, True)
 
 
 def _backward_periodic(rng):
