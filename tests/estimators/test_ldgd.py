@@ -293,8 +293,11 @@ MODES = {
 def test_moons_table1(mode, p):
     """Table 1 protocol (spec §12.1): n=500, 5-fold, Q=2, M=8; weighted F1 ≥ 0.98."""
     X, y = make_ldgd_moons(500, n_projection=p, random_state=65)
-    iters = {"monte_carlo": {"max_iter": 7000, "transform_max_iter": 5000},
-             "unscented": {"max_iter": 500, "transform_max_iter": 1000}}[mode]
+    # the unscented mode with L-BFGS and M = 8 stops at F1 ≈ 0.90; with minibatch Adam (as the
+    # paper's schedule) it reaches 1.00 (examples/plot_ldgd_moons.py, mode "unscented_adam")
+    iters = {"monte_carlo": {"max_iter": 7000, "transform_max_iter": 2000},
+             "unscented": {"optimizer": "adam", "max_iter": 3000,
+                           "transform_max_iter": 1000}}[mode]
     scores = []
     for tr, te in KFold(5, shuffle=True, random_state=65).split(X):
         m = LDGD(n_components=2, n_inducing=8, random_state=0, **MODES[mode], **iters)
@@ -313,7 +316,8 @@ def test_oil_flow_table3(shared_data, mode):
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=42)
     iters = {"monte_carlo": {"max_iter": 5000, "transform_max_iter": 2000},
              "unscented": {"max_iter": 500, "transform_max_iter": 2000}}[mode]
-    m = LDGD(n_components=7, n_inducing=25, random_state=0, **MODES[mode], **iters)
+    m = LDGD(n_components=7, n_inducing=25, y_scaling="none", random_state=0, **MODES[mode],
+             **iters)
     m.fit(Xtr, ytr)
     assert m.score(Xte, yte) >= 0.95
 
