@@ -12,8 +12,9 @@ L-BFGS function call), 1 thread.
 (2000 test-time steps); single runs.
 
 ``ldgd_oil_iterations`` — test accuracy after fits with growing budgets (independent fits from the
-same seed; 500 test-time steps); the first budget reaching the target (0.95) is reported. This is a benchmark of
-convergence speed, not model selection: the fitted estimators never see the test labels.
+same seed; 500 test-time steps); the first budget reaching the target (0.95) is reported. This
+is a benchmark of convergence speed, not model selection: the fitted estimators never see the
+test labels.
 
 Run standalone (``python benchmarks/bench_ldgd.py [--quick]``) or through ``run.py`` once
 registered there.
