@@ -22,8 +22,11 @@ Benchmarks (see ``benchmarks/README.rst``):
     SparseGPRegressor fit + predict (N = 2,000 / 20,000, D = 8, M = 100) against scikit-learn's
     exact GaussianProcessRegressor (N = 2,000) and GPy's SparseGPRegression: time and test NLPD.
 
-``dvmgp_bound_grad``, ``deep_gp_adam_step``, ``deep_gp_layer_backward``
+``dvmgp_bound_grad``, ``deep_gp_adam_step``, ``deep_gp_layer_backward``, ``deep_gp_latent_step``
     See ``bench_dvmgp.py`` and ``bench_deep_gp.py``.
+
+``gpcde_iteration``, ``ldgd_step``, ``ldgd_fit``, ``ldgd_iterations``
+    See ``bench_gpcde.py`` and ``bench_ldgd.py``.
 
 The machine description goes to ``results/machine.json`` on every run. The markdown printed here
 is what ``RESULTS.md`` quotes.
@@ -44,6 +47,8 @@ ensure_repo_on_path()
 import bench_deep_gp  # noqa: E402
 import bench_dvmgp  # noqa: E402
 import bench_fit  # noqa: E402
+import bench_gpcde  # noqa: E402
+import bench_ldgd  # noqa: E402
 import bench_psi  # noqa: E402
 import bench_sgpr  # noqa: E402
 
@@ -56,6 +61,11 @@ BENCHMARKS = {
     "deep_gp_adam_step": (bench_deep_gp.run_adam_step, bench_deep_gp.report_adam_step),
     "deep_gp_layer_backward": (bench_deep_gp.run_layer_backward,
                                bench_deep_gp.report_layer_backward),
+    "deep_gp_latent_step": (bench_deep_gp.run_latent_step, bench_deep_gp.report_latent_step),
+    "gpcde_iteration": (bench_gpcde.run_iteration, bench_gpcde.report_iteration),
+    "ldgd_step": (bench_ldgd.run_step, bench_ldgd.report_step),
+    "ldgd_fit": (bench_ldgd.run_fit, bench_ldgd.report_fit),
+    "ldgd_iterations": (bench_ldgd.run_iterations, bench_ldgd.report_iterations),
 }
 
 

@@ -4,10 +4,11 @@ from . import kernels
 from ._deep_gp import DeepGP
 from ._dvmgp import DVMGP
 from ._gpcde import GPCDE
+from ._ldgd import LDGD
 from ._sgpr import SparseGPRegressor
 from ._unscented_gplvm import UnscentedGPLVM
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["DVMGP", "DeepGP", "GPCDE", "SparseGPRegressor", "UnscentedGPLVM", "kernels",
-           "__version__"]
+__all__ = ["DVMGP", "DeepGP", "GPCDE", "LDGD", "SparseGPRegressor", "UnscentedGPLVM",
+           "kernels", "__version__"]

@@ -14,6 +14,8 @@ FAST_PARAMS = {
                "random_state": 0},
     "GPCDE": {"n_inducing": 5, "n_quadrature": 10, "max_iter": 30, "learning_rate": 0.05,
               "random_state": 0},
+    "LDGD": {"n_components": 2, "n_inducing": 5, "expectation": "unscented", "max_iter": 20,
+             "transform_max_iter": 20, "random_state": 0},
     "SparseGPRegressor": {"n_inducing": 5, "max_iter": 30, "random_state": 0},
     "UnscentedGPLVM": {"n_inducing": 5, "max_iter": 30, "transform_max_iter": 20,
                        "random_state": 0},
@@ -48,6 +50,13 @@ VARIANTS = {
         {"q_w": "gaussian", "expectation": "unscented", "optimizer": "lbfgs"},
         {"input_projection_dim": 2, "output_mixing_dim": 2, "whiten": False,
          "n_predict_samples": 20},
+    ],
+    "LDGD": [
+        {"expectation": "monte_carlo", "max_iter": 150, "learning_rate": 0.05, "batch_size": 50,
+         "proba": "integrated"},
+        {"amortized": True, "encoder_hidden": (8,), "n_inducing": (5, 4), "max_iter": 100,
+         "learning_rate": 0.02, "elbo_weighting": "ref-2024-03", "proba": "marginal",
+         "y_scaling": "none"},
     ],
     "SparseGPRegressor": [
         {"kernel": Matern32(), "positive_transform": "softplus", "normalize_y": True},
