@@ -4,12 +4,14 @@ Data: a smooth D = 8 function with noise (``make_problem``), N = 2,000 and 20,00
 2,000 test rows, M = 100 inducing inputs, ARD RBF kernel. Every model starts from the same
 hyperparameters (length scales = column standard deviations, variance = var(y), noise =
 0.1 var(y)) and, for the sparse ones, the same 100 inducing inputs; each runs L-BFGS-B to its
-own convergence test (at most 1000 iterations). Reported: fit and predict seconds, test NLPD
-(noise included) and RMSE, all measured in the same run. scikit-learn's
-``GaussianProcessRegressor`` is exact (O(N³)) and is run at N = 2,000 only: at N = 20,000 its
-kernel-gradient tensor alone (N × N × 10 doubles) would need 32 GB. GPy runs in a peer
-interpreter (``LVGP_PEER_PYTHON`` or ``../venv-peers``) and is reported absent when it cannot be
-imported. Whole fits are long, so each configuration runs ``repeats`` times (default 3; 1 with
+own convergence test (at most 1000 iterations). Ours runs twice: with its default log
+parameterisation of the positive hyperparameters and with ``positive_transform="softplus"``,
+GPy's parameterisation (same optima, different L-BFGS-B path: RESULTS.md, observation 7).
+Reported: fit and predict seconds, test NLPD (noise included) and RMSE, all measured in the same
+run. scikit-learn's ``GaussianProcessRegressor`` is exact (O(N³)) and is run at N = 2,000 only: at
+N = 20,000 its kernel-gradient tensor alone (N × N × 10 doubles) would need 32 GB. GPy runs in a
+peer interpreter (``LVGP_PEER_PYTHON`` or ``../venv-peers``) and is reported absent when it cannot
+be imported. Whole fits are long, so each configuration runs ``repeats`` times (default 3; 1 with
 ``--quick``) interleaved, and the median is reported.
 """
 
@@ -48,7 +50,7 @@ def _nlpd_rmse(mean, std, y):
     return nlpd, float(np.sqrt(np.mean((y - mean) ** 2)))
 
 
-def fit_ours(prob, n_jobs=1):
+def fit_ours(prob, n_jobs=1, transform="log"):
     from sklearn_lvgp import SparseGPRegressor
     from sklearn_lvgp.kernels import RBF
 
@@ -56,7 +58,8 @@ def fit_ours(prob, n_jobs=1):
     ls, var, noise = _start_values(X, y)
     t0 = time.perf_counter()
     model = SparseGPRegressor(kernel=RBF(length_scale=ls, variance=var), inducing_inputs=Z,
-                              noise_variance_init=noise, max_iter=MAX_ITER, n_jobs=n_jobs)
+                              noise_variance_init=noise, max_iter=MAX_ITER, n_jobs=n_jobs,
+                              positive_transform=transform)
     model.fit(X, y)
     fit_s = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -114,11 +117,12 @@ def run(quick=False, repeats=None):
     with tempfile.TemporaryDirectory() as tmp:
         for N in sizes:
             prob = make_problem(N)
-            runs = {"sklearn_lvgp": [], "GPy": []}
+            runs = {"sklearn_lvgp": [], "sklearn_lvgp (softplus)": [], "GPy": []}
             if N <= 2000:
                 runs["sklearn GPR (exact)"] = []
             for _ in range(repeats):
                 runs["sklearn_lvgp"].append(fit_ours(prob))
+                runs["sklearn_lvgp (softplus)"].append(fit_ours(prob, transform="softplus"))
                 runs["GPy"].append(fit_gpy(prob, os.path.join(tmp, f"p{N}.npz")))
                 if "sklearn GPR (exact)" in runs:
                     with threadpool_limits(1):

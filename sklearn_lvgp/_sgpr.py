@@ -7,14 +7,23 @@ configured expectation rule (the S ≠ 0 case; seed 001 §4.2). Test inputs may 
 ``predict(X, X_var=...)`` returns the exact first two moments of spec §5.2.
 """
 
+import math
+
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._init import select_inducing
-from ._linalg import cholesky_jitter, symmetrise
+from ._linalg import (
+    cholesky_jitter,
+    logdet_from_chol,
+    solve_lower,
+    solve_upper,
+    symmetrise,
+)
 from ._objectives._collapsed import (
+    CollapsedPosterior,
     _weight_matrices,
     collapsed_bound,
     collapsed_bound_vjp,
@@ -78,31 +87,85 @@ def sgpr_bound_and_grads(kernel, X, Y, Z, noise_variance, *, X_var=None, rule="a
     post : CollapsedPosterior
         The optimal q(u) (spec §5.1).
     """
-    Kuu = kernel.K(Z)
     if X_var is None:
-        Kfu = kernel.K(X, Z)
-        psi0 = float(np.sum(kernel.Kdiag(X)))
-        Psi2 = symmetrise(Kfu.T @ Kfu)
-    else:
-        stats, pcache = psi_statistics(kernel, Z, X, X_var, rule)
-        psi0, Kfu, Psi2 = stats.psi0, stats.Psi1, stats.Psi2
-    F, post = collapsed_bound(Y, psi0, Kfu, Psi2, Kuu, noise_variance, jitter=jitter,
-                              max_tries=max_tries)
+        return _deterministic_bound_and_grads(kernel, X, Y, Z, noise_variance, jitter=jitter,
+                                              max_tries=max_tries, need_Z=need_Z)
+    Kuu = kernel.K(Z)
+    stats, pcache = psi_statistics(kernel, Z, X, X_var, rule)
+    F, post = collapsed_bound(Y, stats.psi0, stats.Psi1, stats.Psi2, Kuu, noise_variance,
+                              jitter=jitter, max_tries=max_tries)
     adj = collapsed_bound_vjp(post)
     kvu = kernel.vjp(adj.Kuu, Z)
-    if X_var is None:
-        # Ψ1 = K_fu, Ψ2 = K_fuᵀK_fu: dK_fu = dΨ1 + K_fu (dΨ2 + dΨ2ᵀ)
-        dKfu = adj.Psi1 + Kfu @ (adj.Psi2 + adj.Psi2.T)
-        kv = kernel.vjp(dKfu, X, Z)
-        kd = kernel.vjp_diag(np.full(X.shape[0], adj.psi0), X)
-        dZ = kv.Z + kvu.X if need_Z else None
-        dtheta = kv.theta + kd.theta + kvu.theta
-    else:
-        with np.errstate(divide="ignore", invalid="ignore"):  # dS is unused (S is data)
-            pv = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, pcache)
-        dZ = pv.Z + kvu.X if need_Z else None
-        dtheta = pv.theta + kvu.theta
-    return float(F), {"Z": dZ, "theta": dtheta, "noise": adj.noise_variance}, post
+    with np.errstate(divide="ignore", invalid="ignore"):  # dS is unused (S is data)
+        pv = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, pcache)
+    dZ = pv.Z + kvu.X if need_Z else None
+    return (float(F), {"Z": dZ, "theta": pv.theta + kvu.theta, "noise": adj.noise_variance},
+            post)
+
+
+def _sandwich(L, X):
+    """``L^-T X L^-1`` for lower-triangular ``L``."""
+    return solve_upper(L, solve_upper(L, X).T).T
+
+
+def _deterministic_bound_and_grads(kernel, X, Y, Z, noise_variance, *, jitter, max_tries,
+                                   need_Z):
+    """Titsias' bound for deterministic inputs from A = L⁻¹K_uf/σ (the factor of Ψ2/σ²).
+
+    Same value and posterior as :func:`collapsed_bound` with Ψ2 = K_fuᵀK_fu, but B = I + AAᵀ and
+    the trace term Σ_n (k_nn/σ² − ‖a_n‖²) are formed from A rather than from L⁻¹Ψ2L⁻ᵀ, whose
+    rounding error grows with cond(K_uu) · ‖Ψ2‖ (it dominated the bound near crowded inducing
+    inputs: RESULTS.md, ``sgpr_fit`` observation 7). Gradient: the adjoint of A is
+    G_A = D (I − B⁻¹) A + v (Yᵀ − vᵀA) / σ² with v = B⁻¹AY; then dK_uf = L⁻ᵀG_A/σ and, since F
+    depends on A only through AᵀA (G_A Aᵀ is symmetric), dK_uu = −½ L⁻ᵀ G_A Aᵀ L⁻¹
+    = −½ L⁻ᵀ (D (B − 2I + B⁻¹) + vvᵀ/σ²) L⁻¹. The value is the same algebra as spec §2.2.
+    """
+    N, D = Y.shape
+    M = Z.shape[0]
+    s2 = float(noise_variance)
+    sigma = math.sqrt(s2)
+    Kuu = kernel.K(Z)
+    Kfu = kernel.K(X, Z)
+    kdiag = kernel.Kdiag(X)
+    L, abs_jit = cholesky_jitter(Kuu, jitter, max_tries=max_tries, name="K_uu",
+                                 warn=max_tries > 0)
+    scale = float(np.mean(np.diag(Kuu)))
+    rel = abs_jit / scale if scale > 0 else 0.0
+    eye = np.eye(M)
+    A = solve_lower(L, Kfu.T) / sigma
+    B = symmetrise(eye + A @ A.T)
+    LB, _ = cholesky_jitter(B, 0.0, max_tries=max_tries,
+                            name="B = I + L^-1 Psi2 L^-T / noise", warn=max_tries > 0)
+    AY = A @ Y
+    c = solve_lower(LB, AY) / sigma
+    YY = float(np.sum(Y * Y))
+    cc = float(np.sum(c * c))
+    aa = np.einsum("mn,mn->n", A, A)
+    resid = float(np.sum(kdiag / s2 - aa))  # (ψ0 − tr Kuu⁻¹Ψ2) / σ²
+    F = (-0.5 * N * D * math.log(2.0 * math.pi * s2) - 0.5 * D * logdet_from_chol(LB)
+         - 0.5 * YY / s2 + 0.5 * cc - 0.5 * D * resid)
+    v = solve_upper(LB, c) * sigma  # B⁻¹AY
+    LBinv = solve_lower(LB, eye)
+    Binv = LBinv.T @ LBinv
+    G = solve_upper(L, v) / sigma  # Kuu⁻¹-weighted posterior mean weights
+    # dK_fu = (D Aᵀ(I − B⁻¹) + (Y − Aᵀv) vᵀ/σ²) L⁻¹ / σ
+    W = solve_upper(L, D * (eye - Binv)).T / sigma
+    dKfu = A.T @ W + (Y - A.T @ v) @ (G.T / s2)
+    # dK_uu = −½ L⁻ᵀ (D (B − 2I + B⁻¹) + vvᵀ/σ²) L⁻¹
+    dKuu = -0.5 * symmetrise(_sandwich(L, D * (B - 2.0 * eye + Binv)) + (G @ G.T))
+    if rel:
+        dKuu = dKuu + rel * np.trace(dKuu) / M * eye
+    dnoise = (-0.5 * N * D / s2 + 0.5 * YY / s2 ** 2 + 0.5 * D * resid / s2
+              + 0.5 * D * (M - float(np.trace(Binv))) / s2 - 0.5 * cc / s2
+              - 0.5 * float(np.sum(v * v)) / s2 ** 2)
+    kv = kernel.vjp(np.ascontiguousarray(dKfu), X, Z)
+    kd = kernel.vjp_diag(np.full(N, -0.5 * D / s2), X)
+    kvu = kernel.vjp(dKuu, Z)
+    dZ = kv.Z + kvu.X if need_Z else None
+    post = CollapsedPosterior(L, LB, c, G, Binv, float(np.sum(aa)), s2, rel, N, D, YY,
+                              float(np.sum(kdiag)), Kfu, Y)
+    return (float(F), {"Z": dZ, "theta": kv.theta + kd.theta + kvu.theta,
+                       "noise": float(dnoise)}, post)
 
 
 class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
