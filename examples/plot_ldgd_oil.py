@@ -6,15 +6,20 @@ The 1000-point training file of the three-phase oil flow data (the one the refer
 split 800/200 with ``train_test_split(test_size=0.2, random_state=42)`` (spec ``ldgd.md`` §11),
 raw values. Q = 7, M = 25 inducing points per path (shared), PCA initialisation, the
 ``"ref-2024-03"`` weighting (spec §4.5) and both expectation modes: the paper's stochastic one
-(one reparameterised sample, Adam lr 0.01, batches of 100) and the deterministic unscented one
-(L-BFGS, full batch). Test rows are mapped to q(x*) by the regression path alone with the model
-fixed; no test label is ever used to choose an iterate.
+(one reparameterised sample, Adam lr 0.01, batches of 100, 5000 steps) and the deterministic
+unscented one (2Q sigma points), optimised with the same Adam schedule (``"unscented"``). The
+full-batch L-BFGS alternative (mode ``"unscented_lbfgs"``, 500 iterations, not run by default)
+stops at worse optima here: accuracy 0.945-0.95 with ``random_state=0`` and 0.79 with
+``random_state=1``, against 0.99/1.00/1.00 for Adam with ``random_state=0/1/2``. Test rows are
+mapped to q(x*) by the regression path alone with the model fixed; no test label is ever used to
+choose an iterate.
 
 Outputs: the two most relevant latent dimensions of the training and test rows, the ARD weights of
 both paths, and a table of weighted accuracy/precision/recall/F1 next to the paper's Table 3.
 A generation check (spec §15.2) decodes the mean training latent of each class.
 
-Knobs: ``LVGP_QUICK=1`` (short runs), ``LVGP_LDGD_MODES`` (subset of ``monte_carlo,unscented``).
+Knobs: ``LVGP_QUICK=1`` (short runs), ``LVGP_LDGD_MODES`` (subset of
+``monte_carlo,unscented,unscented_lbfgs``).
 """
 
 # %%
@@ -55,9 +60,15 @@ Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=42)
 SETTINGS = {
     "monte_carlo": {"expectation": "monte_carlo", "max_iter": 1000 if QUICK else 5000,
                     "transform_max_iter": 500 if QUICK else 2000},
-    "unscented": {"expectation": "unscented", "max_iter": 100 if QUICK else 500,
+    "unscented": {"expectation": "unscented", "optimizer": "adam",
+                  "max_iter": 1000 if QUICK else 5000,
                   "transform_max_iter": 500 if QUICK else 2000},
+    "unscented_lbfgs": {"expectation": "unscented", "optimizer": "lbfgs",
+                        "max_iter": 100 if QUICK else 500,
+                        "transform_max_iter": 500 if QUICK else 2000},
 }
+LABELS = {"monte_carlo": "Monte Carlo, Adam", "unscented": "unscented, Adam",
+          "unscented_lbfgs": "unscented, L-BFGS"}
 #: Table 3 of the paper (oil flow; weighted averages as far as stated)
 PAPER = {"LDGD (paper)": (0.99, 1.00, 0.99, 0.99), "SGPLVM (paper)": (0.93, 0.92, 0.91, 0.92),
          "SLLGPLVM (paper)": (0.95, 0.94, 0.93, 0.94),
@@ -108,7 +119,7 @@ for col, (mode, model) in enumerate(models.items()):
         ax.scatter(*Zte[yte == k][:, top].T, c=c, s=18, marker="x", label=f"class {k} test")
     ax.set_xlabel(f"latent {top[0]}")
     ax.set_ylabel(f"latent {top[1]}")
-    ax.set_title(f"{mode}: test accuracy {results[mode]['accuracy']:.3f}")
+    ax.set_title(f"{LABELS[mode]}: test accuracy {results[mode]['accuracy']:.3f}")
     ax.legend(fontsize=7)
     ax = axes[1, col]
     w = np.arange(model.n_components)
@@ -126,8 +137,9 @@ fig.savefig(OUT / "ldgd_oil_latent.png", dpi=90)
 # -------
 lines = ["| model | accuracy | precision | recall | F1 | fit (s) |", "|---|---|---|---|---|---|"]
 for mode, r in results.items():
-    lines.append(f"| LDGD ({mode}, this package) | {r['accuracy']:.3f} | {r['precision']:.3f} | "
-                 f"{r['recall']:.3f} | {r['f1']:.3f} | {r['fit_seconds']:.0f} |")
+    lines.append(f"| LDGD ({LABELS[mode]}, this package) | {r['accuracy']:.3f} | "
+                 f"{r['precision']:.3f} | {r['recall']:.3f} | {r['f1']:.3f} | "
+                 f"{r['fit_seconds']:.0f} |")
 for name, vals in PAPER.items():
     lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in vals) + " | - |")
 table = "\n".join(lines) + "\n"

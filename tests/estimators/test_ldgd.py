@@ -314,8 +314,12 @@ def test_oil_flow_table3(shared_data, mode):
 
     X, y = load_oil_flow("train")
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=42)
+    # unscented: minibatch Adam with the Monte Carlo schedule (5000 steps, b = 100) reached
+    # 0.99/1.00/1.00 with random_state 0/1/2; full-batch L-BFGS (500 iterations) reached 0.945-0.95
+    # (random_state=0) and 0.79 (random_state=1) (examples/plot_ldgd_oil.py, user guide)
     iters = {"monte_carlo": {"max_iter": 5000, "transform_max_iter": 2000},
-             "unscented": {"max_iter": 500, "transform_max_iter": 2000}}[mode]
+             "unscented": {"optimizer": "adam", "max_iter": 5000,
+                           "transform_max_iter": 2000}}[mode]
     m = LDGD(n_components=7, n_inducing=25, y_scaling="none", random_state=0, **MODES[mode],
              **iters)
     m.fit(Xtr, ytr)
