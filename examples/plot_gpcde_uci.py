@@ -114,7 +114,7 @@ for dataset in DATASETS:
 
 # %%
 # Table: mean (standard error) over splits, and the paired difference to the GP
-# ---------------------------------------------------------------------------
+# -----------------------------------------------------------------------------
 lines = ["| dataset | splits | " + " | ".join(f"{m} LL" for m in MODELS)
          + " | GPCDE quadrature − GP (paired) | quadrature: latent kept |",
          "|---|---|" + "---|" * (len(MODELS) + 2)]

@@ -655,7 +655,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         return np.exp(out - np.sum(np.log(self.y_scale_)))
 
     def predict_quantiles(self, X, q):
-        """Quantiles of each target's predictive marginal (a Gaussian mixture).
+        """Compute quantiles of each target's predictive marginal (a Gaussian mixture).
 
         Parameters
         ----------

@@ -126,7 +126,7 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         Inducing inputs.
     q_u_reg_, q_u_cls_ : tuple (q_mu, q_sqrt)
         Whitened variational parameters (``(M, D)``/``(D, M, M)`` and ``(M, K)``/``(K, M, M)``).
-    noise_variance_ : ndarray of shape (n_features_in_,)
+    noise_variance_ : ndarray of shape (n_features,)
         Per-column noise variances (in the scaled data units).
     relevance_ : ndarray of shape (2, n_components)
         Kernel relevance (``1/ℓ_q`` for RBF) of the regression (row 0) and classification (row 1)
@@ -141,7 +141,7 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         Optimiser iterations.
     expectation_ : str
         The expectation used.
-    mean_, scale_ : ndarray of shape (n_features_in_,)
+    mean_, scale_ : ndarray of shape (n_features,)
         Column centring and scaling applied to ``X``.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
@@ -479,8 +479,9 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         Returns
         -------
         mean : ndarray of shape (n, n_components)
+            Latent means of ``q(x*)``.
         std : ndarray of shape (n, n_components)
-            Only if ``return_std``.
+            Latent standard deviations; only if ``return_std``.
         """
         mu, sigma = self._latents(X)
         return (mu, sigma) if return_std else mu
@@ -498,8 +499,9 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         Returns
         -------
         mean : ndarray of shape (n, n_classes)
+            Marginal means of the class GPs.
         var : ndarray of shape (n, n_classes)
-            Only if ``return_var``.
+            Marginal variances; only if ``return_var``.
         """
         X = self._check_X(X)
         with threads(self.n_jobs):
@@ -574,9 +576,10 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
 
         Returns
         -------
-        mean : ndarray of shape (n, n_features_in_)
-        std : ndarray of shape (n, n_features_in_)
-            Only if ``return_std``.
+        mean : ndarray of shape (n, n_features)
+            Decoded rows (predictive mean of the regression path).
+        std : ndarray of shape (n, n_features)
+            Predictive standard deviation; only if ``return_std``.
         """
         check_is_fitted(self)
         H = np.asarray(X, dtype=np.float64)
@@ -611,7 +614,7 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
 
         Returns
         -------
-        X : ndarray of shape (n_samples, n_features_in_)
+        X : ndarray of shape (n_samples, n_features)
             Generated rows.
         latent : ndarray of shape (n_samples, n_components)
             Their latent points.

@@ -58,6 +58,7 @@ def bimodal_conditional_log_density(X, y):
     Returns
     -------
     log_density : ndarray of shape (n,)
+        ``log p(y_i | x_i)`` of the generating mixture.
     """
     x = np.asarray(X, dtype=np.float64).reshape(-1)
     y = np.asarray(y, dtype=np.float64).reshape(-1)
