@@ -6,15 +6,14 @@ Spec ``deep_gp.md`` §1–§4 and §6; seed 003 ch. 2 (DSVI, Salimbeni & Deisenr
 L-BFGS-B for the deterministic objectives).
 """
 
-import warnings
 
 import numpy as np
-from scipy.cluster.vq import kmeans2
 from scipy.special import logsumexp
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._init import kmeans_inducing
 from ._optimize import minimize_lbfgsb
 from ._parallel import threads
 from ._params import ParamPacker, softplus_inverse
@@ -319,21 +318,6 @@ class _DSVI:
         return mu[None], var[None], noise
 
 
-def _kmeans_inducing(X, M, random_state):
-    """``M`` k-means centres of ``X`` (spec §1.6); ``X`` plus N(0, 1) rows when ``N < M``."""
-    N, D = X.shape
-    if N < M:
-        return np.vstack([X, random_state.standard_normal((M - N, D))])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # "One of the clusters is empty"
-        Z, _ = kmeans2(X, M, minit="points", seed=random_state)
-    _, first = np.unique(np.round(Z, 10), axis=0, return_index=True)
-    if first.size < M:
-        dup = np.setdiff1d(np.arange(M), first)
-        Z[dup] += 1e-2 * random_state.standard_normal((dup.size, D))
-    return Z
-
-
 class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     """Deep Gaussian-process regression with doubly-stochastic variational inference.
 
@@ -625,7 +609,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
             templates = [self.kernel] * L
         kernels, means, layers = [], [], []
         X_run = Xs
-        Z_run = _kmeans_inducing(Xs, M, random_state)
+        Z_run = kmeans_inducing(Xs, M, random_state)
         if Dw:
             # latent columns of Z ~ N(0, 1) (spec §5.5); w enters the first layer only
             Z_w = random_state.standard_normal((M, Dw))

@@ -11,7 +11,6 @@ objectives.
 import warnings
 
 import numpy as np
-from scipy.cluster.vq import kmeans2
 from scipy.special import logsumexp, ndtr
 from sklearn.base import RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -28,6 +27,7 @@ from ._cde import (
     predictive_marginals,
     projection_sample,
 )
+from ._init import kmeans_inducing
 from ._optimize import minimize_lbfgsb
 from ._parallel import threads
 from ._params import softplus_inverse
@@ -39,23 +39,6 @@ from .kernels import RBF, Kernel
 from .kernels._stationary import _Stationary
 
 __all__ = ["GPCDE"]
-
-
-def _kmeans(H, M, random_state):
-    """``M`` k-means centres of ``H``; the rows plus ``N(0, 1)`` rows when ``N < M``."""
-    N, D = H.shape
-    if N < M:
-        return np.vstack([H, random_state.standard_normal((M - N, D))])
-    if D == 0:
-        return np.zeros((M, 0))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # "One of the clusters is empty"
-        Z, _ = kmeans2(H, M, minit="points", seed=random_state)
-    _, first = np.unique(np.round(Z, 10), axis=0, return_index=True)
-    if first.size < M:
-        dup = np.setdiff1d(np.arange(M), first)
-        Z[dup] += 1e-2 * random_state.standard_normal((dup.size, D))
-    return Z
 
 
 def _principal_directions(X, k, random_state):
@@ -334,7 +317,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
             values["A_mu"] = _unit_directions(Xs, Dh, random_state)
             values["A_s"] = np.full((Dx, Dh), 1e-2)
             H = Xs @ values["A_mu"]
-        Z = np.hstack([_kmeans(H, M, random_state), random_state.standard_normal((M, Dw))])
+        Z = np.hstack([kmeans_inducing(H, M, random_state), random_state.standard_normal((M, Dw))])
         values["Z"] = Z
         if self.whiten:
             values["q_sqrt"] = np.repeat(np.eye(M)[None], L, axis=0)

@@ -1,8 +1,11 @@
 """Initialisation of latent means and inducing inputs (spec §7)."""
 
-import numpy as np
+import warnings
 
-__all__ = ["pca_latents", "select_inducing"]
+import numpy as np
+from scipy.cluster.vq import kmeans2
+
+__all__ = ["kmeans_inducing", "pca_latents", "select_inducing"]
 
 
 def pca_latents(Y, n_components):
@@ -64,4 +67,38 @@ def select_inducing(X, n_inducing, random_state):
         dup = np.setdiff1d(np.arange(Z.shape[0]), first)
         scale = float(np.std(X)) if np.std(X) > 0 else 1.0
         Z[dup] += 1e-3 * scale * random_state.standard_normal((dup.size, Z.shape[1]))
+    return Z
+
+
+def kmeans_inducing(X, M, random_state):
+    """``M`` k-means centres of the rows of ``X`` (``deep_gp.md`` §1.6), distinct.
+
+    With fewer than ``M`` rows, the rows plus ``N(0, 1)`` rows; centres that coincide are
+    separated by a small random shift.
+
+    Parameters
+    ----------
+    X : ndarray of shape (N, D)
+        Points (not modified).
+    M : int
+        Number of centres.
+    random_state : numpy.random.RandomState
+        Seeds k-means and the fill-in rows.
+
+    Returns
+    -------
+    Z : ndarray of shape (M, D)
+    """
+    N, D = X.shape
+    if N < M:
+        return np.vstack([X, random_state.standard_normal((M - N, D))])
+    if D == 0:
+        return np.zeros((M, 0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "One of the clusters is empty"
+        Z, _ = kmeans2(X, M, minit="points", seed=random_state)
+    _, first = np.unique(np.round(Z, 10), axis=0, return_index=True)
+    if first.size < M:
+        dup = np.setdiff1d(np.arange(M), first)
+        Z[dup] += 1e-2 * random_state.standard_normal((dup.size, D))
     return Z

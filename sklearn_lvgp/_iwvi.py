@@ -17,6 +17,7 @@ Every gradient is hand-written (MLP backprop, the softmax weights of the log-sum
 import numpy as np
 from scipy.special import expit, logsumexp
 
+from ._cde._encoder import encoder_backward, encoder_forward, encoder_init
 from ._deep_gp import _DELTA, _DSVI
 from ._params import ParamPacker, softplus
 from ._svgp import (
@@ -39,6 +40,9 @@ _MIN_SCALE = 1e-6
 
 class RecognitionMLP:
     """Encoder ``[x, y] -> (a, rho)``: tanh hidden layers, linear output (spec §5.1, gpcde §9).
+
+    Named parameter blocks around the GPCDE recognition network (:mod:`._cde._encoder`), the
+    same architecture.
 
     Xavier-normal weights (``std = sqrt(2 / (d_in + d_out))``), zero biases, a residual skip on
     hidden layers whose input and output widths are equal.
@@ -68,46 +72,26 @@ class RecognitionMLP:
                     (f"enc_b{i}", (self.widths[i + 1],))]
         return out
 
+    def _flat(self, p):
+        return [p[f"enc_{kind}{i}"] for i in range(self.n_layers) for kind in ("W", "b")]
+
     def initial(self, random_state):
         """Initial weights (Xavier normal) and biases (zero)."""
-        values = {}
-        for i in range(self.n_layers):
-            d0, d1 = self.widths[i], self.widths[i + 1]
-            values[f"enc_W{i}"] = np.sqrt(2.0 / (d0 + d1)) * random_state.standard_normal((d0, d1))
-            values[f"enc_b{i}"] = np.zeros(d1)
-        return values
+        shapes = [((self.widths[i], self.widths[i + 1]), (self.widths[i + 1],))
+                  for i in range(self.n_layers)]
+        flat = encoder_init(shapes, random_state)
+        return {f"enc_{kind}{i}": flat[2 * i + j]
+                for i in range(self.n_layers) for j, kind in enumerate(("W", "b"))}
 
     def forward(self, p, E):
         """Outputs ``(n, d_out)`` and the cache of :meth:`backward`."""
-        h = E
-        cache = []
-        for i in range(self.n_layers):
-            z = h @ p[f"enc_W{i}"] + p[f"enc_b{i}"]
-            if i == self.n_layers - 1:
-                cache.append((h, None))
-                return z, cache
-            t = np.tanh(z)
-            cache.append((h, t))
-            h = t + h if self.widths[i] == self.widths[i + 1] else t
-        return h, cache  # pragma: no cover (the loop always returns)
+        return encoder_forward(self._flat(p), E)
 
     def backward(self, dout, cache, p):
         """Adjoints of every block from the adjoint of the output."""
-        grads = {}
-        dh = dout
-        for i in range(self.n_layers - 1, -1, -1):
-            h, t = cache[i]
-            if t is None:
-                dz = dh
-            else:
-                dz = dh * (1.0 - t * t)
-            grads[f"enc_W{i}"] = h.T @ dz
-            grads[f"enc_b{i}"] = dz.sum(axis=0)
-            dnext = dz @ p[f"enc_W{i}"].T
-            if t is not None and self.widths[i] == self.widths[i + 1]:
-                dnext = dnext + dh
-            dh = dnext
-        return grads
+        flat = encoder_backward(dout, self._flat(p), cache)
+        return {f"enc_{kind}{i}": flat[2 * i + j]
+                for i in range(self.n_layers) for j, kind in enumerate(("W", "b"))}
 
 
 class LatentDSVI(_DSVI):
