@@ -7,6 +7,7 @@ Cholesky and triangular solves (used by the uncollapsed bounds).
 
 import numpy as np
 from scipy import linalg as sla
+from scipy.linalg import blas as _blas
 
 from ._warn import warn as _warn
 
@@ -112,6 +113,25 @@ def solve_lower(L, B):
 def solve_upper(L, B):
     """Solve ``L^T X = B`` for lower-triangular ``L``."""
     return sla.solve_triangular(L, B, lower=True, trans="T", check_finite=False)
+
+
+def lower_matmul(L, B, alpha=1.0, trans=False, overwrite_b=False):
+    """``alpha * tril(L) @ B`` (or ``alpha * tril(L)^T @ B`` with ``trans``) by BLAS ``trmm``.
+
+    Half the flops of a general product; the strict upper triangle of ``L`` is ignored, so a
+    square root stored with junk above the diagonal needs no ``np.tril`` copy. A C- or
+    F-contiguous ``B`` is used in place (``overwrite_b`` lets BLAS overwrite it); the result
+    has the same memory layout as ``B``.
+    """
+    B = np.asarray(B, dtype=np.float64)
+    if B.ndim != 2 or not (B.flags.f_contiguous or B.flags.c_contiguous):
+        B = np.asfortranarray(B)
+    if B.flags.f_contiguous:
+        return _blas.dtrmm(alpha, L, B, side=0, lower=1, trans_a=int(trans),
+                           overwrite_b=int(overwrite_b))
+    # C-contiguous B: (op(L) B)^T = B^T op(L)^T with B^T F-contiguous
+    return _blas.dtrmm(alpha, L, B.T, side=1, lower=1, trans_a=int(not trans),
+                       overwrite_b=int(overwrite_b)).T
 
 
 def cho_solve(L, B):

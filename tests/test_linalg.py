@@ -12,6 +12,7 @@ from sklearn_lvgp._linalg import (
     cholesky_jitter,
     cholesky_vjp,
     logdet_from_chol,
+    lower_matmul,
     solve_lower,
     solve_lower_vjp,
 )
@@ -90,3 +91,26 @@ def test_solve_lower_vjp_matches_finite_differences(rng):
         return {"L": np.tril(dL), "B": dB}
 
     check_vjp(forward, backward, {"L": L0, "B": rng.standard_normal((4, 3))}, rng)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+@pytest.mark.parametrize("trans", [False, True])
+def test_lower_matmul_ignores_upper_triangle_and_keeps_inputs(rng, layout, trans):
+    L = rng.standard_normal((7, 7))  # junk above the diagonal must be ignored
+    B = rng.standard_normal((7, 23))
+    B = {"C": B, "F": np.asfortranarray(B), "strided": B[:, ::2]}[layout]
+    L0, B0 = L.copy(), B.copy()
+    expected = 1.5 * ((np.tril(L).T if trans else np.tril(L)) @ B)
+    np.testing.assert_allclose(lower_matmul(L, B, alpha=1.5, trans=trans), expected,
+                               rtol=1e-13, atol=1e-13)
+    np.testing.assert_array_equal(L, L0)
+    np.testing.assert_array_equal(B, B0)
+
+
+def test_lower_matmul_overwrite_reuses_buffer(rng):
+    L = np.tril(rng.standard_normal((5, 5)))
+    B = np.asfortranarray(rng.standard_normal((5, 9)))
+    expected = L @ B
+    out = lower_matmul(L, B, overwrite_b=True)
+    np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
+    assert np.shares_memory(out, B)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._linalg import CholeskyError, solve_lower, solve_lower_vjp
+from .._linalg import CholeskyError, lower_matmul, solve_lower, solve_lower_vjp
 from ._layer import LayerVJP, layer_vjp, prior_factor_vjp
 
 __all__ = ["JointCache", "joint_sample", "joint_layer_vjp", "block_kernel", "block_kernel_vjp"]
@@ -127,7 +127,8 @@ def joint_sample(cache, eps, delta):
     Sig0 = block_kernel(kernel, mc.H, K) - A1 @ np.swapaxes(A1, 1, 2)
     Bs, Sig = [], np.empty((G, D, K, K))
     for d in range(D):
-        B = _grouped(np.tril(mc.q_sqrt[d]).T @ mc.A if mc.B is None else mc.B[d], G, K)
+        B = _grouped(lower_matmul(mc.q_sqrt[d], mc.A, trans=True) if mc.B is None else mc.B[d],
+                     G, K)
         Bs.append(B)
         Sig[:, d] = Sig0 + B @ np.swapaxes(B, 1, 2)
     Sig += delta * np.eye(K)
@@ -182,9 +183,8 @@ def joint_layer_vjp(dL_dh, dL_dkl, cache, jcache):
     dq_sqrt = np.zeros_like(mc.q_sqrt)
     for d in range(D):
         dB = _ungrouped(2.0 * (dSig[:, d] @ Bs[d]))
-        Ld = np.tril(mc.q_sqrt[d])
-        dA += Ld @ dB
         dq_sqrt[d] = np.tril(A @ dB.T)
+        dA += lower_matmul(mc.q_sqrt[d], dB)
     Lu = mc.Lu
     dLu = np.zeros_like(Lu)
     if mc.whiten:

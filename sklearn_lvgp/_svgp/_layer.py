@@ -19,6 +19,7 @@ import numpy as np
 from .._linalg import (
     cholesky_jitter,
     cholesky_vjp,
+    lower_matmul,
     solve_lower,
     solve_lower_vjp,
     solve_upper,
@@ -259,7 +260,7 @@ def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True):
     keep = D * A.size <= _MAX_CACHED_B
     Bs = np.empty((D,) + A.shape) if keep else None
     for d in range(D):
-        B = np.tril(q_sqrt[d]).T @ A
+        B = lower_matmul(q_sqrt[d], A, trans=True)
         var[:, d] = base + np.einsum("mp,mp->p", B, B)
         if keep:
             Bs[d] = B
@@ -294,10 +295,10 @@ def marginals_vjp(dL_dmu, dL_dvar, cache):
     dA = c.q_mu @ dmu.T
     dq_sqrt = np.zeros_like(c.q_sqrt)
     for d in range(D):
-        Ld = np.tril(c.q_sqrt[d])
-        Bdv = (Ld.T @ A if c.B is None else c.B[d]) * dv[:, d]
-        dA += 2.0 * (Ld @ Bdv)
+        B = lower_matmul(c.q_sqrt[d], A, trans=True) if c.B is None else c.B[d]
+        Bdv = B * dv[:, d]
         dq_sqrt[d] = 2.0 * np.tril(A @ Bdv.T)
+        dA += lower_matmul(c.q_sqrt[d], Bdv, alpha=2.0, overwrite_b=True)
     dkappa = np.sum(dv, axis=1)
     dA1 = -2.0 * A1 * dkappa
     dLu = np.zeros_like(Lu)
