@@ -25,10 +25,16 @@ registered there.
 """
 
 import argparse
-import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
 
 import numpy as np
 from _common import (
+    REPO,
     ensure_repo_on_path,
     fmt_ms,
     fmt_ratio,
@@ -57,44 +63,231 @@ def _problem(N, D, seed=0):
 
 
 # ---------------------------------------------------------------------------------- adam_step
-def run_adam_step(quick=False, repeats=None):
-    """Time one Adam step (bound + gradient + update) for depths 1..5."""
-    N = 2000 if quick else 10_000
-    M = 50 if quick else 100
-    repeats = repeats or (3 if quick else 7)
-    X, y = _problem(N, 8)
-    rs = np.random.RandomState(0)
-    runners = {}
-    for L in range(1, 6):
-        m = DeepGP(n_layers=L, n_inducing=M, max_iter=1, batch_size=N, random_state=0).fit(X, y)
+#: Peer libraries of ``adam_step``: interpreter variable, side venv next to the repo, worker.
+PEERS = {"GPyTorch": ("LVGP_TORCH_PYTHON", "venv-torch", "_gpytorch_dgp_worker.py"),
+         "GPflux": ("LVGP_TF_PYTHON", "venv-tf", "_gpflux_dgp_worker.py")}
+#: Adam steps taken from the common start before the ELBO sanity check (every library).
+SANITY_STEPS = 5
+ELBO_DRAWS = 5
+
+
+def peer_python(name):
+    """Interpreter for a peer library: its variable, ``../<venv>/bin/python``, or this one."""
+    var, venv, _ = PEERS[name]
+    if os.environ.get(var):
+        return os.environ[var]
+    path = REPO.parent / venv / "bin" / "python"
+    return str(path) if path.exists() else sys.executable
+
+
+def _peer_env():
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                "TF_CPP_MIN_LOG_LEVEL": "2"})
+    return env
+
+
+class StepPeer:
+    """A peer worker in ``--serve`` mode: ``peer.runner(L)()`` times one step of depth ``L``.
+
+    The worker answers ``time L`` with the seconds it measured itself, so its steps can be
+    interleaved with ours in the same repeats.
+    """
+
+    def __init__(self, name, data_path, depths, dtype="float64"):
+        worker = REPO / "benchmarks" / PEERS[name][2]
+        self._stderr = tempfile.TemporaryFile(mode="w+")
+        self.proc, self.info = None, None
+        try:
+            self.proc = subprocess.Popen(
+                [peer_python(name), str(worker), str(data_path), "--serve", "--dtype", dtype,
+                 "--depths", ",".join(str(d) for d in depths)],
+                env=_peer_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=self._stderr, text=True, bufsize=1)
+        except OSError as exc:
+            self.info = {"error": f"{type(exc).__name__}: {exc}"}
+
+    def wait_ready(self):
+        """The worker's start message (versions and sanity checks), or ``{"error": ...}``."""
+        if self.info is None:
+            self.info = self._read()
+        return self.info
+
+    def _read(self):
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                self._stderr.seek(0)
+                tail = [ln for ln in self._stderr.read().strip().splitlines()
+                        if "Error" in ln or "error" in ln][-2:]
+                return {"error": "worker exited: " + " / ".join(tail)}
+            if line.startswith("@@"):
+                return json.loads(line[2:])
+
+    def runner(self, L):
+        def run():
+            self.proc.stdin.write(f"time {L}\n")
+            self.proc.stdin.flush()
+            msg = self._read()
+            if "t" not in msg:
+                raise RuntimeError(f"benchmark worker failed: {msg}")
+            if not msg["finite"]:
+                raise FloatingPointError(f"non-finite ELBO in the peer's depth-{L} step")
+            return msg["t"]
+
+        return run
+
+    def close(self):
+        """Stop the worker (it exits on ``quit``)."""
+        if self.proc is not None:
+            try:
+                if self.proc.poll() is None:
+                    self.proc.stdin.write("quit\n")
+                    self.proc.stdin.flush()
+                    self.proc.stdin.close()
+                    self.proc.wait(timeout=60)
+            except (OSError, subprocess.SubprocessError):
+                self.proc.kill()
+        self._stderr.close()
+
+
+def _label(L):
+    return "SGP" if L == 1 else f"DGP {L}"
+
+
+def _our_steps(X, y, N, M, depths, rs):
+    """Our step runners by depth, and the ELBO at the start and after a few Adam steps."""
+    runners, sanity = {}, {}
+    for L in depths:
+        m = DeepGP(n_layers=L, n_inducing=M, max_iter=SANITY_STEPS, batch_size=N,
+                   learning_rate=0.01, random_state=0).fit(X, y)
         model, x0 = m._model, m._x.copy()
         Xs = (X - m.X_mean_) / m.X_scale_
         Ys = ((y - m.y_mean_) / m.y_scale_)[:, None]
+        x_init = m._build(Xs, 1, np.random.RandomState(0))[1]
+        er = np.random.RandomState(1)
+        sanity[str(L)] = {
+            "elbo_init": float(np.mean([model.elbo(x_init, Xs, Ys, 1.0, 1, er)[0]
+                                        for _ in range(ELBO_DRAWS)])),
+            "elbo_after_steps": float(np.mean([model.elbo(x0, Xs, Ys, 1.0, 1, er)[0]
+                                               for _ in range(ELBO_DRAWS)])),
+            "n_params": int(x0.size)}
 
         def step(model=model, x0=x0, Xs=Xs, Ys=Ys):
             f, g = model.elbo(x0, Xs, Ys, 1.0, 1, rs)
             return x0 - 0.01 * np.sign(g)
 
-        runners["SGP" if L == 1 else f"DGP {L}"] = timed(step)
-    with threads(1):
-        times = interleaved(runners, repeats, warmup=1)
-    out = {"N": N, "batch": N, "D": 8, "M": M, "repeats": repeats, "threads": 1, "results": {}}
-    for name, t in times.items():
-        out["results"][name] = {"seconds": summary(t), "ratio_to_sgp": ratio_summary(
+        runners[_label(L)] = timed(step)
+    return runners, sanity
+
+
+def run_adam_step(quick=False, repeats=None):
+    """Time one Adam step (ELBO + gradient + update) for depths 1..5, ours and the peers'.
+
+    GPyTorch and GPflux run in their own interpreters (:func:`peer_python`) on the same
+    standardised arrays and from the same starting values as ours, interleaved with our steps
+    in the same repeats; a peer that cannot be imported is reported absent.
+    """
+    N = 2000 if quick else 10_000
+    M = 50 if quick else 100
+    repeats = repeats or (3 if quick else 7)
+    depths = list(range(1, 6))
+    X, y = _problem(N, 8)
+    rs = np.random.RandomState(0)
+    out = {"N": N, "batch": N, "D": 8, "M": M, "repeats": repeats, "threads": 1,
+           "sanity_steps": SANITY_STEPS, "elbo_draws": ELBO_DRAWS, "results": {}, "peers": {}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ConvergenceWarning after a few steps
+        with tempfile.TemporaryDirectory() as tmp:
+            # the peers start first (their set-up overlaps ours) from our spec §1.5-1.6 start
+            m = DeepGP(n_layers=2, n_inducing=M, max_iter=1, batch_size=N, random_state=0)
+            m.fit(X, y)
+            Xs = (X - m.X_mean_) / m.X_scale_
+            Ys = ((y - m.y_mean_) / m.y_scale_)[:, None]
+            layers, noise, _ = m._model.unpack(m._build(Xs, 1, np.random.RandomState(0))[1])
+            path = os.path.join(tmp, "dgp_problem.npz")
+            np.savez(path, X=Xs, Y=Ys, Z=layers[0].Z, noise=noise,
+                     inner_sqrt=float(layers[0].q_sqrt[0, 0, 0]), lr=0.01,
+                     sanity_steps=SANITY_STEPS)
+            started = {name: StepPeer(name, path, depths) for name in PEERS}
+            try:
+                with threads(1):
+                    runners, out["sanity"] = _our_steps(X, y, N, M, depths, rs)
+                peers = {}
+                for name, peer in started.items():
+                    info = dict(peer.wait_ready(), python=peer_python(name))
+                    if "error" in info:
+                        out["peers"][name] = {"status": "absent (not importable)", **info}
+                        continue
+                    peers[name] = peer
+                    out["peers"][name] = {"status": "ok", **info, "results": {}}
+                    for L in depths:
+                        runners[f"{name} {_label(L)}"] = peer.runner(L)
+                with threads(1):
+                    times = interleaved(runners, repeats, warmup=1)
+            finally:
+                for peer in started.values():
+                    peer.close()
+    for L in depths:
+        t = times[_label(L)]
+        out["results"][_label(L)] = {"seconds": summary(t), "ratio_to_sgp": ratio_summary(
             t, times["SGP"]), "raw": t.tolist()}
+        for name in peers:
+            tp = times[f"{name} {_label(L)}"]
+            out["peers"][name]["results"][_label(L)] = {
+                "seconds": summary(tp),
+                "ratio_to_own_sgp": ratio_summary(tp, times[f"{name} SGP"]),
+                "ours_over_peer": ratio_summary(t, tp), "raw": tp.tolist()}
     return out
 
 
 def report_adam_step(res):
-    """Markdown table of :func:`run_adam_step`."""
+    """Markdown tables of :func:`run_adam_step`: timings, then the ELBO/gradient checks."""
     paper = {"SGP": "1", "DGP 2": "2.6×", "DGP 3": "3.5×", "DGP 4": "4.6×", "DGP 5": "6.2×"}
-    rows = [[name, fmt_ms(e["seconds"]), fmt_ratio(e["ratio_to_sgp"]), paper[name]]
-            for name, e in res["results"].items()]
+    peers = {k: v for k, v in res.get("peers", {}).items() if v.get("status") == "ok"}
+    header = ["model", "ours ms: median [min–max]", "ours ÷ SGP"]
+    for name in peers:
+        header += [f"{name} ms", f"{name} ÷ its SGP", f"ours ÷ {name}"]
+    header.append("thesis Table 2.4 CPU")
+    rows = []
+    for name, e in res["results"].items():
+        row = [name, fmt_ms(e["seconds"]), fmt_ratio(e["ratio_to_sgp"])]
+        for p in peers.values():
+            pe = p["results"][name]
+            row += [fmt_ms(pe["seconds"]), fmt_ratio(pe["ratio_to_own_sgp"]),
+                    fmt_ratio(pe["ours_over_peer"])]
+        rows.append(row + [paper[name]])
     head = (f"### deep_gp adam_step — one Adam step, N = batch = {res['batch']}, D = {res['D']}, "
-            f"M = {res['M']}, S = 1, {res['threads']} thread, {res['repeats']} interleaved "
-            "repeats\n\n")
-    return head + markdown_table(["model", "ms per step: median [min–max]", "÷ SGP (per repeat)",
-                                  "thesis Table 2.4 CPU"], rows)
+            f"M = {res['M']}, S = 1, float64, {res['threads']} thread, {res['repeats']} "
+            "interleaved repeats (peers in the same repeats, ratios per repeat)\n\n")
+    text = head + markdown_table(header, rows)
+    notes = []
+    for name, p in res.get("peers", {}).items():
+        if p.get("status") != "ok":
+            notes.append(f"- {name}: {p['status']} — {p.get('error', '')[:200]} "
+                         f"(interpreter {p.get('python')})")
+        else:
+            keys = [k for k in ("gpytorch", "linear_operator", "torch", "gpflux", "gpflow",
+                                "tensorflow", "tensorflow_probability") if k in p]
+            notes.append(f"- {name}: " + ", ".join(f"{k} {p[k]}" for k in keys)
+                         + f", numpy {p['numpy']}, Python {p['python_version']}")
+    if notes:
+        text += "\n\nPeers:\n" + "\n".join(notes)
+    if "sanity" in res:
+        libs = {"ours": res["sanity"]} | {n: p["sanity"] for n, p in peers.items()}
+        sh = ["model"] + [f"{n} ELBO start" for n in libs] + [
+            f"{n} ELBO after {res['sanity_steps']} steps" for n in libs] + [
+            f"{n} ‖∂/∂(kernel, Z)‖ per layer" for n in peers]
+        srows = []
+        for L in res["sanity"]:
+            lab = _label(int(L))
+            srows.append([lab] + [f"{s[L]['elbo_init']:.1f}" for s in libs.values()]
+                         + [f"{s[L]['elbo_after_steps']:.1f}" for s in libs.values()]
+                         + [" / ".join(f"{g:.2g}" for g in p["sanity"][L][
+                             "grad_norm_kernel_Z_per_layer"]) for p in peers.values()])
+        text += (f"\n\nSanity (same data, same start; ELBO = mean of {res['elbo_draws']} "
+                 "one-sample estimates, Adam lr 0.01):\n\n" + markdown_table(sh, srows))
+    return text
 
 
 # ----------------------------------------------------------------------------- layer_backward
@@ -251,12 +444,6 @@ def report_latent_step(res):
                                   "÷ DGP 2 (per repeat)"], rows)
 
 
-def other_libraries():
-    """Which of the comparison libraries can be imported here."""
-    return {name: importlib.util.find_spec(mod) is not None
-            for name, mod in (("GPyTorch DeepGP", "gpytorch"), ("GPflux", "gpflux"))}
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
@@ -270,8 +457,6 @@ def main():
         res = run(quick=args.quick, repeats=args.repeats)
         write_json(name, res, quick=args.quick)
         print(report(res), "\n")
-    for lib, present in other_libraries().items():
-        print(f"{lib}: {'importable but not timed here' if present else 'not installed; skipped'}")
 
 
 if __name__ == "__main__":
