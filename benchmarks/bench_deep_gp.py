@@ -2,9 +2,25 @@
 
 ``adam_step`` is the Table 2.4 analogue of seed 003 (spec ``deep_gp.md`` §7.4, §9.2 item 5): one
 minibatch ELBO + gradient evaluation and Adam update for SGP (= DGP 1) and DGP 2..5, M = 100
-inducing points per layer, batch 10,000, D = 8 inputs (inner width 8), one sample, on synthetic
-data, with 1 thread. Ratios to the SGP step are formed per interleaved repeat (paper, CPU: 2.6×,
-3.5×, 4.6×, 6.2× for DGP 2..5).
+inducing points per layer, batch = N = 10,000, D = 8 inputs (inner width 8), one sample, whitened,
+full ``q_sqrt`` per output, RBF-ARD kernels, Gaussian likelihood, on synthetic data, with 1 thread.
+Ratios to the SGP step are formed per interleaved repeat (paper, CPU: 2.6×, 3.5×, 4.6×, 6.2× for
+DGP 2..5).
+
+The same step of GPyTorch's ``DeepGP`` and of GPflux's ``DeepGP`` is timed in the same interleaved
+repeats, on the same standardised arrays (handed over in a temporary ``.npz``) and from the same
+start as ours (k-means inducing inputs, unit length scales and variance, ``q_mu = 0``, whitened
+``q_sqrt = I`` for the last layer and ``1e-5 I`` for inner layers, identity inner means, noise
+0.05), each in float64 with one thread, and in float32 as extra columns (full runs; see
+:func:`run_adam_step`). Each runs in its own interpreter (``_gpytorch_dgp_worker.py``,
+``_gpflux_dgp_worker.py``): ``LVGP_TORCH_PYTHON`` / ``LVGP_TF_PYTHON``, else ``../venv-torch`` /
+``../venv-tf`` next to the repository, else this interpreter; a library that cannot be imported
+there is reported "absent (not importable)" and the benchmark goes on without it. Neither is a
+dependency. Reported per library: ms per step, the per-repeat ratio to that library's own SGP
+step and ours ÷ the peer's; and as sanity checks the ELBO at the common start and after 5 Adam
+steps (lr 0.01) of every library, and the norm of each layer's kernel/inducing-input gradient
+(the whitened KL does not depend on them, so a non-zero value shows the data term's gradient
+reaches that layer).
 
 ``layer_backward`` times, at M = 100, P = 10⁴, D = 8 (spec §9.2 item 5):
 
@@ -17,11 +33,8 @@ data, with 1 thread. Ratios to the SGP step are formed per interleaved repeat (p
 (LV-GP-GP with VI, and with the importance-weighted bound, K = 5, joint or independent inner
 draws) against DGP 2 at the ch. 5 settings (minibatch 512, M = 128).
 
-GPyTorch's DeepGP and GPflux would be timed on the same data when importable; neither is a
-dependency, and the benchmark reports them as absent otherwise.
-
-Run standalone (``python benchmarks/bench_deep_gp.py [--quick]``) or through ``run.py`` once
-registered there.
+Run standalone (``python benchmarks/bench_deep_gp.py [--quick] [--peer-float32 0|1]``) or through
+``run.py`` (``--only deep_gp_adam_step`` and so on).
 """
 
 import argparse
@@ -69,6 +82,16 @@ PEERS = {"GPyTorch": ("LVGP_TORCH_PYTHON", "venv-torch", "_gpytorch_dgp_worker.p
 #: Adam steps taken from the common start before the ELBO sanity check (every library).
 SANITY_STEPS = 5
 ELBO_DRAWS = 5
+
+
+def _peer_runs(quick, float32):
+    """(label, library, dtype) of the peer runs: float64, plus float32 unless switched off."""
+    if float32 is None:
+        float32 = os.environ.get("LVGP_PEER_FLOAT32", "0" if quick else "1") != "0"
+    runs = [(name, name, "float64") for name in PEERS]
+    if float32:
+        runs += [(f"{name} float32", name, "float32") for name in PEERS]
+    return runs
 
 
 def peer_python(name):
@@ -181,12 +204,14 @@ def _our_steps(X, y, N, M, depths, rs):
     return runners, sanity
 
 
-def run_adam_step(quick=False, repeats=None):
+def run_adam_step(quick=False, repeats=None, peer_float32=None):
     """Time one Adam step (ELBO + gradient + update) for depths 1..5, ours and the peers'.
 
     GPyTorch and GPflux run in their own interpreters (:func:`peer_python`) on the same
     standardised arrays and from the same starting values as ours, interleaved with our steps
-    in the same repeats; a peer that cannot be imported is reported absent.
+    in the same repeats; a peer that cannot be imported is reported absent. Both also run in
+    float32 (extra columns) unless ``peer_float32`` is false; by default that is
+    ``LVGP_PEER_FLOAT32`` (``0`` or ``1``), else on for full runs and off with ``quick``.
     """
     N = 2000 if quick else 10_000
     M = 50 if quick else 100
@@ -209,24 +234,25 @@ def run_adam_step(quick=False, repeats=None):
             np.savez(path, X=Xs, Y=Ys, Z=layers[0].Z, noise=noise,
                      inner_sqrt=float(layers[0].q_sqrt[0, 0, 0]), lr=0.01,
                      sanity_steps=SANITY_STEPS)
-            started = {name: StepPeer(name, path, depths) for name in PEERS}
+            started = {label: (name, StepPeer(name, path, depths, dtype))
+                       for label, name, dtype in _peer_runs(quick, peer_float32)}
             try:
                 with threads(1):
                     runners, out["sanity"] = _our_steps(X, y, N, M, depths, rs)
                 peers = {}
-                for name, peer in started.items():
+                for label, (name, peer) in started.items():
                     info = dict(peer.wait_ready(), python=peer_python(name))
                     if "error" in info:
-                        out["peers"][name] = {"status": "absent (not importable)", **info}
+                        out["peers"][label] = {"status": "absent (not importable)", **info}
                         continue
-                    peers[name] = peer
-                    out["peers"][name] = {"status": "ok", **info, "results": {}}
+                    peers[label] = peer
+                    out["peers"][label] = {"status": "ok", **info, "results": {}}
                     for L in depths:
-                        runners[f"{name} {_label(L)}"] = peer.runner(L)
+                        runners[f"{label} {_label(L)}"] = peer.runner(L)
                 with threads(1):
                     times = interleaved(runners, repeats, warmup=1)
             finally:
-                for peer in started.values():
+                for _, peer in started.values():
                     peer.close()
     for L in depths:
         t = times[_label(L)]
@@ -241,14 +267,12 @@ def run_adam_step(quick=False, repeats=None):
     return out
 
 
-def report_adam_step(res):
-    """Markdown tables of :func:`run_adam_step`: timings, then the ELBO/gradient checks."""
+def _peer_table(res, peers, with_paper):
+    """Rows by depth: ours, then per peer ms, ÷ its own SGP and ours ÷ peer."""
     paper = {"SGP": "1", "DGP 2": "2.6×", "DGP 3": "3.5×", "DGP 4": "4.6×", "DGP 5": "6.2×"}
-    peers = {k: v for k, v in res.get("peers", {}).items() if v.get("status") == "ok"}
     header = ["model", "ours ms: median [min–max]", "ours ÷ SGP"]
     for name in peers:
         header += [f"{name} ms", f"{name} ÷ its SGP", f"ours ÷ {name}"]
-    header.append("thesis Table 2.4 CPU")
     rows = []
     for name, e in res["results"].items():
         row = [name, fmt_ms(e["seconds"]), fmt_ratio(e["ratio_to_sgp"])]
@@ -256,35 +280,45 @@ def report_adam_step(res):
             pe = p["results"][name]
             row += [fmt_ms(pe["seconds"]), fmt_ratio(pe["ratio_to_own_sgp"]),
                     fmt_ratio(pe["ours_over_peer"])]
-        rows.append(row + [paper[name]])
-    head = (f"### deep_gp adam_step — one Adam step, N = batch = {res['batch']}, D = {res['D']}, "
+        rows.append(row + ([paper[name]] if with_paper else []))
+    return markdown_table(header + (["thesis Table 2.4 CPU"] if with_paper else []), rows)
+
+
+def report_adam_step(res):
+    """Markdown tables of :func:`run_adam_step`: timings, then the ELBO/gradient checks."""
+    ok = {k: v for k, v in res.get("peers", {}).items() if v.get("status") == "ok"}
+    f64 = {k: v for k, v in ok.items() if v["dtype"] == "float64"}
+    f32 = {k: v for k, v in ok.items() if v["dtype"] == "float32"}
+    text = (f"### deep_gp adam_step — one Adam step, N = batch = {res['batch']}, D = {res['D']}, "
             f"M = {res['M']}, S = 1, float64, {res['threads']} thread, {res['repeats']} "
-            "interleaved repeats (peers in the same repeats, ratios per repeat)\n\n")
-    text = head + markdown_table(header, rows)
+            "interleaved repeats (peers in the same repeats, ratios per repeat)\n\n"
+            + _peer_table(res, f64, True))
+    if f32:
+        text += ("\n\nThe peers in float32 (same repeats; ours is float64 throughout):\n\n"
+                 + _peer_table(res, f32, False))
     notes = []
     for name, p in res.get("peers", {}).items():
         if p.get("status") != "ok":
             notes.append(f"- {name}: {p['status']} — {p.get('error', '')[:200]} "
                          f"(interpreter {p.get('python')})")
-        else:
+        elif p["dtype"] == "float64":
             keys = [k for k in ("gpytorch", "linear_operator", "torch", "gpflux", "gpflow",
-                                "tensorflow", "tensorflow_probability") if k in p]
+                                "tensorflow", "tensorflow_probability", "tf_keras") if k in p]
             notes.append(f"- {name}: " + ", ".join(f"{k} {p[k]}" for k in keys)
                          + f", numpy {p['numpy']}, Python {p['python_version']}")
     if notes:
         text += "\n\nPeers:\n" + "\n".join(notes)
     if "sanity" in res:
-        libs = {"ours": res["sanity"]} | {n: p["sanity"] for n, p in peers.items()}
-        sh = ["model"] + [f"{n} ELBO start" for n in libs] + [
-            f"{n} ELBO after {res['sanity_steps']} steps" for n in libs] + [
-            f"{n} ‖∂/∂(kernel, Z)‖ per layer" for n in peers]
+        libs = {"ours": res["sanity"]} | {n: p["sanity"] for n, p in f64.items()}
+        sh = (["model"] + [f"{n} ELBO start" for n in libs]
+              + [f"{n} ELBO after {res['sanity_steps']} steps" for n in libs]
+              + [f"{n} ‖∂/∂(kernel, Z)‖ per layer" for n in f64])
         srows = []
         for L in res["sanity"]:
-            lab = _label(int(L))
-            srows.append([lab] + [f"{s[L]['elbo_init']:.1f}" for s in libs.values()]
+            srows.append([_label(int(L))] + [f"{s[L]['elbo_init']:.1f}" for s in libs.values()]
                          + [f"{s[L]['elbo_after_steps']:.1f}" for s in libs.values()]
                          + [" / ".join(f"{g:.2g}" for g in p["sanity"][L][
-                             "grad_norm_kernel_Z_per_layer"]) for p in peers.values()])
+                             "grad_norm_kernel_Z_per_layer"]) for p in f64.values()])
         text += (f"\n\nSanity (same data, same start; ELBO = mean of {res['elbo_draws']} "
                  "one-sample estimates, Adam lr 0.01):\n\n" + markdown_table(sh, srows))
     return text
@@ -448,7 +482,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--peer-float32", choices=("0", "1"), default=None,
+                        help="also time the peers in float32 (default: full runs only)")
     args = parser.parse_args()
+    if args.peer_float32 is not None:
+        os.environ["LVGP_PEER_FLOAT32"] = args.peer_float32
     for name, (run, report) in {"deep_gp_adam_step": (run_adam_step, report_adam_step),
                                 "deep_gp_layer_backward": (run_layer_backward,
                                                            report_layer_backward),
