@@ -129,6 +129,7 @@ def main(argv=None):
         pass
     torch.manual_seed(0)
     dtype = getattr(torch, args.dtype)
+    torch.set_default_dtype(dtype)  # build every module in this precision
     raw = np.load(args.data)
     data = {k: raw[k] for k in raw.files}
     X = torch.as_tensor(data["X"], dtype=dtype)
