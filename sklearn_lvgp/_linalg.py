@@ -134,6 +134,24 @@ def lower_matmul(L, B, alpha=1.0, trans=False, overwrite_b=False):
                        overwrite_b=int(overwrite_b)).T
 
 
+def lower_solve(L, B, trans=False, overwrite_b=False):
+    """``tril(L)^{-1} B`` (or ``tril(L)^{-T} B`` with ``trans``) by BLAS ``trsm``, layout kept.
+
+    A C-contiguous ``B`` (the layout of kernel matrices here) is solved from the right on its
+    transposed, F-contiguous view, so no copy is made; on an ``(M, P)`` block with ``P >> M``
+    that is also the faster ``trsm`` variant. The result has the layout of ``B``.
+    """
+    B = np.asarray(B, dtype=np.float64)
+    if B.ndim != 2 or not (B.flags.f_contiguous or B.flags.c_contiguous):
+        B = np.ascontiguousarray(B)
+    if B.flags.c_contiguous:
+        # (op(L)^{-1} B)^T = B^T op(L)^{-T}
+        return _blas.dtrsm(1.0, L, B.T, side=1, lower=1, trans_a=int(not trans),
+                           overwrite_b=int(overwrite_b)).T
+    return _blas.dtrsm(1.0, L, B, side=0, lower=1, trans_a=int(trans),
+                       overwrite_b=int(overwrite_b))
+
+
 def cho_solve(L, B):
     """Solve ``(L L^T) X = B`` given the lower Cholesky factor ``L``."""
     return sla.cho_solve((L, True), B, check_finite=False)
@@ -190,6 +208,6 @@ def solve_lower_vjp(L, X, dL_dX):
     dL_dB : ndarray
         Adjoint of ``B``.
     """
-    dB = solve_upper(L, dL_dX)
+    dB = lower_solve(L, dL_dX, trans=True)
     dLmat = -np.tril(dB @ X.T)
     return dLmat, dB

@@ -13,6 +13,7 @@ from sklearn_lvgp._linalg import (
     cholesky_vjp,
     logdet_from_chol,
     lower_matmul,
+    lower_solve,
     solve_lower,
     solve_lower_vjp,
 )
@@ -114,3 +115,18 @@ def test_lower_matmul_overwrite_reuses_buffer(rng):
     out = lower_matmul(L, B, overwrite_b=True)
     np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
     assert np.shares_memory(out, B)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+@pytest.mark.parametrize("trans", [False, True])
+def test_lower_solve_matches_scipy_and_keeps_layout(rng, layout, trans):
+    L = rng.standard_normal((6, 6)) + 6.0 * np.eye(6)  # junk above the diagonal is ignored
+    B = rng.standard_normal((6, 17))
+    B = {"C": B, "F": np.asfortranarray(B), "strided": B[:, ::2]}[layout]
+    B0 = B.copy()
+    X = lower_solve(L, B, trans=trans)
+    T = np.tril(L).T if trans else np.tril(L)
+    np.testing.assert_allclose(T @ X, B, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(B, B0)
+    if layout == "C":
+        assert X.flags.c_contiguous

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._linalg import CholeskyError, lower_matmul, solve_lower, solve_lower_vjp
+from .._linalg import CholeskyError, lower_matmul, lower_solve, solve_lower_vjp
 from ._layer import LayerVJP, layer_vjp, prior_factor_vjp
 
 __all__ = ["JointCache", "joint_sample", "joint_layer_vjp", "block_kernel", "block_kernel_vjp"]
@@ -190,7 +190,7 @@ def joint_layer_vjp(dL_dh, dL_dkl, cache, jcache):
     if mc.whiten:
         dA1 += dA
     else:
-        LinvdA = solve_lower(Lu, dA)
+        LinvdA = lower_solve(Lu, dA)
         dA1 += LinvdA
         dLu -= np.tril(A @ LinvdA.T)
     dLu_2, dKuf = solve_lower_vjp(Lu, mc.A1, dA1)

@@ -20,9 +20,8 @@ from .._linalg import (
     cholesky_jitter,
     cholesky_vjp,
     lower_matmul,
-    solve_lower,
+    lower_solve,
     solve_lower_vjp,
-    solve_upper,
 )
 from ._kl import kl_divergence, kl_divergence_vjp
 from ._mean_functions import ZeroMean
@@ -249,8 +248,8 @@ def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True):
     H = np.ascontiguousarray(H, dtype=np.float64)
     Kuf, kcache = kernel.K_cached(Z, H)
     kappa = kernel.Kdiag(H)
-    A1 = solve_lower(Lu, Kuf)
-    A = A1 if whiten else solve_upper(Lu, A1)
+    A1 = lower_solve(Lu, Kuf)
+    A = A1 if whiten else lower_solve(Lu, A1, trans=True)
     mu = A.T @ q_mu
     if mean_function is not None:
         mu += mean_function(H)
@@ -306,7 +305,7 @@ def marginals_vjp(dL_dmu, dL_dvar, cache):
         dA1 += dA
     else:
         # A = Lu^{-T} A1 (upper solve with T = Lu^T), spec §3.3 step 5
-        LinvdA = solve_lower(Lu, dA)
+        LinvdA = lower_solve(Lu, dA)
         dA1 += LinvdA
         dLu -= np.tril(A @ LinvdA.T)
     dLu_2, dKuf = solve_lower_vjp(Lu, A1, dA1)
