@@ -204,6 +204,29 @@ def _our_steps(X, y, N, M, depths, rs):
     return runners, sanity
 
 
+def _other_settings(quick, repeats):
+    """Ours only: the main size at 2 threads, and the spec prototype's size (N = 397, D = 10).
+
+    Spec ``deep_gp.md`` §7.4 quotes 2.2× / 2.9× (DGP 2 / DGP 3 ÷ SGP) for an autograd prototype
+    at M = 100, N = 397, D = 10, full batch; the 2-thread rows show how the ratio moves when BLAS
+    and numba get both cores.
+    """
+    configs = [("2 threads", 2000 if quick else 10_000, 8, [1, 2], 2),
+               ("N = 397, D = 10", 397, 10, [1, 2, 3], 1)]
+    M = 50 if quick else 100
+    res = {}
+    for name, N, D, depths, n_threads in configs:
+        X, y = _problem(N, D, seed=1)
+        with threads(1):
+            runners, _ = _our_steps(X, y, N, M, depths, np.random.RandomState(0))
+        with threads(n_threads):
+            times = interleaved(runners, repeats, warmup=1)
+        res[name] = {"N": N, "D": D, "M": M, "threads": n_threads, "results": {
+            k: {"seconds": summary(t), "ratio_to_sgp": ratio_summary(t, times["SGP"])}
+            for k, t in times.items()}}
+    return res
+
+
 def run_adam_step(quick=False, repeats=None, peer_float32=None):
     """Time one Adam step (ELBO + gradient + update) for depths 1..5, ours and the peers'.
 
@@ -254,6 +277,7 @@ def run_adam_step(quick=False, repeats=None, peer_float32=None):
             finally:
                 for _, peer in started.values():
                     peer.close()
+    out["other_settings"] = _other_settings(quick, repeats)
     for L in depths:
         t = times[_label(L)]
         out["results"][_label(L)] = {"seconds": summary(t), "ratio_to_sgp": ratio_summary(
@@ -308,6 +332,14 @@ def report_adam_step(res):
                          + f", numpy {p['numpy']}, Python {p['python_version']}")
     if notes:
         text += "\n\nPeers:\n" + "\n".join(notes)
+    if res.get("other_settings"):
+        orows = [[cfg, str(o["N"]), str(o["D"]), str(o["threads"]), k, fmt_ms(e["seconds"]),
+                  fmt_ratio(e["ratio_to_sgp"])]
+                 for cfg, o in res["other_settings"].items() for k, e in o["results"].items()]
+        text += ("\n\nOurs at other settings (M = {}, full batch, S = 1):\n\n".format(
+            next(iter(res["other_settings"].values()))["M"])
+            + markdown_table(["setting", "N", "D", "threads", "model", "ms per step",
+                              "÷ SGP (per repeat)"], orows))
     if "sanity" in res:
         libs = {"ours": res["sanity"]} | {n: p["sanity"] for n, p in f64.items()}
         sh = (["model"] + [f"{n} ELBO start" for n in libs]
