@@ -70,7 +70,6 @@ Environment knobs:
 # %%
 # Set-up
 # ------
-import gzip
 import json
 import os
 import time
@@ -84,7 +83,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from sklearn_lvgp import DeepGP
-from sklearn_lvgp.datasets import data_home
+from sklearn_lvgp.datasets import load_uci_hl
 from sklearn_lvgp.kernels import RBF
 
 #: Table 5.1, column 1 (GP): mean (standard error) over 5 splits, standardised units.
@@ -133,23 +132,6 @@ def settings_for(n_train):
     return s
 
 
-def load_uci(name):
-    """Features, target and the 0/1 test-membership columns of one ``uci_hl`` file.
-
-    The same reader as ``plot_deep_gp_uci.py`` (a shared loader belongs in
-    :mod:`sklearn_lvgp.datasets`).
-    """
-    path = data_home() / "uci_hl" / f"{name}.csv.gz"
-    with gzip.open(path, "rt") as fh:
-        header = fh.readline().strip().split(",")
-    A = np.loadtxt(path, delimiter=",", skiprows=1)
-    n_data = sum(not c.startswith("test_") for c in header)
-    data, tests = A[:, :n_data], A[:, n_data:].astype(bool)
-    if name == "naval":  # drop the second target (turbine decay), keep compressor decay
-        data = data[:, :-1]
-    return data[:, :-1], data[:, -1], tests
-
-
 def standardise_full(A):
     """``bayesian_benchmarks.data.normalize``: full-data mean and ``std + 1e-6``."""
     return (A - A.mean(axis=0)) / (A.std(axis=0) + 1e-6)
@@ -195,7 +177,7 @@ def evaluate(model, Xt, yt):
 
 def run_one(dataset, split):
     """Fit and evaluate one split; returns the result row."""
-    X, y, tests = load_uci(dataset)
+    X, y, tests = load_uci_hl(dataset)
     X, y = standardise_full(X), standardise_full(y)
     te = split_rows(tests, split)
     s = settings_for(int((~te).sum()))
@@ -210,7 +192,7 @@ def run_one(dataset, split):
 
 tasks = []
 for dataset in DATASETS:
-    n_avail = load_uci(dataset)[2].shape[1]
+    n_avail = load_uci_hl(dataset)[2].shape[1]
     tasks += [(dataset, k) for k in range(min(SPLITS_PER.get(dataset, SPLITS_DEFAULT), n_avail))]
 results = {}
 t0 = time.time()

@@ -4,7 +4,8 @@ Deep GPs on the UCI regression benchmarks (Fig. 2.4 protocol of seed 003 ch. 2)
 
 Salimbeni & Deisenroth (2017) compare a sparse variational GP (SGP = DGP 1) with doubly-stochastic
 deep GPs of 2 to 5 layers on eight UCI data sets; the issue adds yacht as a ninth. This example
-runs that protocol on the published Hernández-Lobato & Adams splits (``shared/data/uci_hl``, 90 % train / 10 % test):
+runs that protocol on the published Hernández-Lobato & Adams splits (``shared/data/uci_hl``,
+90 % train / 10 % test):
 
 * inputs and targets standardised with the training split's statistics (inside ``DeepGP``);
 * 100 inducing points per layer (k-means), RBF-ARD kernels with unit length scales and variances,
@@ -34,7 +35,6 @@ Environment knobs (the full protocol takes days on a laptop CPU):
 # %%
 # Set-up
 # ------
-import gzip
 import json
 import os
 import time
@@ -47,7 +47,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sklearn_lvgp import DeepGP
-from sklearn_lvgp.datasets import data_home
+from sklearn_lvgp.datasets import load_uci_hl
 
 ALL = ["boston", "concrete", "energy", "kin8nm", "naval", "power", "protein", "wine_red", "yacht"]
 DATASETS = [d for d in os.environ.get("LVGP_UCI_DATASETS", ",".join(ALL)).split(",") if d]
@@ -61,20 +61,6 @@ OUT = Path(__file__).resolve().parent / "output" if "__file__" in globals() else
 OUT.mkdir(exist_ok=True)
 #: Test log-likelihood of the reference notebooks, kin8nm split 0 (spec §7.1).
 PAPER_KIN8NM = {"SGP": 0.973, "DGP2": 1.302, "DGP3": 1.330, "DGP4": 1.331, "DGP5": 1.336}
-
-
-def load_uci(name):
-    """Features, target and the 0/1 test-membership columns of one ``uci_hl`` file."""
-    path = data_home() / "uci_hl" / f"{name}.csv.gz"
-    with gzip.open(path, "rt") as fh:
-        header = fh.readline().strip().split(",")
-    A = np.loadtxt(path, delimiter=",", skiprows=1)
-    n_data = sum(not c.startswith("test_") for c in header)
-    data, tests = A[:, :n_data], A[:, n_data:].astype(bool)
-    if name == "naval":  # drop the second target (turbine decay), keep compressor decay
-        data = data[:, :-1]
-    X, y = data[:, :-1], data[:, -1]
-    return X, y, tests
 
 
 def make_model(name):
@@ -92,7 +78,7 @@ def make_model(name):
 results = {}
 t0 = time.time()
 for dataset in DATASETS:
-    X, y, tests = load_uci(dataset)
+    X, y, tests = load_uci_hl(dataset)
     keep = X[~tests[:, 0]].std(axis=0) > 0  # constant columns carry nothing (naval: 2)
     X = X[:, keep]
     for split in range(min(N_SPLITS, tests.shape[1])):

@@ -29,7 +29,6 @@ kin8nm,naval), ``LVGP_GPCDE_UCI_SPLITS`` (20), ``LVGP_GPCDE_UCI_FIRST_SPLIT`` (0
 # %%
 # Set-up
 # ------
-import gzip
 import json
 import os
 import time
@@ -44,7 +43,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_lvgp import GPCDE, SparseGPRegressor
-from sklearn_lvgp.datasets import data_home
+from sklearn_lvgp.datasets import load_uci_hl
 
 ALL = "boston,concrete,energy,yacht,wine_red,power,kin8nm,naval"
 DATASETS = [d for d in os.environ.get("LVGP_GPCDE_UCI_DATASETS", ALL).split(",") if d]
@@ -60,19 +59,6 @@ MODELS = os.environ.get("LVGP_GPCDE_UCI_MODELS",
 TAG = os.environ.get("LVGP_GPCDE_UCI_TAG", "")
 OUT = Path(__file__).resolve().parent / "output" if "__file__" in globals() else Path("output")
 OUT.mkdir(exist_ok=True)
-
-
-def load_uci(name):
-    """Features, target and the 0/1 test-membership columns of one ``uci_hl`` file."""
-    path = data_home() / "uci_hl" / f"{name}.csv.gz"
-    with gzip.open(path, "rt") as fh:
-        header = fh.readline().strip().split(",")
-    A = np.loadtxt(path, delimiter=",", skiprows=1)
-    n_data = sum(not c.startswith("test_") for c in header)
-    data, tests = A[:, :n_data], A[:, n_data:].astype(bool)
-    if name == "naval":  # drop the second target (turbine decay)
-        data = data[:, :-1]
-    return data[:, :-1], data[:, -1], tests
 
 
 def make_model(name):
@@ -95,7 +81,7 @@ def make_model(name):
 results = {}
 t0 = time.time()
 for dataset in DATASETS:
-    X, y, tests = load_uci(dataset)
+    X, y, tests = load_uci_hl(dataset)
     keep = X[~tests[:, 0]].std(axis=0) > 0  # constant columns carry nothing (naval: 2)
     X = X[:, keep]
     for split in range(FIRST, min(FIRST + N_SPLITS, tests.shape[1])):

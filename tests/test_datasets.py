@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from sklearn_lvgp.datasets import data_home, load_oil_flow, load_usps
+from sklearn_lvgp.datasets import UCI_HL_DATASETS, data_home, load_oil_flow, load_uci_hl, load_usps
 from sklearn_lvgp.utils.evaluation import knn_accuracy, most_relevant
 
 
@@ -52,3 +52,22 @@ def test_knn_accuracy_and_most_relevant():
         latent_mean_ = np.arange(6.0).reshape(2, 3)
 
     np.testing.assert_array_equal(most_relevant(Fitted()), [[1.0, 2.0], [4.0, 5.0]])
+
+
+@pytest.mark.parametrize("name", UCI_HL_DATASETS)
+def test_uci_hl_splits_are_ninety_ten(shared_data, name):
+    if not (shared_data / "uci_hl" / f"{name}.csv.gz").is_file():
+        pytest.skip(f"uci_hl/{name}.csv.gz not found")
+    X, y, tests = load_uci_hl(name)
+    assert X.ndim == 2 and y.shape == (X.shape[0],) and tests.shape[0] == X.shape[0]
+    assert tests.dtype == bool and tests.shape[1] == (5 if name == "protein" else 20)
+    n_test = tests.sum(axis=0)
+    assert np.all(np.abs(n_test - 0.1 * X.shape[0]) <= 1)
+    assert np.all(np.isfinite(X)) and np.all(np.isfinite(y))
+    if name == "naval":  # the second target (turbine decay) is dropped
+        assert X.shape[1] == 16
+
+
+def test_uci_hl_rejects_unknown_name():
+    with pytest.raises(ValueError, match="unknown uci_hl dataset"):
+        load_uci_hl("housing")

@@ -1,11 +1,12 @@
 """Readers of ``shared/data`` files (format described in that folder's README)."""
 
+import gzip
 import os
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["data_home", "load_oil_flow", "load_usps"]
+__all__ = ["data_home", "load_oil_flow", "load_uci_hl", "load_usps", "UCI_HL_DATASETS"]
 
 _ENV = "SKLEARN_LVGP_DATA"
 
@@ -92,3 +93,42 @@ def load_usps(per_class=500):
         X, y, idx = d["X"], d["y"], d["index_in_class"]
     keep = idx < int(per_class)
     return X[keep].astype(np.float64) / 256.0, y[keep].astype(np.int64)
+
+
+#: Names of the ``uci_hl`` files (Hernández-Lobato & Adams 2015 splits).
+UCI_HL_DATASETS = ("boston", "concrete", "energy", "kin8nm", "naval", "power", "protein",
+                   "wine_red", "yacht")
+
+
+def load_uci_hl(name):
+    """A UCI regression set with the published Hernández-Lobato & Adams 90/10 splits.
+
+    Parameters
+    ----------
+    name : {"boston", "concrete", "energy", "kin8nm", "naval", "power", "protein", \
+            "wine_red", "yacht"}
+        File ``uci_hl/<name>.csv.gz`` of the data folder.
+
+    Returns
+    -------
+    X : ndarray of shape (n, d)
+        Inputs in the file's (original UCI) row order, raw units.
+    y : ndarray of shape (n,)
+        Target (naval: compressor decay, the first of the file's two targets; energy: heating
+        load).
+    test_masks : ndarray of shape (n, n_splits), dtype=bool
+        Column ``s`` marks the test rows of split ``s`` (20 splits; protein 5).
+    """
+    if name not in UCI_HL_DATASETS:
+        raise ValueError(f"unknown uci_hl dataset {name!r}; expected one of {UCI_HL_DATASETS}.")
+    path = data_home() / "uci_hl" / f"{name}.csv.gz"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found.")
+    with gzip.open(path, "rt") as fh:
+        header = fh.readline().strip().split(",")
+    A = np.loadtxt(path, delimiter=",", skiprows=1)
+    n_data = sum(not c.startswith("test_") for c in header)
+    data, tests = A[:, :n_data], A[:, n_data:].astype(bool)
+    if name == "naval":  # drop the second target (turbine decay)
+        data = data[:, :-1]
+    return data[:, :-1], data[:, -1], tests

@@ -13,6 +13,7 @@ from sklearn_lvgp import DeepGP
 from sklearn_lvgp._parallel import threads
 from sklearn_lvgp._stochastic import DivergenceError, run_adam
 from sklearn_lvgp._svgp import IdentityMean, tril_pack, tril_unpack
+from sklearn_lvgp.datasets import load_uci_hl
 from sklearn_lvgp.kernels import RBF
 from sklearn_lvgp.utils.gradcheck import check_grad
 
@@ -593,12 +594,11 @@ def test_diabetes_protocol():
 
 
 def _kin8nm(shared_data):
-    path = shared_data / "uci_hl" / "kin8nm.csv.gz"
-    if not path.is_file():
-        pytest.skip(f"{path} not found")
-    A = np.loadtxt(path, delimiter=",", skiprows=1)
-    te = A[:, 9].astype(bool)
-    return A[~te, :8], A[~te, 8], A[te, :8], A[te, 8]
+    if not (shared_data / "uci_hl" / "kin8nm.csv.gz").is_file():
+        pytest.skip("uci_hl/kin8nm.csv.gz not found")
+    X, y, tests = load_uci_hl("kin8nm")
+    te = tests[:, 0]
+    return X[~te], y[~te], X[te], y[te]
 
 
 @pytest.mark.slow
