@@ -29,7 +29,7 @@ def _check_samples(samples):
 
 
 def silverman_bandwidth(samples):
-    """Silverman's rule-of-thumb bandwidth of each row of ``samples``.
+    """Compute Silverman's rule-of-thumb bandwidth of each row of ``samples``.
 
     ``h = 1.06 * s * n^(-1/5)`` with ``s`` the standard deviation of the row (``ddof=0``, as
     ``numpy.std``) and ``n`` the number of samples per row (Silverman 1986, eq. 3.28; the rule
@@ -64,7 +64,7 @@ def silverman_bandwidth(samples):
 
 
 def kde_log_density(samples, y, bandwidth="silverman"):
-    """Log density of ``y`` under a Gaussian kernel density estimate of ``samples``, per point.
+    """Evaluate the log density of ``y`` under a Gaussian KDE of ``samples``, per point.
 
     For point ``i`` with samples ``x_i1 .. x_in`` and bandwidth ``h_i``::
 
