@@ -23,15 +23,11 @@ Protocol and output: as ``_gpytorch_dgp_worker.py`` (``@@``-prefixed JSON; batch
 """
 
 import argparse
-import json
 import os
 import sys
 import time
 
-
-def _send(obj):
-    sys.stdout.write("@@" + json.dumps(obj) + "\n")
-    sys.stdout.flush()
+from _peer_protocol import send, serve
 
 
 def _build(tf, gpflow, gpflux, data, L):
@@ -95,7 +91,7 @@ def main(argv=None):
         import tensorflow_probability as tfp
         import tf_keras
     except Exception as exc:  # any import failure means "no usable GPflux here"
-        _send({"error": f"{type(exc).__name__}: {exc}"})
+        send({"error": f"{type(exc).__name__}: {exc}"})
         return 0
     dtype = getattr(np, args.dtype)
     gpflow.config.set_default_float(dtype)
@@ -158,25 +154,7 @@ def main(argv=None):
         f = float(models[L]().numpy())
         return time.perf_counter() - t0, f
 
-    if not args.serve:
-        seconds = {str(L): [] for L in depths}
-        for r in range(args.repeats):
-            shift = r % len(depths)
-            for L in depths[shift:] + depths[:shift]:
-                seconds[str(L)].append(timed(L)[0])
-        _send(dict(_ready, seconds=seconds))
-        return 0
-    _send(_ready)
-    for line in sys.stdin:
-        cmd = line.split()
-        if cmd == ["quit"]:
-            break
-        if len(cmd) != 2 or cmd[0] != "time" or int(cmd[1]) not in models:
-            _send({"error": f"unknown command {line.strip()!r}"})
-            continue
-        t, f = timed(int(cmd[1]))
-        _send({"t": t, "f": f, "finite": bool(np.isfinite(f))})
-    return 0
+    return serve(timed, list(models), _ready, args.repeats, args.serve)
 
 
 if __name__ == "__main__":

@@ -28,14 +28,10 @@ with ``repeats`` interleaved timings per depth. With ``--serve`` it prints the r
 """
 
 import argparse
-import json
 import sys
 import time
 
-
-def _send(obj):
-    sys.stdout.write("@@" + json.dumps(obj) + "\n")
-    sys.stdout.flush()
+from _peer_protocol import send, serve
 
 
 def _build(torch, gpytorch, data, L, dtype):
@@ -120,7 +116,7 @@ def main(argv=None):
         import numpy as np
         import torch
     except Exception as exc:  # any import failure means "no usable GPyTorch here"
-        _send({"error": f"{type(exc).__name__}: {exc}"})
+        send({"error": f"{type(exc).__name__}: {exc}"})
         return 0
     torch.set_num_threads(1)
     try:
@@ -184,25 +180,7 @@ def main(argv=None):
         f = step(*models[L])
         return time.perf_counter() - t0, f
 
-    if not args.serve:
-        seconds = {str(L): [] for L in depths}
-        for r in range(args.repeats):
-            shift = r % len(depths)
-            for L in depths[shift:] + depths[:shift]:
-                seconds[str(L)].append(timed(L)[0])
-        _send(dict(_ready, seconds=seconds))
-        return 0
-    _send(_ready)
-    for line in sys.stdin:
-        cmd = line.split()
-        if cmd == ["quit"]:
-            break
-        if len(cmd) != 2 or cmd[0] != "time" or int(cmd[1]) not in models:
-            _send({"error": f"unknown command {line.strip()!r}"})
-            continue
-        t, f = timed(int(cmd[1]))
-        _send({"t": t, "f": f, "finite": bool(np.isfinite(f))})
-    return 0
+    return serve(timed, list(models), _ready, args.repeats, args.serve)
 
 
 if __name__ == "__main__":

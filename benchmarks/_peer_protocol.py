@@ -1,0 +1,58 @@
+"""The ``@@``-JSON-lines protocol shared by the peer-library step workers.
+
+Imported by ``_gpytorch_dgp_worker.py`` and ``_gpflux_dgp_worker.py``, which run in side
+interpreters without sklearn_lvgp (the script's folder is on their ``sys.path``), so this module
+uses the standard library only.
+"""
+
+import json
+import math
+import sys
+
+
+def send(obj):
+    """Write one ``@@``-prefixed JSON line and flush."""
+    sys.stdout.write("@@" + json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def serve(timed, depths, ready, repeats, serve_stdin):
+    """Answer timing requests, or time every depth ``repeats`` times and report once.
+
+    Parameters
+    ----------
+    timed : callable
+        ``timed(L) -> (seconds, objective)`` for one step of the depth-``L`` model.
+    depths : list of int
+        Depths the worker built.
+    ready : dict
+        The worker's start-up report (versions, sanity checks).
+    repeats : int
+        Repeats of the one-shot mode (depth order rotated per repeat).
+    serve_stdin : bool
+        Answer ``time L`` / ``quit`` lines on stdin instead (interleaved with the caller's runs).
+
+    Returns
+    -------
+    int
+        Process exit status.
+    """
+    if not serve_stdin:
+        seconds = {str(L): [] for L in depths}
+        for r in range(repeats):
+            shift = r % len(depths)
+            for L in depths[shift:] + depths[:shift]:
+                seconds[str(L)].append(timed(L)[0])
+        send(dict(ready, seconds=seconds))
+        return 0
+    send(ready)
+    for line in sys.stdin:
+        cmd = line.split()
+        if cmd == ["quit"]:
+            break
+        if len(cmd) != 2 or cmd[0] != "time" or not cmd[1].isdigit() or int(cmd[1]) not in depths:
+            send({"error": f"unknown command {line.strip()!r}"})
+            continue
+        t, f = timed(int(cmd[1]))
+        send({"t": t, "f": f, "finite": math.isfinite(f)})
+    return 0
