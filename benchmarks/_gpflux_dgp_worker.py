@@ -22,12 +22,11 @@ Protocol and output: as ``_gpytorch_dgp_worker.py`` (``@@``-prefixed JSON; batch
 ``--serve`` answering ``time L`` lines with ``{"t": seconds, "f": -ELBO / N, "finite": bool}``).
 """
 
-import argparse
 import os
 import sys
 import time
 
-from _peer_protocol import send, serve
+from _peer_protocol import parse_args, send, serve
 
 
 def _build(tf, gpflow, gpflux, data, L):
@@ -72,13 +71,7 @@ def _build(tf, gpflow, gpflux, data, L):
 
 def main(argv=None):
     """Build the models, run the sanity checks, then time steps (batch or serve mode)."""
-    parser = argparse.ArgumentParser()
-    parser.add_argument("data")
-    parser.add_argument("--depths", default="1,2,3,4,5")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--dtype", default="float64", choices=("float64", "float32"))
-    parser.add_argument("--serve", action="store_true")
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
         import numpy as np

@@ -27,11 +27,10 @@ with ``repeats`` interleaved timings per depth. With ``--serve`` it prints the r
 ``L``: ``{"t": seconds, "f": -ELBO / N, "finite": bool}``; ``quit`` ends it.
 """
 
-import argparse
 import sys
 import time
 
-from _peer_protocol import send, serve
+from _peer_protocol import parse_args, send, serve
 
 
 def _build(torch, gpytorch, data, L, dtype):
@@ -103,13 +102,7 @@ def _build(torch, gpytorch, data, L, dtype):
 
 def main(argv=None):
     """Build the models, run the sanity checks, then time steps (batch or serve mode)."""
-    parser = argparse.ArgumentParser()
-    parser.add_argument("data")
-    parser.add_argument("--depths", default="1,2,3,4,5")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--dtype", default="float64", choices=("float64", "float32"))
-    parser.add_argument("--serve", action="store_true")
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
     try:
         import gpytorch
         import linear_operator

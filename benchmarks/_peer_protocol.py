@@ -5,9 +5,21 @@ interpreters without sklearn_lvgp (the script's folder is on their ``sys.path``)
 uses the standard library only.
 """
 
+import argparse
 import json
 import math
 import sys
+
+
+def parse_args(argv=None):
+    """Command line shared by the workers: data file, depths, repeats, dtype, serve mode."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("data")
+    parser.add_argument("--depths", default="1,2,3,4,5")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--dtype", default="float64", choices=("float64", "float32"))
+    parser.add_argument("--serve", action="store_true")
+    return parser.parse_args(argv)
 
 
 def send(obj):
