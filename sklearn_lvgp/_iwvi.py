@@ -75,13 +75,15 @@ class RecognitionMLP:
     def _flat(self, p):
         return [p[f"enc_{kind}{i}"] for i in range(self.n_layers) for kind in ("W", "b")]
 
+    def _named(self, flat):
+        return {f"enc_{kind}{i}": flat[2 * i + j]
+                for i in range(self.n_layers) for j, kind in enumerate(("W", "b"))}
+
     def initial(self, random_state):
         """Initial weights (Xavier normal) and biases (zero)."""
         shapes = [((self.widths[i], self.widths[i + 1]), (self.widths[i + 1],))
                   for i in range(self.n_layers)]
-        flat = encoder_init(shapes, random_state)
-        return {f"enc_{kind}{i}": flat[2 * i + j]
-                for i in range(self.n_layers) for j, kind in enumerate(("W", "b"))}
+        return self._named(encoder_init(shapes, random_state))
 
     def forward(self, p, E):
         """Outputs ``(n, d_out)`` and the cache of :meth:`backward`."""
@@ -89,9 +91,7 @@ class RecognitionMLP:
 
     def backward(self, dout, cache, p):
         """Adjoints of every block from the adjoint of the output."""
-        flat = encoder_backward(dout, self._flat(p), cache)
-        return {f"enc_{kind}{i}": flat[2 * i + j]
-                for i in range(self.n_layers) for j, kind in enumerate(("W", "b"))}
+        return self._named(encoder_backward(dout, self._flat(p), cache))
 
 
 class LatentDSVI(_DSVI):

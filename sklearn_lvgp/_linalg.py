@@ -115,41 +115,40 @@ def solve_upper(L, B):
     return sla.solve_triangular(L, B, lower=True, trans="T", check_finite=False)
 
 
+def _triangular_blas(routine, alpha, L, B, trans, overwrite_b):
+    """``routine`` (``dtrmm``/``dtrsm``) with lower ``L`` on the side that keeps ``B``'s layout.
+
+    An F-contiguous ``B`` is used from the left; a C-contiguous one from the right on its
+    transposed (F-contiguous) view, ``(op(L) B)^T = B^T op(L)^T``, so neither is copied.
+    """
+    B = np.asarray(B, dtype=np.float64)
+    if B.ndim != 2 or not (B.flags.f_contiguous or B.flags.c_contiguous):
+        B = np.ascontiguousarray(B)
+    if B.flags.f_contiguous:
+        return routine(alpha, L, B, side=0, lower=1, trans_a=int(trans),
+                       overwrite_b=int(overwrite_b))
+    return routine(alpha, L, B.T, side=1, lower=1, trans_a=int(not trans),
+                   overwrite_b=int(overwrite_b)).T
+
+
 def lower_matmul(L, B, alpha=1.0, trans=False, overwrite_b=False):
     """``alpha * tril(L) @ B`` (or ``alpha * tril(L)^T @ B`` with ``trans``) by BLAS ``trmm``.
 
     Half the flops of a general product; the strict upper triangle of ``L`` is ignored, so a
-    square root stored with junk above the diagonal needs no ``np.tril`` copy. A C- or
-    F-contiguous ``B`` is used in place (``overwrite_b`` lets BLAS overwrite it); the result
-    has the same memory layout as ``B``.
+    square root stored with junk above the diagonal needs no ``np.tril`` copy. The result has
+    the memory layout of ``B`` (``overwrite_b`` lets BLAS overwrite a contiguous ``B``).
     """
-    B = np.asarray(B, dtype=np.float64)
-    if B.ndim != 2 or not (B.flags.f_contiguous or B.flags.c_contiguous):
-        B = np.asfortranarray(B)
-    if B.flags.f_contiguous:
-        return _blas.dtrmm(alpha, L, B, side=0, lower=1, trans_a=int(trans),
-                           overwrite_b=int(overwrite_b))
-    # C-contiguous B: (op(L) B)^T = B^T op(L)^T with B^T F-contiguous
-    return _blas.dtrmm(alpha, L, B.T, side=1, lower=1, trans_a=int(not trans),
-                       overwrite_b=int(overwrite_b)).T
+    return _triangular_blas(_blas.dtrmm, alpha, L, B, trans, overwrite_b)
 
 
 def lower_solve(L, B, trans=False, overwrite_b=False):
     """``tril(L)^{-1} B`` (or ``tril(L)^{-T} B`` with ``trans``) by BLAS ``trsm``, layout kept.
 
     A C-contiguous ``B`` (the layout of kernel matrices here) is solved from the right on its
-    transposed, F-contiguous view, so no copy is made; on an ``(M, P)`` block with ``P >> M``
-    that is also the faster ``trsm`` variant. The result has the layout of ``B``.
+    transposed view, so no copy is made; on an ``(M, P)`` block with ``P >> M`` that is also the
+    faster ``trsm`` variant.
     """
-    B = np.asarray(B, dtype=np.float64)
-    if B.ndim != 2 or not (B.flags.f_contiguous or B.flags.c_contiguous):
-        B = np.ascontiguousarray(B)
-    if B.flags.c_contiguous:
-        # (op(L)^{-1} B)^T = B^T op(L)^{-T}
-        return _blas.dtrsm(1.0, L, B.T, side=1, lower=1, trans_a=int(not trans),
-                           overwrite_b=int(overwrite_b)).T
-    return _blas.dtrsm(1.0, L, B, side=0, lower=1, trans_a=int(trans),
-                       overwrite_b=int(overwrite_b))
+    return _triangular_blas(_blas.dtrsm, 1.0, L, B, trans, overwrite_b)
 
 
 def cho_solve(L, B):

@@ -13,8 +13,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._linalg import CholeskyError, lower_matmul, lower_solve, solve_lower_vjp
-from ._layer import LayerVJP, layer_vjp, prior_factor_vjp
+from .._linalg import CholeskyError, lower_matmul
+from ._layer import LayerVJP, kuf_backward, layer_vjp, prior_factor_vjp
 
 __all__ = ["JointCache", "joint_sample", "joint_layer_vjp", "block_kernel", "block_kernel_vjp"]
 
@@ -185,17 +185,7 @@ def joint_layer_vjp(dL_dh, dL_dkl, cache, jcache):
         dB = _ungrouped(2.0 * (dSig[:, d] @ Bs[d]))
         dq_sqrt[d] = np.tril(A @ dB.T)
         dA += lower_matmul(mc.q_sqrt[d], dB)
-    Lu = mc.Lu
-    dLu = np.zeros_like(Lu)
-    if mc.whiten:
-        dA1 += dA
-    else:
-        LinvdA = lower_solve(Lu, dA)
-        dA1 += LinvdA
-        dLu -= np.tril(A @ LinvdA.T)
-    dLu_2, dKuf = solve_lower_vjp(Lu, mc.A1, dA1)
-    dLu += dLu_2
-    kv = kernel.vjp(dKuf, mc.Z, mc.H)
+    kv, dLu = kuf_backward(dA, dA1, mc)
     dZp, dthp = prior_factor_vjp(kernel, prior, dLu)
     dHb, dthb = block_kernel_vjp(kernel, mc.H, dsum)
     return LayerVJP(base.q_mu, base.q_sqrt + dq_sqrt, base.Z + kv.X + dZp,

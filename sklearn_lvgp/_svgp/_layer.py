@@ -288,7 +288,7 @@ def marginals_vjp(dL_dmu, dL_dvar, cache):
     c = cache
     dv = np.where(c.clipped, 0.0, dL_dvar)
     dmu = np.asarray(dL_dmu, dtype=np.float64)
-    A, A1, Lu = c.A, c.A1, c.Lu
+    A, A1 = c.A, c.A1
     D = c.q_mu.shape[1]
     dq_mu = A @ dmu
     dA = c.q_mu @ dmu.T
@@ -299,23 +299,43 @@ def marginals_vjp(dL_dmu, dL_dvar, cache):
         dq_sqrt[d] = 2.0 * np.tril(A @ Bdv.T)
         dA += lower_matmul(c.q_sqrt[d], Bdv, alpha=2.0, overwrite_b=True)
     dkappa = np.sum(dv, axis=1)
-    dA1 = -2.0 * A1 * dkappa
-    dLu = np.zeros_like(Lu)
-    if c.whiten:
-        dA1 += dA
-    else:
-        # A = Lu^{-T} A1 (upper solve with T = Lu^T), spec §3.3 step 5
-        LinvdA = lower_solve(Lu, dA)
-        dA1 += LinvdA
-        dLu -= np.tril(A @ LinvdA.T)
-    dLu_2, dKuf = solve_lower_vjp(Lu, A1, dA1)
-    dLu += dLu_2
-    kv = c.kernel.vjp_cached(dKuf, c.kernel_cache)
+    kv, dLu = kuf_backward(dA, -2.0 * A1 * dkappa, c)
     kd = c.kernel.vjp_diag(dkappa, c.H)
     dH = kv.Z + kd.X
     if c.mean_function is not None:
         dH = dH + c.mean_function.vjp(dmu, c.H)
     return MarginalsVJP(dq_mu, dq_sqrt, kv.X, kv.theta + kd.theta, dH, dLu)
+
+
+def kuf_backward(dA, dA1, cache):
+    """Push the adjoints of ``A`` and ``A1`` through the solves to ``K_uf`` (spec §3.3 5-6, 11).
+
+    Parameters
+    ----------
+    dA, dA1 : ndarray of shape (M, P)
+        Adjoints of ``A`` and of ``A1 = L_u^{-1} K_uf`` (``dA1`` is overwritten).
+    cache : MarginalsCache
+        From :func:`marginals`.
+
+    Returns
+    -------
+    kv : KernelVJP
+        Adjoint of ``K_uf`` pushed to ``Z`` (``kv.X``), the inputs (``kv.Z``) and ``theta``, from
+        the kernel matrix kept by the forward pass.
+    dLu : ndarray of shape (M, M)
+        Adjoint of ``L_u`` (lower triangle).
+    """
+    c = cache
+    dLu = np.zeros_like(c.Lu)
+    if c.whiten:
+        dA1 += dA
+    else:
+        # A = Lu^{-T} A1 (upper solve with T = Lu^T), spec §3.3 step 5
+        LinvdA = lower_solve(c.Lu, dA)
+        dA1 += LinvdA
+        dLu -= np.tril(c.A @ LinvdA.T)
+    dLu_2, dKuf = solve_lower_vjp(c.Lu, c.A1, dA1)
+    return c.kernel.vjp_cached(dKuf, c.kernel_cache), dLu + dLu_2
 
 
 def marginals_precision_adjoint(dL_dvar, cache):
