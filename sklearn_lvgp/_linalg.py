@@ -106,13 +106,28 @@ def cholesky_jitter(A, jitter=1e-6, max_tries=5, name="K", parameter="jitter", w
 
 
 def solve_lower(L, B):
-    """Solve ``L X = B`` for lower-triangular ``L``."""
-    return sla.solve_triangular(L, B, lower=True, check_finite=False)
+    """Solve ``L X = B`` for lower-triangular ``L``; ``B`` of shape (M,) or (M, K)."""
+    return _solve_triangular(L, B, trans=False)
 
 
 def solve_upper(L, B):
-    """Solve ``L^T X = B`` for lower-triangular ``L``."""
-    return sla.solve_triangular(L, B, lower=True, trans="T", check_finite=False)
+    """Solve ``L^T X = B`` for lower-triangular ``L``; ``B`` of shape (M,) or (M, K)."""
+    return _solve_triangular(L, B, trans=True)
+
+
+def _solve_triangular(L, B, trans):
+    """BLAS ``trsm`` behind :func:`solve_lower`/:func:`solve_upper` (``B`` is not modified).
+
+    The same arithmetic as LAPACK's ``trtrs`` (a zero-pivot check, then ``trsm``) without
+    scipy's per-call argument handling, which costs more than the solve itself on the small
+    ``(M, M)`` systems of the collapsed bounds.
+    """
+    if not np.all(np.diagonal(L)):
+        raise np.linalg.LinAlgError("singular triangular matrix: zero on the diagonal.")
+    B = np.asarray(B, dtype=np.float64)
+    if B.ndim == 1:
+        return _triangular_blas(_blas.dtrsm, 1.0, L, B[:, None], trans, False)[:, 0]
+    return _triangular_blas(_blas.dtrsm, 1.0, L, B, trans, False)
 
 
 def _triangular_blas(routine, alpha, L, B, trans, overwrite_b):

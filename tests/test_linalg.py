@@ -16,6 +16,7 @@ from sklearn_lvgp._linalg import (
     lower_solve,
     solve_lower,
     solve_lower_vjp,
+    solve_upper,
 )
 from sklearn_lvgp.utils.gradcheck import check_vjp
 
@@ -130,3 +131,27 @@ def test_lower_solve_matches_scipy_and_keeps_layout(rng, layout, trans):
     np.testing.assert_array_equal(B, B0)
     if layout == "C":
         assert X.flags.c_contiguous
+
+
+@pytest.mark.parametrize("solve, trans", [(solve_lower, False), (solve_upper, True)])
+@pytest.mark.parametrize("shape", [(5,), (5, 1), (5, 3), "strided"])
+def test_solve_lower_upper_match_scipy_without_touching_inputs(rng, solve, trans, shape):
+    import scipy.linalg as sla
+
+    L = rng.standard_normal((5, 5)) + 5.0 * np.eye(5)
+    B = rng.standard_normal((5, 6))[:, ::2] if shape == "strided" else rng.standard_normal(shape)
+    L0, B0 = L.copy(), B.copy()
+    X = solve(L, B)
+    ref = sla.solve_triangular(L, B, lower=True, trans="T" if trans else "N")
+    assert X.shape == B.shape
+    np.testing.assert_allclose(X, ref, rtol=1e-13, atol=1e-13)
+    np.testing.assert_array_equal(L, L0)
+    np.testing.assert_array_equal(B, B0)
+
+
+@pytest.mark.parametrize("solve", [solve_lower, solve_upper])
+def test_solve_with_zero_pivot_raises(solve):
+    L = np.tril(np.ones((3, 3)))
+    L[1, 1] = 0.0
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        solve(L, np.ones(3))

@@ -35,6 +35,7 @@ from ._linear import (
 from ._rbf import (
     rbf_lengthscale_sq,
     rbf_psi,
+    rbf_psi1,
     rbf_psi1_setup,
     rbf_psi_vjp,
     rbf_theta_grad,
@@ -109,7 +110,7 @@ def _rbf_linear_forward(kr, kl, Z, mu, S, per_point):
     N, Q = mu.shape
     lam = rbf_lengthscale_sq(kr, Q)
     p1 = rbf_psi1_setup(lam, float(kr.variance), S)
-    Psi1 = _nb.rbf_psi1(mu, Z, p1.B, p1.logk1)
+    Psi1 = rbf_psi1(mu, Z, p1)
     W = _nb.rbf_linear_tilted(mu, S, Z, lam, p1.B, Psi1)
     beta = linear_alpha(kl, Q)
     ZB = Z * beta

@@ -9,8 +9,9 @@ that are summed serially. Results are therefore bit-identical for any thread cou
 Everything is evaluated in log space: a Ψ entry is ``exp(constant + per-row term + per-pair term
 - quadratic form)``, never a product of separately rounded factors that could underflow.
 
-The two-RBF Ψ2 matrices (Ψ2 of one RBF and the RBF×RBF cross term) are GEMM-based and live
-in :mod:`._two_rbf`.
+The two-RBF Ψ2 matrices (Ψ2 of one RBF and the RBF×RBF cross term) are assembled in
+:mod:`._two_rbf`: their log-entries come from :func:`two_rbf_log_block`, the exponentials from
+numpy and the sums from BLAS.
 """
 
 import numba as nb
@@ -30,10 +31,11 @@ def n_blocks(n_rows):
 # ------------------------------------------------------------------------------------ RBF Ψ1
 
 @twin_jit(work=lambda mu, Z, *rest: mu.shape[0] * Z.shape[0] * mu.shape[1])
-def rbf_psi1(mu, Z, B, logk1):
-    """``Psi1[n, m] = exp(logk1[n] - 0.5 sum_q B[n, q] (mu[n, q] - Z[m, q])^2)``.
+def rbf_psi1_log(mu, Z, B, logk1):
+    """``log Psi1[n, m] = logk1[n] - 0.5 sum_q B[n, q] (mu[n, q] - Z[m, q])^2``.
 
     ``B = 1 / (lam + S)`` and ``logk1[n] = log var + 0.5 sum_q log(lam_q B[n, q])`` (spec §3.1).
+    The caller exponentiates with numpy's vectorised ``exp``.
     """
     N, Q = mu.shape
     M = Z.shape[0]
@@ -44,13 +46,13 @@ def rbf_psi1(mu, Z, B, logk1):
             for q in range(Q):
                 d = mu[n, q] - Z[m, q]
                 s += B[n, q] * d * d
-            out[n, m] = np.exp(logk1[n] - 0.5 * s)
+            out[n, m] = logk1[n] - 0.5 * s
     return out
 
 
 @twin_jit(work=lambda mu, Z, *rest: mu.shape[0] * Z.shape[0] * mu.shape[1])
 def rbf_psi1_backward(mu, Z, B, Psi1, A):
-    """Backward pass of :func:`rbf_psi1` given the adjoint ``A = dL/dPsi1``.
+    """Backward pass of the RBF Ψ1 (exponentiated :func:`rbf_psi1_log`) given ``A = dL/dPsi1``.
 
     Returns ``dmu`` (N, Q), ``dS`` (N, Q), ``dZ`` (M, Q), ``dlam_rest`` (Q,) and ``total``:
     with ``P = A * Psi1``, ``dL/dlam_q = total / (2 lam_q) + dlam_rest[q]`` and
@@ -87,6 +89,31 @@ def rbf_psi1_backward(mu, Z, B, Psi1, A):
         dl += dl_part[b]
         total += tot_part[b]
     return dmu, dS, dZ, dl, total
+
+
+# ------------------------------------------------------------------------- two-RBF Ψ2 block
+
+@twin_jit(work=lambda mu, E, logk2, pconst, cmidT, lo, out: out.size * mu.shape[1])
+def two_rbf_log_block(mu, E, logk2, pconst, cmidT, lo, out):
+    """Log-entries of the two-RBF matrix for rows ``lo:lo + len(out)`` written into ``out``.
+
+    ``out[r, p] = pconst[p] + logk2[n] - 0.5 sum_q E[n, q] (mu[n, q] - cmidT[q, p])^2`` with
+    ``n = lo + r`` (formula in :mod:`._two_rbf`); one parallel task per row, the innermost loop
+    runs over the pairs ``p`` so it vectorises.
+    """
+    R, P = out.shape
+    Q = mu.shape[1]
+    for r in nb.prange(R):
+        n = lo + r
+        base = logk2[n]
+        for p in range(P):
+            out[r, p] = pconst[p] + base
+        for q in range(Q):
+            h = -0.5 * E[n, q]
+            m = mu[n, q]
+            for p in range(P):
+                d = m - cmidT[q, p]
+                out[r, p] += h * d * d
 
 
 # ------------------------------------------------------------------------------ RBF × linear

@@ -57,6 +57,12 @@ def rbf_psi1_setup(lam, var, S):
     return Psi1Setup(lam, B, np.ascontiguousarray(logk1))
 
 
+def rbf_psi1(mu, Z, setup):
+    """RBF Ψ1 (N, M) from its :class:`Psi1Setup`: jitted exponents, numpy's SIMD ``exp``."""
+    Psi1 = _nb.rbf_psi1_log(mu, Z, setup.B, setup.logk1)
+    return np.exp(Psi1, out=Psi1)
+
+
 # ------------------------------------------------------------------- two-RBF Ψ2 / cross term
 
 class TwoRBFSetup(NamedTuple):
@@ -196,7 +202,7 @@ def rbf_psi(kernel, Z, mu, S, per_point=False):
     lam = rbf_lengthscale_sq(kernel, Q)
     var = float(kernel.variance)
     p1 = rbf_psi1_setup(lam, var, S)
-    Psi1 = _nb.rbf_psi1(mu, Z, p1.B, p1.logk1)
+    Psi1 = rbf_psi1(mu, Z, p1)
     two = two_rbf_setup(lam, lam, 2.0 * np.log(var), Z, mu, S, sym=True)
     Psi2 = two_rbf_psi2(two, per_point)
     psi0 = np.full(N, var) if per_point else float(N * var)

@@ -1,4 +1,4 @@
-"""Two-RBF Ψ2-type matrices as GEMMs plus one vectorised ``exp`` (forward and backward).
+"""Two-RBF Ψ2-type matrices: one jitted pass for the exponents, numpy's ``exp``, BLAS sums.
 
 These matrices cover both Ψ2 of one RBF kernel and the cross term of two RBF kernels (spec §3.1,
 §3.3). For one dimension, ``x ~ N(mu, S)`` and kernels with squared length scales ``lam``
@@ -14,33 +14,40 @@ For pair ``p = (I[p], J[p])`` and row ``n`` the log-entry is therefore::
 
     pconst[p] + logk2[n] - 0.5 * sum_q E[n, q] (mu[n, q] - c[p, q])^2.
 
-Expanding the square makes the quadratic form ``a[n] - 2 (E mu) cᵀ + E (c²)ᵀ``: two
-``(n, Q) x (Q, P)`` GEMMs. The exponentials of the resulting ``(n, P)`` block are taken with numpy's
-SIMD ``exp`` (about five times faster than a scalar ``exp`` in a jitted loop on AVX-512), and the
-sums over ``n`` are column sums. The backward pass needs only the weighted sums
-``sum_n w[n, p] f(n)`` for a handful of per-row factors ``f``, which are again GEMMs
-(``f.T @ w``). Rows are processed in chunks of fixed size, so memory is ``O(chunk · P)`` and the
-result does not depend on the thread count (BLAS splits only the output dimensions).
+Rows are processed in chunks of fixed size, in one ``(rows, P)`` buffer reused by every chunk,
+so memory is ``O(chunk · P)``; the backward pass recomputes the entries (keeping the whole
+``(N, P)`` matrix instead costs about 1000 minor page faults per call at ``N = 1000, M = 20``
+and was slower). Per chunk, one jitted pass (:func:`._psi_numba.two_rbf_log_block`)
+writes the log-entries, numpy's SIMD ``exp`` exponentiates them in place (about five times
+faster than a scalar ``exp`` in a jitted loop on AVX-512), and the forward pass sums columns.
+The backward pass needs only weighted sums of the adjoint-weighted entries ``w[n, p]``: over
+``n`` with the per-row factors ``1, E, E mu, E², E² mu, E² mu²`` (one product ``Fᵀ w`` per chunk)
+and over ``p`` with ``1, c, c²`` (one product ``w C`` per chunk). The result does not depend on
+the thread count (rows are independent in the jitted pass; BLAS splits only output dimensions).
 """
 
 import numpy as np
 
+from . import _psi_numba as _nb
+
 __all__ = ["two_rbf_forward", "two_rbf_backward"]
 
-#: Budget (float64 entries) of one chunk's ``(rows, pairs)`` block.
-CHUNK_ENTRIES = 2 ** 14  # 128 KiB blocks: large fresh allocations page-fault on every call
+#: Budget (float64 entries) of the ``(rows, pairs)`` chunk buffer.
+CHUNK_ENTRIES = 2 ** 14  # 128 KiB: larger fresh allocations are mmap-ed and page-fault per call
 
 
-def _chunks(N, P):
-    size = max(1, CHUNK_ENTRIES // max(1, P))
-    return [(a, min(N, a + size)) for a in range(0, N, size)]
+def _blocks(N, P):
+    """Row ranges of the chunks and the buffer they are computed in."""
+    rows = max(1, CHUNK_ENTRIES // max(1, P))
+    return [(a, min(N, a + rows)) for a in range(0, N, rows)], np.empty((min(N, rows), P))
 
 
-def _log_entries(s, a, b, cmidT, cmid2T):
-    """``(b - a, P)`` block of log-entries for rows ``a:b``."""
-    mu, E = s.mu[a:b], s.E[a:b]
-    quad = np.sum(E * mu * mu, axis=1)[:, None] - 2.0 * ((E * mu) @ cmidT) + E @ cmid2T
-    return s.pconst[None, :] + s.logk2[a:b, None] - 0.5 * quad
+def _exp_entries(s, a, b, buf):
+    """``(b - a, P)`` view of ``buf`` holding the entries of rows ``a:b``."""
+    T = buf[: b - a]
+    _nb.two_rbf_log_block(s.mu, s.E, s.logk2, s.pconst, s.cmidT, a, T)
+    np.exp(T, out=T)
+    return T
 
 
 def two_rbf_forward(s, per_point=False):
@@ -60,14 +67,13 @@ def two_rbf_forward(s, per_point=False):
     """
     N = s.mu.shape[0]
     P = s.I.shape[0]
-    cmidT = s.cmidT
-    cmid2T = cmidT * cmidT
+    blocks, buf = _blocks(N, P)
     if per_point:
         out = np.zeros((N, s.M, s.M))
     else:
         colsum = np.zeros(P)
-    for a, b in _chunks(N, P):
-        T = np.exp(_log_entries(s, a, b, cmidT, cmid2T))
+    for a, b in blocks:
+        T = _exp_entries(s, a, b, buf)
         if per_point:
             out[a:b, s.I, s.J] = T
             if s.sym:
@@ -100,8 +106,8 @@ def two_rbf_backward(G, s):
     dZ : ndarray of shape (M, Q)
         Adjoint of the inducing inputs.
     dlam_rest, drho_rest : ndarray of shape (Q,)
-        Length-scale terms as in ``_psi_numba.two_rbf_psi2_backward`` (the caller adds the
-        ``tau`` part).
+        Length-scale terms other than those through ``tau`` (the caller adds those:
+        :func:`sklearn_lvgp._psi._rbf.two_rbf_psi2_vjp`).
     total : float
         ``sum_n sum_p w[n, p]``, the adjoint of ``log(var_a var_b)``.
     """
@@ -111,30 +117,29 @@ def two_rbf_backward(G, s):
     cmid2T = cmidT * cmidT
     per_point = G.shape[0] > 1
     gp = None if per_point else s.mult * G[0, s.I, s.J]
-    dmu = np.empty((N, Q))
-    dS = np.empty((N, Q))
-    W0 = np.zeros(P)
-    A0 = np.zeros((Q, P))  # sum_n w E
-    A1 = np.zeros((Q, P))  # sum_n w E mu
-    B0 = np.zeros((Q, P))  # sum_n w E^2
-    B1 = np.zeros((Q, P))  # sum_n w E^2 mu
-    B2 = np.zeros((Q, P))  # sum_n w E^2 mu^2
-    for a, b in _chunks(N, P):
-        T = np.exp(_log_entries(s, a, b, cmidT, cmid2T))
-        w = T * (gp[None, :] if gp is not None else s.mult[None, :] * G[a:b][:, s.I, s.J])
-        mu, E = s.mu[a:b], s.E[a:b]
-        r = w.sum(axis=1)[:, None]
-        wc = w @ s.cmid
-        wc2 = w @ (s.cmid * s.cmid)
-        E2 = E * E
-        dmu[a:b] = -E * (mu * r - wc)
-        dS[a:b] = 0.5 * E2 * (mu * mu * r - 2.0 * mu * wc + wc2) - 0.5 * E * r
-        W0 += w.sum(axis=0)
-        A0 += E.T @ w
-        A1 += (E * mu).T @ w
-        B0 += E2.T @ w
-        B1 += (E2 * mu).T @ w
-        B2 += (E2 * mu * mu).T @ w
+    mu, E = s.mu, s.E
+    E2 = E * E
+    # per-row factors (sums over n) and per-pair factors (sums over p) of w[n, p]
+    F = np.concatenate([np.ones((N, 1)), E, E * mu, E2, E2 * mu, E2 * mu * mu], axis=1)
+    C = np.concatenate([np.ones((P, 1)), s.cmid, s.cmid * s.cmid], axis=1)
+    sums_n = np.zeros((1 + 5 * Q, P))
+    sums_p = np.empty((N, 1 + 2 * Q))
+    if gp is not None:  # w = T diag(gp): the column weights are applied to the sums instead
+        C = gp[:, None] * C
+    blocks, buf = _blocks(N, P)
+    for a, b in blocks:
+        w = _exp_entries(s, a, b, buf)
+        if gp is None:
+            w *= s.mult[None, :] * G[a:b][:, s.I, s.J]
+        sums_n += F[a:b].T @ w
+        np.dot(w, C, out=sums_p[a:b])
+    if gp is not None:
+        sums_n *= gp
+    r, wc, wc2 = sums_p[:, :1], sums_p[:, 1:1 + Q], sums_p[:, 1 + Q:]
+    dmu = -E * (mu * r - wc)
+    dS = 0.5 * E2 * (mu * mu * r - 2.0 * mu * wc + wc2) - 0.5 * E * r
+    W0 = sums_n[0]
+    A0, A1, B0, B1, B2 = (sums_n[1 + k * Q:1 + (k + 1) * Q] for k in range(5))
     W1 = A1 - cmidT * A0  # sum_n w (mu - c) E
     W2 = 0.5 * (B2 - 2.0 * cmidT * B1 + cmid2T * B0 - A0)  # sum_n w ((mu - c)^2 E^2 - E) / 2
     du = s.DuT
