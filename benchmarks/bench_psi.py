@@ -185,7 +185,7 @@ def run_gemm(quick=False, repeats=None):
 
     from sklearn_lvgp._parallel import threads
     from sklearn_lvgp._psi import make_rule, psi_statistics
-    from sklearn_lvgp._psi._pointset import CHUNK_ELEMENTS
+    from sklearn_lvgp._psi._pointset import chunk_rows
     from sklearn_lvgp.kernels import RBF
 
     N = 10_000 if quick else 100_000
@@ -202,7 +202,7 @@ def run_gemm(quick=False, repeats=None):
     _, rule = make_rule("unscented", kernel, Q)
     K = rule.n_points
     X = rng.random_sample((N * K, M))
-    chunk = max(1, CHUNK_ELEMENTS // (K * M))
+    chunk = chunk_rows(K, M)
     pts = (mu[:, None, :] + np.sqrt(S)[:, None, :] * rule.nodes).reshape(-1, Q)
 
     def forward():

@@ -166,17 +166,22 @@ def test_zero_variance_limit_is_deterministic_kernel(rng, rule_name):
     assert stats.psi0 == pytest.approx(np.sum(kernel.Kdiag(mu)))
 
 
-def test_chunking_does_not_change_results(rng, monkeypatch):
+@pytest.mark.parametrize("keep", [True, False])
+def test_chunking_does_not_change_results(rng, monkeypatch, keep):
     N, M, Q = 50, 6, 3
     mu, S, Z = _gaussians(rng, N, M, Q, 0.3)
     kernel = Matern32(np.ones(Q))
     rule = unscented_rule(Q)
     whole, cache = psi_statistics(kernel, Z, mu, S, rule)
+    assert len(cache.inner.chunks) == 1 and len(cache.inner.Ks) == 1
     g = rng.standard_normal((M, M))
     v_whole = psi_vjp(0.3, np.ones((N, M)), g, cache)
+    monkeypatch.setattr(_pointset, "MIN_CHUNK_ROWS", 1)
     monkeypatch.setattr(_pointset, "CHUNK_ELEMENTS", 7 * 2 * Q * M)  # 7 rows per chunk
+    monkeypatch.setattr(_pointset, "KEEP_ELEMENTS", N * 2 * Q * M if keep else 0)
     parts, cache = psi_statistics(kernel, Z, mu, S, rule)
-    assert len(cache.inner.chunks) == 8 and not cache.inner.Ks
+    assert len(cache.inner.chunks) == 8
+    assert len(cache.inner.Ks) == (8 if keep else 0)
     v_parts = psi_vjp(0.3, np.ones((N, M)), g, cache)
     np.testing.assert_allclose(parts.Psi2, whole.Psi2, rtol=1e-12)
     for a, b in zip(v_parts, v_whole, strict=True):
