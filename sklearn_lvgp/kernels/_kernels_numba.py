@@ -62,6 +62,26 @@ def stationary_K(X, Z, inv_ls, variance, kind, alpha):
     return out
 
 
+@twin_jit(work=lambda X, Z, *rest: 2 * X.shape[0] * Z.shape[0] * X.shape[1])
+def rbf_log_K(X, Z, inv_ls, log_variance):
+    """``log K[n, m] = log_variance - r2(x_n, z_m) / 2`` of the RBF kernel.
+
+    The caller exponentiates with numpy's vectorised ``exp``: the scalar ``exp`` of a jitted
+    loop costs several times more than the rest of the RBF forward pass.
+    """
+    N, Q = X.shape
+    M = Z.shape[0]
+    out = np.empty((N, M))
+    for n in nb.prange(N):
+        for m in range(M):
+            r2 = 0.0
+            for q in range(Q):
+                d = (X[n, q] - Z[m, q]) * inv_ls[q]
+                r2 += d * d
+            out[n, m] = log_variance - 0.5 * r2
+    return out
+
+
 @nb.njit(inline="always")
 def _profile_slope(kind, r2, g, alpha):
     """``(dg/dr2, dg/dlog(alpha))`` of the profile ``kind`` given its value ``g`` at ``r2``."""

@@ -5,7 +5,9 @@ functions of the squared scaled distance ``r2 = sum_q (x_q - z_q)^2 / l_q^2``
 (``_kernels_numba._profile``, ``_profile_slope``); the forward
 loop and the chain rule to ``X``, ``Z``, ``log l`` and ``log variance`` are shared and fused
 (``stationary_K``, ``stationary_K_vjp``). Working in ``r2`` rather than ``r`` keeps the Matérn 3/2
-and 5/2 derivatives finite at ``r = 0`` without special cases.
+and 5/2 derivatives finite at ``r = 0`` without special cases. The RBF is the exception on the
+forward side: its jitted loop writes ``log K`` (``rbf_log_K``) and numpy's vectorised ``exp``
+finishes it, and its plain :meth:`vjp` evaluates ``K`` that way and then runs the cached backward.
 """
 
 import numpy as np
@@ -79,6 +81,9 @@ class _Stationary(Kernel):
     # -- contract ------------------------------------------------------------------------------
     def K(self, X, Z=None):
         X, Zc, inv_ls = self._prepare(X, Z)
+        if self._kind == _nb.RBF_KIND:
+            K = _nb.rbf_log_K(X, Zc, inv_ls, float(np.log(self.variance)))
+            return np.exp(K, out=K)
         return _nb.stationary_K(X, Zc, inv_ls, float(self.variance), self._kind, self._alpha())
 
     def Kdiag(self, X):
@@ -86,6 +91,10 @@ class _Stationary(Kernel):
         return np.full(X.shape[0], float(self.variance))
 
     def vjp(self, dL_dK, X, Z=None):
+        if self._kind == _nb.RBF_KIND:
+            # the vectorised exp of K plus the cached backward beat one fused loop with a
+            # scalar exp per entry (about 1.8x at 10^4 x 100 entries)
+            return self.vjp_cached(dL_dK, (X, Z, self.K(X, Z)))
         X, Zc, inv_ls = self._prepare(X, Z)
         dL_dK = np.ascontiguousarray(dL_dK, dtype=np.float64)
         return self._theta_vjp(Z, *_nb.stationary_K_vjp(
