@@ -87,8 +87,9 @@ def cholesky_jitter(A, jitter=1e-6, max_tries=5, name="K", parameter="jitter", w
         if L is not None and np.all(np.isfinite(L)):
             if attempt > 0 and warn:
                 _warn(
-                    f"{name} was not positive definite with {parameter}={jitter:g}; "
-                    f"succeeded with relative jitter {rel:.1e} (absolute {rel * scale:.2e}).",
+                    f"{name} was not positive definite with relative jitter {jitter:g}; "
+                    f"succeeded with relative jitter {rel:.1e} (absolute {rel * scale:.2e}); "
+                    f"if this recurs, change `{parameter}`.",
                     JitterWarning,
                 )
             return L, rel * scale

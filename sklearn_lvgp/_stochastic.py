@@ -187,7 +187,8 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
     gamma : float or tuple or None
         Natural-gradient step size (see :func:`gamma_at`).
     frozen : ndarray of bool or None
-        Parameters Adam must not move (those updated by ``natgrad``).
+        Parameters Adam must not move (those updated by ``natgrad``): their gradient and their
+        momentum are zeroed, so a warm start after Adam-only steps leaves them alone too.
     bounds : ndarray of shape (n_params, 2) or None
         Box constraints applied by clipping after each step.
     validation : callable or None
@@ -256,6 +257,9 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
         state.t = step
         state.m = beta1 * state.m + (1.0 - beta1) * g
         state.v = beta2 * state.v + (1.0 - beta2) * g * g
+        if frozen is not None:
+            # momentum left from earlier Adam steps (warm start) must not move what natgrad owns
+            state.m[frozen] = 0.0
         mhat = state.m / (1.0 - beta1 ** step)
         vhat = state.v / (1.0 - beta2 ** step)
         lr = learning_rate_at(learning_rate, step, schedule, decay_rate, decay_steps)
