@@ -7,7 +7,8 @@ loop and the chain rule to ``X``, ``Z``, ``log l`` and ``log variance`` are shar
 (``stationary_K``, ``stationary_K_vjp``). Working in ``r2`` rather than ``r`` keeps the Matérn 3/2
 and 5/2 derivatives finite at ``r = 0`` without special cases. The RBF is the exception on the
 forward side: its jitted loop writes ``log K`` (``rbf_log_K``) and numpy's vectorised ``exp``
-finishes it, and its plain :meth:`vjp` evaluates ``K`` that way and then runs the cached backward.
+finishes it. Its backward from ``K`` is a few matrix products (:func:`_rbf_vjp_from_K`), and its
+plain :meth:`vjp` evaluates ``K`` first and then runs that backward.
 """
 
 import numpy as np
@@ -19,6 +20,35 @@ __all__ = ["RBF", "Matern12", "Matern32", "Matern52", "RationalQuadratic"]
 
 #: Placeholder for the forward matrix when the backward recomputes the profile.
 _NO_K = np.empty((0, 0))
+
+
+def _rbf_vjp_from_K(dK, K, X, Z, inv_ls):
+    """Backward pass of the RBF kernel from its matrix, as products (seed 000 eq. 2.14).
+
+    With ``C = dK * K`` (the RBF slope is ``dg/dr2 = -g/2``), every adjoint is a weighted sum of
+    ``x_n - z_m`` or its square over the pairs, and those sums are matrix products:
+    ``dX = -(X rowsum(C) - C Z) / l^2``, ``dZ = (Cᵀ X - colsum(C) Z) / l^2``,
+    ``d/dlog l = (sum X^2 rowsum(C) - 2 sum X (C Z) + sum Z^2 colsum(C)) / l^2`` and
+    ``d/dlog variance = sum C``. Two ``(N, M) x (M or N, Q)`` products and three passes over
+    ``(N, M)`` replace a loop over ``(n, m, q)`` with scattered updates. Both inputs are first
+    centred on the mean of ``Z`` (the kernel is translation invariant), which keeps the expanded
+    squares from cancelling when the inputs sit far from the origin.
+
+    Returns ``(dX, dZ, dlogls, dlogvar, dlogalpha)`` as :func:`_nb.stationary_K_vjp` does.
+    """
+    C = dK * K
+    r = C.sum(axis=1)
+    c = C.sum(axis=0)
+    centre = Z.mean(axis=0)
+    Xc = X - centre
+    Zc = Z - centre
+    CZ = C @ Zc
+    CtX = C.T @ Xc
+    inv2 = inv_ls * inv_ls
+    dX = (CZ - Xc * r[:, None]) * inv2
+    dZ = (CtX - Zc * c[:, None]) * inv2
+    dlogls = (r @ (Xc * Xc) - 2.0 * np.sum(Xc * CZ, axis=0) + c @ (Zc * Zc)) * inv2
+    return dX, dZ, dlogls, float(r.sum()), 0.0
 
 
 class _Stationary(Kernel):
@@ -138,6 +168,8 @@ class _Stationary(Kernel):
         X, Z, K = cache
         X, Zc, inv_ls = self._prepare(X, Z)
         dL_dK = np.ascontiguousarray(dL_dK, dtype=np.float64)
+        if self._kind == _nb.RBF_KIND:
+            return self._theta_vjp(Z, *_rbf_vjp_from_K(dL_dK, K, X, Zc, inv_ls))
         return self._theta_vjp(Z, *_nb.stationary_K_vjp(
             dL_dK, K, X, Zc, inv_ls, float(self.variance), self._kind, self._alpha(), True))
 

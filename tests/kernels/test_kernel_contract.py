@@ -396,3 +396,26 @@ def test_serial_and_parallel_twins_agree_bitwise(make, rng):
     fn, args = make(rng)
     for a, b in zip(fn.serial(*args), fn.parallel(*args), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e3])
+@pytest.mark.parametrize("same", [False, True])
+def test_rbf_backward_by_products_matches_the_fused_loop(rng, offset, same):
+    """The RBF backward as matrix products equals the jitted (n, m, q) loop, also far from the
+    origin (inputs are centred first) and for ``K(X, X)``."""
+    from sklearn_lvgp.kernels import RBF
+    from sklearn_lvgp.kernels import _kernels_numba as nbk
+
+    ls = np.array([0.5, 1.0, 2.0])
+    X = rng.standard_normal((40, 3)) + offset
+    Z = None if same else rng.standard_normal((7, 3)) + offset
+    k = RBF(ls, variance=1.3)
+    K = k.K(X, Z)
+    dK = rng.standard_normal(K.shape)
+    got = k.vjp_cached(dK, (X, Z, K))
+    Zr = X if same else Z
+    dX, dZ, dl, dv, _ = nbk.stationary_K_vjp(dK, K, X, Zr, 1.0 / ls, 1.3, nbk.RBF_KIND, 1.0, True)
+    np.testing.assert_allclose(got.X, dX + dZ if same else dX, rtol=1e-9, atol=1e-12)
+    if not same:
+        np.testing.assert_allclose(got.Z, dZ, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(got.theta, np.concatenate([[dv], dl]), rtol=1e-9, atol=1e-10)
