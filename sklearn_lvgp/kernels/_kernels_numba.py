@@ -62,23 +62,28 @@ def stationary_K(X, Z, inv_ls, variance, kind, alpha):
     return out
 
 
-@twin_jit(work=lambda X, Z, *rest: 2 * X.shape[0] * Z.shape[0] * X.shape[1])
-def rbf_log_K(X, Z, inv_ls, log_variance):
+@twin_jit(work=lambda X, ZT, *rest: 2 * X.shape[0] * ZT.shape[1] * X.shape[1])
+def rbf_log_K(X, ZT, inv_ls, log_variance):
     """``log K[n, m] = log_variance - r2(x_n, z_m) / 2`` of the RBF kernel.
 
-    The caller exponentiates with numpy's vectorised ``exp``: the scalar ``exp`` of a jitted
-    loop costs several times more than the rest of the RBF forward pass.
+    ``ZT`` is ``Z`` transposed (``(Q, M)``, C-contiguous) so the innermost loop runs over ``m``
+    and vectorises. The caller exponentiates with numpy's vectorised ``exp``: the scalar ``exp``
+    of a jitted loop costs several times more than the rest of the RBF forward pass.
     """
     N, Q = X.shape
-    M = Z.shape[0]
+    M = ZT.shape[1]
     out = np.empty((N, M))
     for n in nb.prange(N):
         for m in range(M):
-            r2 = 0.0
-            for q in range(Q):
-                d = (X[n, q] - Z[m, q]) * inv_ls[q]
-                r2 += d * d
-            out[n, m] = log_variance - 0.5 * r2
+            out[n, m] = 0.0
+        for q in range(Q):
+            xq = X[n, q]
+            s = inv_ls[q]
+            for m in range(M):
+                d = (xq - ZT[q, m]) * s
+                out[n, m] += d * d
+        for m in range(M):
+            out[n, m] = log_variance - 0.5 * out[n, m]
     return out
 
 

@@ -112,7 +112,7 @@ class _Stationary(Kernel):
     def K(self, X, Z=None):
         X, Zc, inv_ls = self._prepare(X, Z)
         if self._kind == _nb.RBF_KIND:
-            K = _nb.rbf_log_K(X, Zc, inv_ls, float(np.log(self.variance)))
+            K = _nb.rbf_log_K(X, np.ascontiguousarray(Zc.T), inv_ls, float(np.log(self.variance)))
             return np.exp(K, out=K)
         return _nb.stationary_K(X, Zc, inv_ls, float(self.variance), self._kind, self._alpha())
 
