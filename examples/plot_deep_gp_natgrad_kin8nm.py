@@ -1,6 +1,6 @@
 """
 Natural gradients on kin8nm: the reference notebook's sequence of runs
-=====================================================================
+======================================================================
 
 The 2018 reference notebook of the doubly-stochastic DGP (``demo_regression_UCI.ipynb``, kin8nm,
 Hernández-Lobato & Adams split 0) reports, for natural-gradient steps (γ = 0.1) on the last
