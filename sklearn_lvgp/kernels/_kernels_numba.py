@@ -134,24 +134,18 @@ def stationary_K_vjp(dK, K, X, Z, inv_ls, variance, kind, alpha, cached):
                 w = dK[n, m]
                 if w == 0.0:
                     continue
-                if cached and kind == RBF_KIND:
-                    # dg/dr2 = -g/2 needs no r2 (seed 000 eq. 2.14)
-                    k = K[n, m]
-                    dv_part[b] += w * k
-                    c = -w * k
+                r2 = 0.0
+                for q in range(Q):
+                    d = (X[n, q] - Z[m, q]) * inv_ls[q]
+                    r2 += d * d
+                if cached:
+                    g = K[n, m] * inv_var
+                    dg, dga = _profile_slope(kind, r2, g, alpha)
                 else:
-                    r2 = 0.0
-                    for q in range(Q):
-                        d = (X[n, q] - Z[m, q]) * inv_ls[q]
-                        r2 += d * d
-                    if cached:
-                        g = K[n, m] * inv_var
-                        dg, dga = _profile_slope(kind, r2, g, alpha)
-                    else:
-                        g, dg, dga = _profile(kind, r2, alpha)
-                    dv_part[b] += w * variance * g
-                    da_part[b] += w * variance * dga
-                    c = 2.0 * w * variance * dg
+                    g, dg, dga = _profile(kind, r2, alpha)
+                dv_part[b] += w * variance * g
+                da_part[b] += w * variance * dga
+                c = 2.0 * w * variance * dg
                 for q in range(Q):
                     d = X[n, q] - Z[m, q]
                     t = c * d * inv2[q]

@@ -371,18 +371,42 @@ def _backward_periodic(rng):
     return _nb.periodic_backward, (G, X, Z, 1.3, 0.8)
 
 
+def _rbf_log_K(rng):
+    X, Z = rng.standard_normal((700, 3)), rng.standard_normal((40, 3))
+    return _nb.rbf_log_K, (X, np.ascontiguousarray(Z.T), np.array([0.7, 1.2, 2.0]), 0.3)
+
+
+def _two_rbf_log_block(rng):
+    from sklearn_lvgp._psi import _psi_numba
+
+    N, P, Q = 700, 40, 3
+    mu, E = rng.standard_normal((N, Q)), rng.uniform(0.2, 1.0, (N, Q))
+    return _psi_numba.two_rbf_log_block, (mu, E, rng.standard_normal(N), rng.standard_normal(P),
+                                          rng.standard_normal((Q, P)), 0, np.empty((N, P)))
+
+
+_JITTED = [_backward_stationary, _backward_periodic, _rbf_log_K, _two_rbf_log_block]
+_JITTED_IDS = ["stationary_K_vjp", "periodic_backward", "rbf_log_K", "two_rbf_log_block"]
+
+
+def _outputs(result, args):
+    """Tuple of outputs (``two_rbf_log_block`` writes into its last argument)."""
+    if result is None:
+        return (args[-1].copy(),)
+    return result if isinstance(result, tuple) else (result,)
+
+
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
-@pytest.mark.parametrize("make", [_backward_stationary, _backward_periodic],
-                         ids=["stationary_K_vjp", "periodic_backward"])
+@pytest.mark.parametrize("make", _JITTED, ids=_JITTED_IDS)
 def test_numba_backward_identical_for_1_and_2_threads(make, rng):
     fn, args = make(rng)
     assert args[0].shape[0] > _nb.ROW_BLOCK * 4  # several row blocks
     previous = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        one = fn(*args)
+        one = _outputs(fn.parallel(*args), args)
         numba.set_num_threads(2)
-        two = fn(*args)
+        two = _outputs(fn.parallel(*args), args)
     finally:
         numba.set_num_threads(previous)
     for a, b in zip(one, two, strict=True):
@@ -390,11 +414,11 @@ def test_numba_backward_identical_for_1_and_2_threads(make, rng):
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
-@pytest.mark.parametrize("make", [_backward_stationary, _backward_periodic],
-                         ids=["stationary_K_vjp", "periodic_backward"])
+@pytest.mark.parametrize("make", _JITTED, ids=_JITTED_IDS)
 def test_serial_and_parallel_twins_agree_bitwise(make, rng):
     fn, args = make(rng)
-    for a, b in zip(fn.serial(*args), fn.parallel(*args), strict=True):
+    serial = _outputs(fn.serial(*args), args)
+    for a, b in zip(serial, _outputs(fn.parallel(*args), args), strict=True):
         np.testing.assert_array_equal(a, b)
 
 
