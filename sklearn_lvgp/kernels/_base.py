@@ -176,15 +176,22 @@ class Kernel(ABC):
         return k
 
     # ------------------------------------------------------------------------ hyperparameters
+    def _layout(self):
+        """``(name, transform, n_elements, fixed)`` per hyperparameter: :attr:`hyperparameters`
+        without building the bounds (the per-evaluation paths need only this)."""
+        out = []
+        for name, transform in self._hyperparameters:
+            raw = getattr(self, f"{name}_bounds")
+            out.append((name, transform, int(np.size(getattr(self, name))),
+                        isinstance(raw, str) and raw == "fixed"))
+        return out
+
     @property
     def hyperparameters(self):
         """List of :class:`Hyperparameter` of this kernel (children prefixed for composites)."""
         out = []
-        for name, transform in self._hyperparameters:
-            value = np.asarray(getattr(self, name), dtype=np.float64)
-            n = int(value.size)
+        for name, transform, n, fixed in self._layout():
             raw = getattr(self, f"{name}_bounds")
-            fixed = isinstance(raw, str) and raw == "fixed"
             if fixed or raw is None:
                 b = np.array([[-np.inf, np.inf]] * n)
             else:
@@ -199,11 +206,11 @@ class Kernel(ABC):
     def theta(self):
         """Free hyperparameters, flattened, in transformed space (log for positive ones)."""
         parts = []
-        for h in self.hyperparameters:
-            if h.fixed:
+        for name, transform, _, fixed in self._layout():
+            if fixed:
                 continue
-            v = np.asarray(getattr(self, h.name), dtype=np.float64).reshape(-1)
-            parts.append(np.log(v) if h.transform == "log" else v)
+            v = np.asarray(getattr(self, name), dtype=np.float64).reshape(-1)
+            parts.append(np.log(v) if transform == "log" else v)
         return np.concatenate(parts) if parts else np.zeros(0)
 
     @theta.setter
@@ -212,18 +219,18 @@ class Kernel(ABC):
         if theta.size != self.n_theta:
             raise ValueError(f"theta has {theta.size} entries, kernel {self!r} has {self.n_theta}.")
         i = 0
-        for h in self.hyperparameters:
-            if h.fixed:
+        for name, transform, n, fixed in self._layout():
+            if fixed:
                 continue
-            chunk = theta[i:i + h.n_elements]
-            i += h.n_elements
-            value = np.exp(chunk) if h.transform == "log" else chunk.copy()
-            old = getattr(self, h.name)
+            chunk = theta[i:i + n]
+            i += n
+            value = np.exp(chunk) if transform == "log" else chunk.copy()
+            old = getattr(self, name)
             if np.ndim(old) == 0:
                 value = float(value[0])
             else:
                 value = value.reshape(np.shape(old))
-            setattr(self, h.name, value)
+            setattr(self, name, value)
 
     @property
     def bounds(self):
@@ -234,17 +241,17 @@ class Kernel(ABC):
     @property
     def n_theta(self):
         """Number of free hyperparameter scalars."""
-        return sum(h.n_elements for h in self.hyperparameters if not h.fixed)
+        return sum(n for _, _, n, fixed in self._layout() if not fixed)
 
     def _theta_mask(self):
         """Index of each hyperparameter's slot in ``theta`` (``None`` when fixed)."""
         slots, i = {}, 0
-        for h in self.hyperparameters:
-            if h.fixed:
-                slots[h.name] = None
+        for name, _, n, fixed in self._layout():
+            if fixed:
+                slots[name] = None
             else:
-                slots[h.name] = slice(i, i + h.n_elements)
-                i += h.n_elements
+                slots[name] = slice(i, i + n)
+                i += n
         return slots
 
     def _pack_theta_grad(self, grads):
@@ -253,8 +260,10 @@ class Kernel(ABC):
         ``grads`` maps a hyperparameter name to its gradient **already in transformed space**
         (e.g. ``d/d log(variance)``), summed to the hyperparameter's shape. Fixed ones are skipped.
         """
-        out = np.zeros(self.n_theta)
-        for name, sl in self._theta_mask().items():
+        mask = self._theta_mask()
+        size = max((sl.stop for sl in mask.values() if sl is not None), default=0)
+        out = np.zeros(size)
+        for name, sl in mask.items():
             if sl is not None:
                 out[sl] = np.asarray(grads[name], dtype=np.float64).reshape(-1)
         return out
