@@ -404,8 +404,9 @@ class NumpyRBF(RBF):
 def run_layer_backward(quick=False, repeats=None):
     """Kernel backward and whole-layer backward: the package vs numpy, 1 and 2 threads.
 
-    The package's RBF is a jitted ``log K`` loop, numpy's ``exp`` and, backward, products
-    (``kernels/_stationary._rbf_vjp_from_K``); the reference is plain numpy broadcasting.
+    The package's RBF is one vectorised jitted loop and, backward, a jitted pass for the weights
+    plus products (``kernels/_stationary._stationary_vjp_from_weights``); the reference is plain
+    numpy broadcasting.
     """
     M, P, D = (50, 2000, 8) if quick else (100, 10_000, 8)
     repeats = repeats or (3 if quick else 7)

@@ -10,14 +10,16 @@ Everything is evaluated in log space: a Ψ entry is ``exp(constant + per-row ter
 - quadratic form)``, never a product of separately rounded factors that could underflow.
 
 The two-RBF Ψ2 matrices (Ψ2 of one RBF and the RBF×RBF cross term) are assembled in
-:mod:`._two_rbf`: their log-entries come from :func:`two_rbf_log_block`, the exponentials from
-numpy and the sums from BLAS.
+:mod:`._two_rbf`: their entries come from :func:`two_rbf_block` and the sums from BLAS.
+``exp`` is :func:`~sklearn_lvgp._vexp_numba.vexp` throughout, so the loops over ``m`` (pairs)
+vectorise.
 """
 
 import numba as nb
 import numpy as np
 
 from .._jit import twin_jit
+from .._vexp_numba import vexp
 
 PSI_BLOCK = 64
 
@@ -30,29 +32,35 @@ def n_blocks(n_rows):
 
 # ------------------------------------------------------------------------------------ RBF Ψ1
 
-@twin_jit(work=lambda mu, Z, *rest: mu.shape[0] * Z.shape[0] * mu.shape[1])
-def rbf_psi1_log(mu, Z, B, logk1):
-    """``log Psi1[n, m] = logk1[n] - 0.5 sum_q B[n, q] (mu[n, q] - Z[m, q])^2``.
+@twin_jit(work=lambda mu, ZT, *rest: mu.shape[0] * ZT.shape[1] * mu.shape[1])
+def rbf_psi1(mu, ZT, B, logk1):
+    """``Psi1[n, m] = exp(logk1[n] - 0.5 sum_q B[n, q] (mu[n, q] - Z[m, q])^2)``.
 
     ``B = 1 / (lam + S)`` and ``logk1[n] = log var + 0.5 sum_q log(lam_q B[n, q])`` (spec §3.1).
-    The caller exponentiates with numpy's vectorised ``exp``.
+    ``ZT`` is ``Z`` transposed (``(Q, M)``, C-contiguous) so the loops over ``m`` vectorise.
     """
     N, Q = mu.shape
-    M = Z.shape[0]
+    M = ZT.shape[1]
     out = np.empty((N, M))
     for n in nb.prange(N):
+        row = out[n]
         for m in range(M):
-            s = 0.0
-            for q in range(Q):
-                d = mu[n, q] - Z[m, q]
-                s += B[n, q] * d * d
-            out[n, m] = logk1[n] - 0.5 * s
+            row[m] = 0.0
+        for q in range(Q):
+            h = -0.5 * B[n, q]
+            x = mu[n, q]
+            for m in range(M):
+                d = x - ZT[q, m]
+                row[m] += h * d * d
+        c = logk1[n]
+        for m in range(M):
+            row[m] = vexp(c + row[m])
     return out
 
 
 @twin_jit(work=lambda mu, Z, *rest: mu.shape[0] * Z.shape[0] * mu.shape[1])
 def rbf_psi1_backward(mu, Z, B, Psi1, A):
-    """Backward pass of the RBF Ψ1 (exponentiated :func:`rbf_psi1_log`) given ``A = dL/dPsi1``.
+    """Backward pass of the RBF Ψ1 (:func:`rbf_psi1`) given ``A = dL/dPsi1``.
 
     Returns ``dmu`` (N, Q), ``dS`` (N, Q), ``dZ`` (M, Q), ``dlam_rest`` (Q,) and ``total``:
     with ``P = A * Psi1``, ``dL/dlam_q = total / (2 lam_q) + dlam_rest[q]`` and
@@ -94,26 +102,29 @@ def rbf_psi1_backward(mu, Z, B, Psi1, A):
 # ------------------------------------------------------------------------- two-RBF Ψ2 block
 
 @twin_jit(work=lambda mu, E, logk2, pconst, cmidT, lo, out: out.size * mu.shape[1])
-def two_rbf_log_block(mu, E, logk2, pconst, cmidT, lo, out):
-    """Log-entries of the two-RBF matrix for rows ``lo:lo + len(out)`` written into ``out``.
+def two_rbf_block(mu, E, logk2, pconst, cmidT, lo, out):
+    """Entries of the two-RBF matrix for rows ``lo:lo + len(out)``, written into ``out``.
 
-    ``out[r, p] = pconst[p] + logk2[n] - 0.5 sum_q E[n, q] (mu[n, q] - cmidT[q, p])^2`` with
-    ``n = lo + r`` (formula in :mod:`._two_rbf`); one parallel task per row, the innermost loop
-    runs over the pairs ``p`` so it vectorises.
+    ``out[r, p] = exp(pconst[p] + logk2[n] - 0.5 sum_q E[n, q] (mu[n, q] - cmidT[q, p])^2)``
+    with ``n = lo + r`` (formula in :mod:`._two_rbf`); one parallel task per row, the innermost
+    loops run over the pairs ``p`` so they vectorise, ``exp`` included.
     """
     R, P = out.shape
     Q = mu.shape[1]
     for r in nb.prange(R):
         n = lo + r
-        base = logk2[n]
+        row = out[r]
         for p in range(P):
-            out[r, p] = pconst[p] + base
+            row[p] = 0.0
         for q in range(Q):
             h = -0.5 * E[n, q]
             m = mu[n, q]
             for p in range(P):
                 d = m - cmidT[q, p]
-                out[r, p] += h * d * d
+                row[p] += h * d * d
+        base = logk2[n]
+        for p in range(P):
+            row[p] = vexp(pconst[p] + base + row[p])
 
 
 # ------------------------------------------------------------------------------ RBF × linear

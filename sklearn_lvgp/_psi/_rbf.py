@@ -58,9 +58,8 @@ def rbf_psi1_setup(lam, var, S):
 
 
 def rbf_psi1(mu, Z, setup):
-    """RBF Ψ1 (N, M) from its :class:`Psi1Setup`: jitted exponents, numpy's SIMD ``exp``."""
-    Psi1 = _nb.rbf_psi1_log(mu, Z, setup.B, setup.logk1)
-    return np.exp(Psi1, out=Psi1)
+    """RBF Ψ1 (N, M) from its :class:`Psi1Setup` (one vectorised jitted loop)."""
+    return _nb.rbf_psi1(mu, np.ascontiguousarray(Z.T), setup.B, setup.logk1)
 
 
 # ------------------------------------------------------------------- two-RBF Ψ2 / cross term
@@ -83,6 +82,7 @@ class TwoRBFSetup(NamedTuple):
     tau: np.ndarray
     M: int
     sym: bool
+    kept: list
 
 
 def two_rbf_setup(lam_a, lam_b, log_c, Z, mu, S, sym):
@@ -128,7 +128,7 @@ def two_rbf_setup(lam_a, lam_b, log_c, Z, mu, S, sym):
     logk2 = np.ascontiguousarray(-0.5 * np.sum(np.log1p(S / tau), axis=1))
     return TwoRBFSetup(mu, E, logk2, I, J, cmid, np.ascontiguousarray(cmid.T), pconst,
                        np.ascontiguousarray(Du.T), mult, np.ascontiguousarray(wa),
-                       np.ascontiguousarray(wb), tau, M, bool(sym))
+                       np.ascontiguousarray(wb), tau, M, bool(sym), [])
 
 
 def two_rbf_psi2(setup, per_point=False):

@@ -1,4 +1,4 @@
-"""Two-RBF Ψ2-type matrices: one jitted pass for the exponents, numpy's ``exp``, BLAS sums.
+"""Two-RBF Ψ2-type matrices: one jitted pass for the entries, BLAS for the sums.
 
 These matrices cover both Ψ2 of one RBF kernel and the cross term of two RBF kernels (spec §3.1,
 §3.3). For one dimension, ``x ~ N(mu, S)`` and kernels with squared length scales ``lam``
@@ -14,12 +14,15 @@ For pair ``p = (I[p], J[p])`` and row ``n`` the log-entry is therefore::
 
     pconst[p] + logk2[n] - 0.5 * sum_q E[n, q] (mu[n, q] - c[p, q])^2.
 
-Rows are processed in chunks of fixed size, in one ``(rows, P)`` buffer reused by every chunk,
-so memory is ``O(chunk · P)``; the backward pass recomputes the entries (keeping the whole
-``(N, P)`` matrix instead costs about 1000 minor page faults per call at ``N = 1000, M = 20``
-and was slower). Per chunk, one jitted pass (:func:`._psi_numba.two_rbf_log_block`)
-writes the log-entries, numpy's SIMD ``exp`` exponentiates them in place (about five times
-faster than a scalar ``exp`` in a jitted loop on AVX-512), and the forward pass sums columns.
+Rows are processed in chunks of at most 128 KiB. When ``N · P`` fits ``KEEP_ENTRIES`` the
+forward pass keeps every chunk's entries (in the setup's ``kept`` list) for the backward pass;
+otherwise one ``(rows, P)`` buffer is reused by every chunk, memory stays ``O(chunk · P)`` and
+the backward pass recomputes the entries. Keeping them chunk by chunk matters: small arrays come
+from malloc's heap, while one ``(N, P)`` block is ``mmap``-ed afresh on every call (about 1000
+minor page faults per call at ``N = 1000, M = 20``, slower than recomputing). Per chunk, one
+jitted pass (:func:`._psi_numba.two_rbf_block`) writes the
+entries, vectorised over the pairs with :func:`~sklearn_lvgp._vexp_numba.vexp` (a scalar
+``exp`` call per entry cost about five times as much), and the forward pass sums columns.
 The backward pass needs only weighted sums of the adjoint-weighted entries ``w[n, p]``: over
 ``n`` with the per-row factors ``1, E, E mu, E², E² mu, E² mu²`` (one product ``Fᵀ w`` per chunk)
 and over ``p`` with ``1, c, c²`` (one product ``w C`` per chunk). The result does not depend on
@@ -34,6 +37,8 @@ __all__ = ["two_rbf_forward", "two_rbf_backward"]
 
 #: Budget (float64 entries) of the ``(rows, pairs)`` chunk buffer.
 CHUNK_ENTRIES = 2 ** 14  # 128 KiB: larger fresh allocations are mmap-ed and page-fault per call
+#: Largest ``N * P`` whose entries the forward pass keeps (chunk by chunk) for the backward pass.
+KEEP_ENTRIES = 2 ** 21
 
 
 def _blocks(N, P):
@@ -42,11 +47,10 @@ def _blocks(N, P):
     return [(a, min(N, a + rows)) for a in range(0, N, rows)], np.empty((min(N, rows), P))
 
 
-def _exp_entries(s, a, b, buf):
+def _entries(s, a, b, buf):
     """``(b - a, P)`` view of ``buf`` holding the entries of rows ``a:b``."""
     T = buf[: b - a]
-    _nb.two_rbf_log_block(s.mu, s.E, s.logk2, s.pconst, s.cmidT, a, T)
-    np.exp(T, out=T)
+    _nb.two_rbf_block(s.mu, s.E, s.logk2, s.pconst, s.cmidT, a, T)
     return T
 
 
@@ -68,12 +72,15 @@ def two_rbf_forward(s, per_point=False):
     N = s.mu.shape[0]
     P = s.I.shape[0]
     blocks, buf = _blocks(N, P)
+    keep = N * P <= KEEP_ENTRIES
     if per_point:
         out = np.zeros((N, s.M, s.M))
     else:
         colsum = np.zeros(P)
     for a, b in blocks:
-        T = _exp_entries(s, a, b, buf)
+        T = _entries(s, a, b, np.empty_like(buf) if keep else buf)
+        if keep:
+            s.kept.append(T)
         if per_point:
             out[a:b, s.I, s.J] = T
             if s.sym:
@@ -127,10 +134,11 @@ def two_rbf_backward(G, s):
     if gp is not None:  # w = T diag(gp): the column weights are applied to the sums instead
         C = gp[:, None] * C
     blocks, buf = _blocks(N, P)
-    for a, b in blocks:
-        w = _exp_entries(s, a, b, buf)
+    kept = len(s.kept) == len(blocks)
+    for i, (a, b) in enumerate(blocks):
+        w = s.kept[i] if kept else _entries(s, a, b, buf)
         if gp is None:
-            w *= s.mult[None, :] * G[a:b][:, s.I, s.J]
+            w = w * (s.mult[None, :] * G[a:b][:, s.I, s.J])
         sums_n += F[a:b].T @ w
         np.dot(w, C, out=sums_p[a:b])
     if gp is not None:

@@ -9,6 +9,7 @@ import numba as nb
 import numpy as np
 
 from .._jit import twin_jit
+from .._vexp_numba import vexp
 
 ROW_BLOCK = 128
 
@@ -24,20 +25,20 @@ RBF_KIND, MATERN12_KIND, MATERN32_KIND, MATERN52_KIND, RQ_KIND = 0, 1, 2, 3, 4
 def _profile(kind, r2, alpha):
     """``(g, dg/dr2, dg/dlog(alpha))`` of the profile ``kind`` at ``r2``."""
     if kind == RBF_KIND:
-        g = np.exp(-0.5 * r2)
+        g = vexp(-0.5 * r2)
         return g, -0.5 * g, 0.0
     if kind == MATERN12_KIND:
         r = np.sqrt(r2)
-        g = np.exp(-r)
+        g = vexp(-r)
         # not differentiable at r = 0; the zero subgradient is used there
         return g, (-0.5 * g / r if r > 0.0 else 0.0), 0.0
     if kind == MATERN32_KIND:
         r = np.sqrt(3.0 * r2)
-        e = np.exp(-r)
+        e = vexp(-r)
         return (1.0 + r) * e, -1.5 * e, 0.0
     if kind == MATERN52_KIND:
         r = np.sqrt(5.0 * r2)
-        e = np.exp(-r)
+        e = vexp(-r)
         return (1.0 + r + 5.0 * r2 / 3.0) * e, -(5.0 / 6.0) * (1.0 + r) * e, 0.0
     t = r2 / (2.0 * alpha)
     base = 1.0 + t
@@ -45,46 +46,109 @@ def _profile(kind, r2, alpha):
     return g, -0.5 * g / base, alpha * g * (-np.log(base) + t / base)
 
 
-@twin_jit(work=lambda X, Z, *rest: 2 * X.shape[0] * Z.shape[0] * X.shape[1])
-def stationary_K(X, Z, inv_ls, variance, kind, alpha):
-    """``K[n, m] = variance * g(r2(x_n, z_m))``."""
-    N, Q = X.shape
-    M = Z.shape[0]
-    out = np.empty((N, M))
-    for n in nb.prange(N):
+@nb.njit(inline="always")
+def _profile_row(kind, row, variance, alpha):
+    """Replace ``row[m] = r2`` by ``variance * g(r2)`` in place.
+
+    One loop per profile, so each vectorises (:func:`vexp` is plain arithmetic).
+    """
+    M = row.shape[0]
+    if kind == RBF_KIND:
         for m in range(M):
-            r2 = 0.0
-            for q in range(Q):
-                d = (X[n, q] - Z[m, q]) * inv_ls[q]
-                r2 += d * d
-            g, _, _ = _profile(kind, r2, alpha)
-            out[n, m] = variance * g
-    return out
+            row[m] = variance * vexp(-0.5 * row[m])
+    elif kind == MATERN12_KIND:
+        for m in range(M):
+            row[m] = variance * vexp(-np.sqrt(row[m]))
+    elif kind == MATERN32_KIND:
+        for m in range(M):
+            r = np.sqrt(3.0 * row[m])
+            row[m] = variance * ((1.0 + r) * vexp(-r))
+    elif kind == MATERN52_KIND:
+        for m in range(M):
+            r2 = row[m]
+            r = np.sqrt(5.0 * r2)
+            row[m] = variance * ((1.0 + r + 5.0 * r2 / 3.0) * vexp(-r))
+    else:
+        for m in range(M):
+            row[m] = variance * (1.0 + row[m] / (2.0 * alpha)) ** (-alpha)
 
 
 @twin_jit(work=lambda X, ZT, *rest: 2 * X.shape[0] * ZT.shape[1] * X.shape[1])
-def rbf_log_K(X, ZT, inv_ls, log_variance):
-    """``log K[n, m] = log_variance - r2(x_n, z_m) / 2`` of the RBF kernel.
+def stationary_K(X, ZT, inv_ls, variance, kind, alpha):
+    """``K[n, m] = variance * g(r2(x_n, z_m))``.
 
-    ``ZT`` is ``Z`` transposed (``(Q, M)``, C-contiguous) so the innermost loop runs over ``m``
-    and vectorises. The caller exponentiates with numpy's vectorised ``exp``: the scalar ``exp``
-    of a jitted loop costs several times more than the rest of the RBF forward pass.
+    ``ZT`` is ``Z`` transposed (``(Q, M)``, C-contiguous): per row ``n`` the squared distances
+    are accumulated with ``m`` innermost and the profile is applied along the row, so both loops
+    vectorise.
     """
     N, Q = X.shape
     M = ZT.shape[1]
     out = np.empty((N, M))
     for n in nb.prange(N):
+        row = out[n]
         for m in range(M):
-            out[n, m] = 0.0
+            row[m] = 0.0
         for q in range(Q):
             xq = X[n, q]
             s = inv_ls[q]
             for m in range(M):
                 d = (xq - ZT[q, m]) * s
-                out[n, m] += d * d
-        for m in range(M):
-            out[n, m] = log_variance - 0.5 * out[n, m]
+                row[m] += d * d
+        _profile_row(kind, row, variance, alpha)
     return out
+
+
+@twin_jit(work=lambda dK, K, X, ZT, *rest: 2 * X.shape[0] * ZT.shape[1] * X.shape[1])
+def stationary_slope_weights(dK, K, X, ZT, inv_ls, kind, alpha):
+    """Weights ``C = 2 dK variance dg/dr2`` of the product backward, from the forward ``K``.
+
+    Every input adjoint of a stationary kernel is a weighted sum of ``x_n - z_m`` (or its square)
+    with these weights (``kernels/_stationary._stationary_vjp_from_weights``). Per row the
+    squared distances are recomputed with ``m`` innermost, so the pass vectorises; no ``exp``
+    is evaluated. Not for Matérn 1/2, whose slope is unbounded at ``r = 0``. Also returns
+    ``sum dK variance dg/dlog(alpha)`` (non-zero for the rational quadratic only).
+    """
+    N, Q = X.shape
+    M = ZT.shape[1]
+    C = np.empty((N, M))
+    da_rows = np.zeros(N)
+    for n in nb.prange(N):
+        row = C[n]
+        w = dK[n]
+        k = K[n]
+        if kind == RBF_KIND:  # dg/dr2 = -g / 2: no distances needed
+            for m in range(M):
+                row[m] = -w[m] * k[m]
+            continue
+        for m in range(M):
+            row[m] = 0.0
+        for q in range(Q):
+            xq = X[n, q]
+            s = inv_ls[q]
+            for m in range(M):
+                d = (xq - ZT[q, m]) * s
+                row[m] += d * d
+        if kind == MATERN32_KIND:
+            for m in range(M):
+                row[m] = -3.0 * w[m] * k[m] / (1.0 + np.sqrt(3.0 * row[m]))
+        elif kind == MATERN52_KIND:
+            for m in range(M):
+                r2 = row[m]
+                r = np.sqrt(5.0 * r2)
+                row[m] = -(5.0 / 3.0) * w[m] * k[m] * (1.0 + r) / (1.0 + r + 5.0 * r2 / 3.0)
+        else:  # rational quadratic
+            acc = 0.0
+            for m in range(M):
+                t = row[m] / (2.0 * alpha)
+                base = 1.0 + t
+                wk = w[m] * k[m]
+                acc += wk * alpha * (t / base - np.log(base))
+                row[m] = -wk / base
+            da_rows[n] = acc
+    da = 0.0
+    for n in range(N):
+        da += da_rows[n]
+    return C, da
 
 
 @nb.njit(inline="always")
@@ -178,7 +242,7 @@ def periodic_forward(X, Z, period, length_scale, variance):
             for q in range(Q):
                 s = np.sin(w * (X[n, q] - Z[m, q]))
                 acc += s * s
-            out[n, m] = variance * np.exp(-0.5 * inv2 * acc)
+            out[n, m] = variance * vexp(-0.5 * inv2 * acc)
     return out
 
 

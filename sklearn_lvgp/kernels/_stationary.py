@@ -1,14 +1,16 @@
 """Stationary kernels ``variance * g(r2)`` with ARD length scales.
 
-A stationary kernel supplies only its profile ``g`` and its slope ``dg/dr2`` (given ``g``) as
-functions of the squared scaled distance ``r2 = sum_q (x_q - z_q)^2 / l_q^2``
-(``_kernels_numba._profile``, ``_profile_slope``); the forward
-loop and the chain rule to ``X``, ``Z``, ``log l`` and ``log variance`` are shared and fused
-(``stationary_K``, ``stationary_K_vjp``). Working in ``r2`` rather than ``r`` keeps the Matérn 3/2
-and 5/2 derivatives finite at ``r = 0`` without special cases. The RBF is the exception on the
-forward side: its jitted loop writes ``log K`` (``rbf_log_K``) and numpy's vectorised ``exp``
-finishes it. Its backward from ``K`` is a few matrix products (:func:`_rbf_vjp_from_K`), and its
-plain :meth:`vjp` evaluates ``K`` first and then runs that backward.
+A stationary kernel supplies only its profile ``g`` and its slope ``dg/dr2`` as functions of the
+squared scaled distance ``r2 = sum_q (x_q - z_q)^2 / l_q^2`` (``_kernels_numba``); working in
+``r2`` rather than ``r`` keeps the Matérn 3/2 and 5/2 derivatives finite at ``r = 0``.
+
+* Forward: one jitted loop (``stationary_K``) that vectorises along the inducing points,
+  ``exp`` included (``_vexp_numba.vexp``).
+* Backward: one vectorised pass for the weights ``C = 2 dK variance dg/dr2`` from the kept
+  ``K`` (``stationary_slope_weights``, no ``exp``) and a few matrix products
+  (:func:`_stationary_vjp_from_weights`). The plain :meth:`vjp` evaluates ``K`` and then runs
+  that backward. Matérn 1/2 is the exception: its slope is unbounded at ``r = 0``, so it keeps
+  the fused loop over ``(n, m, q)`` (``stationary_K_vjp``), which works with ``x - z`` directly.
 """
 
 import numpy as np
@@ -22,21 +24,20 @@ __all__ = ["RBF", "Matern12", "Matern32", "Matern52", "RationalQuadratic"]
 _NO_K = np.empty((0, 0))
 
 
-def _rbf_vjp_from_K(dK, K, X, Z, inv_ls):
-    """Backward pass of the RBF kernel from its matrix, as products (seed 000 eq. 2.14).
+def _stationary_vjp_from_weights(C, dlogvar, dlogalpha, X, Z, inv_ls):
+    """Backward pass of a stationary kernel as products, given ``C = 2 dK variance dg/dr2``.
 
-    With ``C = dK * K`` (the RBF slope is ``dg/dr2 = -g/2``), every adjoint is a weighted sum of
-    ``x_n - z_m`` or its square over the pairs, and those sums are matrix products:
-    ``dX = -(X rowsum(C) - C Z) / l^2``, ``dZ = (Cᵀ X - colsum(C) Z) / l^2``,
-    ``d/dlog l = (sum X^2 rowsum(C) - 2 sum X (C Z) + sum Z^2 colsum(C)) / l^2`` and
-    ``d/dlog variance = sum C``. Two ``(N, M) x (M or N, Q)`` products and three passes over
-    ``(N, M)`` replace a loop over ``(n, m, q)`` with scattered updates. Both inputs are first
-    centred on the mean of ``Z`` (the kernel is translation invariant), which keeps the expanded
-    squares from cancelling when the inputs sit far from the origin.
+    Every adjoint is a weighted sum of ``x_n - z_m`` or its square over the pairs (seed 000
+    eq. 2.14 for the RBF), and those sums are matrix products:
+    ``dX = (X rowsum(C) - C Z) / l^2``, ``dZ = (Z colsum(C) - Cᵀ X) / l^2`` and
+    ``d/dlog l = -(sum X^2 rowsum(C) - 2 sum X (C Z) + sum Z^2 colsum(C)) / l^2``. Two
+    ``(N, M) x (M or N, Q)`` products and two sums over ``(N, M)`` replace a loop over
+    ``(n, m, q)`` with scattered updates. Both inputs are first centred on the mean of ``Z`` (the
+    kernel is translation invariant), which keeps the expanded squares from cancelling when the
+    inputs sit far from the origin.
 
     Returns ``(dX, dZ, dlogls, dlogvar, dlogalpha)`` as :func:`_nb.stationary_K_vjp` does.
     """
-    C = dK * K
     r = C.sum(axis=1)
     c = C.sum(axis=0)
     centre = Z.mean(axis=0)
@@ -45,10 +46,10 @@ def _rbf_vjp_from_K(dK, K, X, Z, inv_ls):
     CZ = C @ Zc
     CtX = C.T @ Xc
     inv2 = inv_ls * inv_ls
-    dX = (CZ - Xc * r[:, None]) * inv2
-    dZ = (CtX - Zc * c[:, None]) * inv2
-    dlogls = (r @ (Xc * Xc) - 2.0 * np.sum(Xc * CZ, axis=0) + c @ (Zc * Zc)) * inv2
-    return dX, dZ, dlogls, float(r.sum()), 0.0
+    dX = (Xc * r[:, None] - CZ) * inv2
+    dZ = (Zc * c[:, None] - CtX) * inv2
+    dlogls = (2.0 * np.sum(Xc * CZ, axis=0) - r @ (Xc * Xc) - c @ (Zc * Zc)) * inv2
+    return dX, dZ, dlogls, dlogvar, dlogalpha
 
 
 class _Stationary(Kernel):
@@ -111,19 +112,17 @@ class _Stationary(Kernel):
     # -- contract ------------------------------------------------------------------------------
     def K(self, X, Z=None):
         X, Zc, inv_ls = self._prepare(X, Z)
-        if self._kind == _nb.RBF_KIND:
-            K = _nb.rbf_log_K(X, np.ascontiguousarray(Zc.T), inv_ls, float(np.log(self.variance)))
-            return np.exp(K, out=K)
-        return _nb.stationary_K(X, Zc, inv_ls, float(self.variance), self._kind, self._alpha())
+        return _nb.stationary_K(X, np.ascontiguousarray(Zc.T), inv_ls, float(self.variance),
+                                self._kind, self._alpha())
 
     def Kdiag(self, X):
         X = _as_float_array(X, "X")
         return np.full(X.shape[0], float(self.variance))
 
     def vjp(self, dL_dK, X, Z=None):
-        if self._kind == _nb.RBF_KIND:
-            # the vectorised exp of K plus the cached backward beat one fused loop with a
-            # scalar exp per entry (about 1.8x at 10^4 x 100 entries)
+        if self._kind != _nb.MATERN12_KIND:
+            # K (one vectorised loop) plus the product backward from it beat the fused
+            # backward loop, which evaluates the profile entry by entry
             return self.vjp_cached(dL_dK, (X, Z, self.K(X, Z)))
         X, Zc, inv_ls = self._prepare(X, Z)
         dL_dK = np.ascontiguousarray(dL_dK, dtype=np.float64)
@@ -168,10 +167,15 @@ class _Stationary(Kernel):
         X, Z, K = cache
         X, Zc, inv_ls = self._prepare(X, Z)
         dL_dK = np.ascontiguousarray(dL_dK, dtype=np.float64)
-        if self._kind == _nb.RBF_KIND:
-            return self._theta_vjp(Z, *_rbf_vjp_from_K(dL_dK, K, X, Zc, inv_ls))
-        return self._theta_vjp(Z, *_nb.stationary_K_vjp(
-            dL_dK, K, X, Zc, inv_ls, float(self.variance), self._kind, self._alpha(), True))
+        if self._kind == _nb.MATERN12_KIND:
+            # its slope dg/dr2 = -g / (2 r) is unbounded at r = 0: the fused loop keeps x - z
+            return self._theta_vjp(Z, *_nb.stationary_K_vjp(
+                dL_dK, K, X, Zc, inv_ls, float(self.variance), self._kind, self._alpha(), True))
+        C, dlogalpha = _nb.stationary_slope_weights(dL_dK, K, X, np.ascontiguousarray(Zc.T),
+                                                    inv_ls, self._kind, self._alpha())
+        dlogvar = float(np.sum(dL_dK * K))
+        return self._theta_vjp(Z, *_stationary_vjp_from_weights(C, dlogvar, dlogalpha, X, Zc,
+                                                                inv_ls))
 
     def _theta_vjp(self, Z, dX, dZ, dlogls, dlogvar, dlogalpha):
         if Z is None:

@@ -361,7 +361,7 @@ def _backward_stationary(rng):
     X, Z = rng.standard_normal((700, 3)), rng.standard_normal((40, 3))
     G = rng.standard_normal((700, 40))
     inv_ls = np.array([0.7, 1.2, 2.0])
-    K = _nb.stationary_K(X, Z, inv_ls, 1.3, _nb.MATERN32_KIND, 1.0)
+    K = _nb.stationary_K(X, np.ascontiguousarray(Z.T), inv_ls, 1.3, _nb.MATERN32_KIND, 1.0)
     return _nb.stationary_K_vjp, (G, K, X, Z, inv_ls, 1.3, _nb.MATERN32_KIND, 1.0, True)
 
 
@@ -371,26 +371,53 @@ def _backward_periodic(rng):
     return _nb.periodic_backward, (G, X, Z, 1.3, 0.8)
 
 
-def _rbf_log_K(rng):
-    X, Z = rng.standard_normal((700, 3)), rng.standard_normal((40, 3))
-    return _nb.rbf_log_K, (X, np.ascontiguousarray(Z.T), np.array([0.7, 1.2, 2.0]), 0.3)
+def _stationary_K(kind):
+    def make(rng):
+        X, Z = rng.standard_normal((700, 3)), rng.standard_normal((40, 3))
+        return _nb.stationary_K, (X, np.ascontiguousarray(Z.T), np.array([0.7, 1.2, 2.0]), 1.3,
+                                  kind, 1.5)
+    return make
 
 
-def _two_rbf_log_block(rng):
+def _rbf_psi1(rng):
+    from sklearn_lvgp._psi import _psi_numba
+
+    mu, ZT = rng.standard_normal((700, 3)), rng.standard_normal((3, 40))
+    return _psi_numba.rbf_psi1, (mu, ZT, rng.uniform(0.2, 1.0, (700, 3)), rng.standard_normal(700))
+
+
+def _two_rbf_block(rng):
     from sklearn_lvgp._psi import _psi_numba
 
     N, P, Q = 700, 40, 3
     mu, E = rng.standard_normal((N, Q)), rng.uniform(0.2, 1.0, (N, Q))
-    return _psi_numba.two_rbf_log_block, (mu, E, rng.standard_normal(N), rng.standard_normal(P),
-                                          rng.standard_normal((Q, P)), 0, np.empty((N, P)))
+    return _psi_numba.two_rbf_block, (mu, E, rng.standard_normal(N), rng.standard_normal(P),
+                                      rng.standard_normal((Q, P)), 0, np.empty((N, P)))
 
 
-_JITTED = [_backward_stationary, _backward_periodic, _rbf_log_K, _two_rbf_log_block]
-_JITTED_IDS = ["stationary_K_vjp", "periodic_backward", "rbf_log_K", "two_rbf_log_block"]
+_KINDS = {"rbf": _nb.RBF_KIND, "matern12": _nb.MATERN12_KIND, "matern32": _nb.MATERN32_KIND,
+          "matern52": _nb.MATERN52_KIND, "rq": _nb.RQ_KIND}
+def _slope_weights(kind):
+    def make(rng):
+        X, Z = rng.standard_normal((700, 3)), rng.standard_normal((40, 3))
+        inv_ls = np.array([0.7, 1.2, 2.0])
+        ZT = np.ascontiguousarray(Z.T)
+        K = _nb.stationary_K(X, ZT, inv_ls, 1.3, kind, 1.5)
+        return _nb.stationary_slope_weights, (rng.standard_normal(K.shape), K, X, ZT, inv_ls,
+                                              kind, 1.5)
+    return make
+
+
+_JITTED = ([_backward_stationary, _backward_periodic, _rbf_psi1, _two_rbf_block]
+           + [_stationary_K(k) for k in _KINDS.values()]
+           + [_slope_weights(k) for k in _KINDS.values() if k != _nb.MATERN12_KIND])
+_JITTED_IDS = (["stationary_K_vjp", "periodic_backward", "rbf_psi1", "two_rbf_block"]
+               + [f"stationary_K_{name}" for name in _KINDS]
+               + [f"slope_weights_{name}" for name in _KINDS if name != "matern12"])
 
 
 def _outputs(result, args):
-    """Tuple of outputs (``two_rbf_log_block`` writes into its last argument)."""
+    """Tuple of outputs (``two_rbf_block`` writes into its last argument)."""
     if result is None:
         return (args[-1].copy(),)
     return result if isinstance(result, tuple) else (result,)
@@ -424,22 +451,25 @@ def test_serial_and_parallel_twins_agree_bitwise(make, rng):
 
 @pytest.mark.parametrize("offset", [0.0, 1e3])
 @pytest.mark.parametrize("same", [False, True])
-def test_rbf_backward_by_products_matches_the_fused_loop(rng, offset, same):
-    """The RBF backward as matrix products equals the jitted (n, m, q) loop, also far from the
-    origin (inputs are centred first) and for ``K(X, X)``."""
-    from sklearn_lvgp.kernels import RBF
+@pytest.mark.parametrize("name", ["RBF", "Matern32", "Matern52", "RationalQuadratic"])
+def test_backward_by_products_matches_the_fused_loop(rng, offset, same, name):
+    """The stationary backward as slope weights and matrix products equals the jitted
+    (n, m, q) loop, also far from the origin (inputs are centred first) and for ``K(X, X)``."""
+    from sklearn_lvgp import kernels
     from sklearn_lvgp.kernels import _kernels_numba as nbk
 
     ls = np.array([0.5, 1.0, 2.0])
     X = rng.standard_normal((40, 3)) + offset
     Z = None if same else rng.standard_normal((7, 3)) + offset
-    k = RBF(ls, variance=1.3)
+    k = getattr(kernels, name)(ls, variance=1.3)
     K = k.K(X, Z)
     dK = rng.standard_normal(K.shape)
     got = k.vjp_cached(dK, (X, Z, K))
     Zr = X if same else Z
-    dX, dZ, dl, dv, _ = nbk.stationary_K_vjp(dK, K, X, Zr, 1.0 / ls, 1.3, nbk.RBF_KIND, 1.0, True)
+    dX, dZ, dl, dv, da = nbk.stationary_K_vjp(dK, K, X, Zr, 1.0 / ls, 1.3, k._kind, k._alpha(),
+                                              True)
     np.testing.assert_allclose(got.X, dX + dZ if same else dX, rtol=1e-9, atol=1e-12)
     if not same:
         np.testing.assert_allclose(got.Z, dZ, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(got.theta, np.concatenate([[dv], dl]), rtol=1e-9, atol=1e-10)
+    expected = k._pack_theta_grad({"variance": dv, "length_scale": dl, "alpha": da})
+    np.testing.assert_allclose(got.theta, expected, rtol=1e-9, atol=1e-10)

@@ -342,3 +342,31 @@ def test_per_point_psi0_of_closed_forms():
     assert per.psi0.shape == (7,)
     assert np.sum(per.psi0) == pytest.approx(tot.psi0, rel=1e-12)
     np.testing.assert_allclose(per.psi0, ut.psi0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("per_point", [False, True])
+@pytest.mark.parametrize("keep", [True, False])
+def test_two_rbf_chunks_kept_or_recomputed_give_the_same_results(rng, monkeypatch, keep,
+                                                                  per_point):
+    """Ψ2 of an RBF in one chunk or in several, entries kept for the backward pass or not."""
+    from sklearn_lvgp._psi import _two_rbf
+
+    N, M, Q = 50, 6, 3
+    mu, S = rng.standard_normal((N, Q)), rng.uniform(0.1, 0.5, (N, Q))
+    Z = rng.standard_normal((M, Q))
+    kernel = RBF(np.array([0.8, 1.2, 1.5]), variance=1.3)
+    g = rng.standard_normal((N, M, M) if per_point else (M, M))
+    whole, cache = rbf_psi(kernel, Z, mu, S, per_point=per_point)
+    assert len(cache.two.kept) == 1
+    v_whole = rbf_psi_vjp(0.3, np.ones((N, M)), g, cache)
+    P = M * (M + 1) // 2
+    monkeypatch.setattr(_two_rbf, "CHUNK_ENTRIES", 7 * P)  # 7 rows per chunk
+    monkeypatch.setattr(_two_rbf, "KEEP_ENTRIES", N * P if keep else 0)
+    parts, cache = rbf_psi(kernel, Z, mu, S, per_point=per_point)
+    assert len(cache.two.kept) == (8 if keep else 0)
+    v_parts = rbf_psi_vjp(0.3, np.ones((N, M)), g, cache)
+    v_again = rbf_psi_vjp(0.3, np.ones((N, M)), g, cache)  # the kept entries are not modified
+    np.testing.assert_allclose(parts.Psi2, whole.Psi2, rtol=1e-13)
+    for a, b, c in zip(v_parts, v_whole, v_again, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+        np.testing.assert_array_equal(a, c)
