@@ -47,6 +47,20 @@ def _profile(kind, r2, alpha):
 
 
 @nb.njit(inline="always")
+def _scaled_sq_dist_row(X, n, ZT, inv_ls, row):
+    """``row[m] = sum_q ((X[n, q] - ZT[q, m]) * inv_ls[q])^2`` with ``m`` innermost."""
+    M = row.shape[0]
+    for m in range(M):
+        row[m] = 0.0
+    for q in range(X.shape[1]):
+        xq = X[n, q]
+        s = inv_ls[q]
+        for m in range(M):
+            d = (xq - ZT[q, m]) * s
+            row[m] += d * d
+
+
+@nb.njit(inline="always")
 def _profile_row(kind, row, variance, alpha):
     """Replace ``row[m] = r2`` by ``variance * g(r2)`` in place.
 
@@ -81,19 +95,12 @@ def stationary_K(X, ZT, inv_ls, variance, kind, alpha):
     are accumulated with ``m`` innermost and the profile is applied along the row, so both loops
     vectorise.
     """
-    N, Q = X.shape
+    N = X.shape[0]
     M = ZT.shape[1]
     out = np.empty((N, M))
     for n in nb.prange(N):
         row = out[n]
-        for m in range(M):
-            row[m] = 0.0
-        for q in range(Q):
-            xq = X[n, q]
-            s = inv_ls[q]
-            for m in range(M):
-                d = (xq - ZT[q, m]) * s
-                row[m] += d * d
+        _scaled_sq_dist_row(X, n, ZT, inv_ls, row)
         _profile_row(kind, row, variance, alpha)
     return out
 
@@ -106,42 +113,41 @@ def stationary_slope_weights(dK, K, X, ZT, inv_ls, kind, alpha):
     with these weights (``kernels/_stationary._stationary_vjp_from_weights``). Per row the
     squared distances are recomputed with ``m`` innermost, so the pass vectorises; no ``exp``
     is evaluated. Not for Matérn 1/2, whose slope is unbounded at ``r = 0``. Also returns
-    ``sum dK variance dg/dlog(alpha)`` (non-zero for the rational quadratic only).
+    ``sum dK variance dg/dlog(alpha)`` (non-zero for the rational quadratic only). One loop per
+    profile, each with its branch outside, so that every one vectorises.
     """
-    N, Q = X.shape
+    N = X.shape[0]
     M = ZT.shape[1]
     C = np.empty((N, M))
     da_rows = np.zeros(N)
-    for n in nb.prange(N):
-        row = C[n]
-        w = dK[n]
-        k = K[n]
-        if kind == RBF_KIND:  # dg/dr2 = -g / 2: no distances needed
+    if kind == RBF_KIND:  # dg/dr2 = -g / 2: no distances needed
+        for n in nb.prange(N):
             for m in range(M):
-                row[m] = -w[m] * k[m]
-            continue
-        for m in range(M):
-            row[m] = 0.0
-        for q in range(Q):
-            xq = X[n, q]
-            s = inv_ls[q]
+                C[n, m] = -dK[n, m] * K[n, m]
+    elif kind == MATERN32_KIND:
+        for n in nb.prange(N):
+            row = C[n]
+            _scaled_sq_dist_row(X, n, ZT, inv_ls, row)
             for m in range(M):
-                d = (xq - ZT[q, m]) * s
-                row[m] += d * d
-        if kind == MATERN32_KIND:
-            for m in range(M):
-                row[m] = -3.0 * w[m] * k[m] / (1.0 + np.sqrt(3.0 * row[m]))
-        elif kind == MATERN52_KIND:
+                row[m] = -3.0 * dK[n, m] * K[n, m] / (1.0 + np.sqrt(3.0 * row[m]))
+    elif kind == MATERN52_KIND:
+        for n in nb.prange(N):
+            row = C[n]
+            _scaled_sq_dist_row(X, n, ZT, inv_ls, row)
             for m in range(M):
                 r2 = row[m]
                 r = np.sqrt(5.0 * r2)
-                row[m] = -(5.0 / 3.0) * w[m] * k[m] * (1.0 + r) / (1.0 + r + 5.0 * r2 / 3.0)
-        else:  # rational quadratic
+                row[m] = (-(5.0 / 3.0) * dK[n, m] * K[n, m] * (1.0 + r)
+                          / (1.0 + r + 5.0 * r2 / 3.0))
+    else:  # rational quadratic
+        for n in nb.prange(N):
+            row = C[n]
+            _scaled_sq_dist_row(X, n, ZT, inv_ls, row)
             acc = 0.0
             for m in range(M):
                 t = row[m] / (2.0 * alpha)
                 base = 1.0 + t
-                wk = w[m] * k[m]
+                wk = dK[n, m] * K[n, m]
                 acc += wk * alpha * (t / base - np.log(base))
                 row[m] = -wk / base
             da_rows[n] = acc
