@@ -27,6 +27,9 @@ _NO_K = np.empty((0, 0))
 def _stationary_vjp_from_weights(C, dlogvar, dlogalpha, X, Z, inv_ls):
     """Backward pass of a stationary kernel as products, given ``C = 2 dK variance dg/dr2``.
 
+    ``dlogvar`` is ``sum dK K``; ``None`` means the RBF, whose ``C = -dK K`` gives it as
+    ``-sum C``.
+
     Every adjoint is a weighted sum of ``x_n - z_m`` or its square over the pairs (seed 000
     eq. 2.14 for the RBF), and those sums are matrix products:
     ``dX = (X rowsum(C) - C Z) / l^2``, ``dZ = (Z colsum(C) - Cᵀ X) / l^2`` and
@@ -40,6 +43,8 @@ def _stationary_vjp_from_weights(C, dlogvar, dlogalpha, X, Z, inv_ls):
     """
     r = C.sum(axis=1)
     c = C.sum(axis=0)
+    if dlogvar is None:  # RBF: C = -dK K
+        dlogvar = -float(r.sum())
     centre = Z.mean(axis=0)
     Xc = X - centre
     Zc = Z - centre
@@ -173,7 +178,8 @@ class _Stationary(Kernel):
                 dL_dK, K, X, Zc, inv_ls, float(self.variance), self._kind, self._alpha(), True))
         C, dlogalpha = _nb.stationary_slope_weights(dL_dK, K, X, np.ascontiguousarray(Zc.T),
                                                     inv_ls, self._kind, self._alpha())
-        dlogvar = float(np.sum(dL_dK * K))
+        # d/dlog variance = sum dK K; for the RBF that is -sum C, which the products form anyway
+        dlogvar = None if self._kind == _nb.RBF_KIND else float(np.sum(dL_dK * K))
         return self._theta_vjp(Z, *_stationary_vjp_from_weights(C, dlogvar, dlogalpha, X, Zc,
                                                                 inv_ls))
 
