@@ -73,6 +73,7 @@ def two_rbf_forward(s, per_point=False):
     P = s.I.shape[0]
     blocks, buf = _blocks(N, P)
     keep = N * P <= KEEP_ENTRIES
+    s.kept.clear()  # a repeated forward pass on the same setup replaces, not adds
     if per_point:
         out = np.zeros((N, s.M, s.M))
     else:
