@@ -16,8 +16,10 @@ ROW_BLOCK = 128
 
 # ----------------------------------------------------------------------- stationary kernels
 # A stationary kernel is variance * g(r2) with r2 = sum_q ((x_q - z_q) / l_q)^2 and g(0) = 1.
-# ``kind`` selects the profile g; the forward pass and the whole backward pass (to X, Z, log l,
-# log variance and log alpha) are each one fused loop over (n, m), with no N×M temporaries.
+# ``kind`` selects the profile g. The forward pass is one loop vectorised along Z
+# (``stationary_K``); the backward pass from K is one vectorised pass for the weights
+# (``stationary_slope_weights``) followed by products in ``_stationary.py``, except for Matérn 1/2,
+# whose backward is one fused loop over (n, m) (``stationary_K_vjp``, also the tests' reference).
 RBF_KIND, MATERN12_KIND, MATERN32_KIND, MATERN52_KIND, RQ_KIND = 0, 1, 2, 3, 4
 
 
@@ -139,7 +141,7 @@ def stationary_slope_weights(dK, K, X, ZT, inv_ls, kind, alpha):
                 r = np.sqrt(5.0 * r2)
                 row[m] = (-(5.0 / 3.0) * dK[n, m] * K[n, m] * (1.0 + r)
                           / (1.0 + r + 5.0 * r2 / 3.0))
-    else:  # rational quadratic
+    elif kind == RQ_KIND:
         for n in nb.prange(N):
             row = C[n]
             _scaled_sq_dist_row(X, n, ZT, inv_ls, row)
@@ -151,6 +153,9 @@ def stationary_slope_weights(dK, K, X, ZT, inv_ls, kind, alpha):
                 acc += wk * alpha * (t / base - np.log(base))
                 row[m] = -wk / base
             da_rows[n] = acc
+    else:
+        raise ValueError("stationary_slope_weights: no product backward for this profile "
+                         "(Matérn 1/2 uses stationary_K_vjp)")
     da = 0.0
     for n in range(N):
         da += da_rows[n]

@@ -473,3 +473,12 @@ def test_backward_by_products_matches_the_fused_loop(rng, offset, same, name):
         np.testing.assert_allclose(got.Z, dZ, rtol=1e-9, atol=1e-12)
     expected = k._pack_theta_grad({"variance": dv, "length_scale": dl, "alpha": da})
     np.testing.assert_allclose(got.theta, expected, rtol=1e-9, atol=1e-10)
+
+
+def test_slope_weights_refuse_matern12(rng):
+    """Matérn 1/2 has no product backward (its slope is unbounded at r = 0)."""
+    X, ZT = rng.standard_normal((5, 2)), rng.standard_normal((2, 3))
+    K = _nb.stationary_K(X, ZT, np.ones(2), 1.0, _nb.MATERN12_KIND, 1.0)
+    with pytest.raises(ValueError, match="Matérn 1/2"):
+        _nb.stationary_slope_weights(np.ones_like(K), K, X, ZT, np.ones(2), _nb.MATERN12_KIND,
+                                     1.0)
