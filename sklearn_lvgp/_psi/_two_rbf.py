@@ -17,12 +17,12 @@ For pair ``p = (I[p], J[p])`` and row ``n`` the log-entry is therefore::
 Rows are processed in chunks of at most 256 KiB. When ``N · P`` fits ``KEEP_ENTRIES`` the
 forward pass keeps every chunk's entries (in the setup's ``kept`` list) for the backward pass;
 otherwise one ``(rows, P)`` buffer is reused by every chunk, memory stays ``O(chunk · P)`` and
-the backward pass recomputes the entries. Keeping them chunk by chunk matters: small arrays come
-from malloc's heap, while one ``(N, P)`` block is ``mmap``-ed afresh on every call (about 1000
-minor page faults per call at ``N = 1000, M = 20``, slower than recomputing). Per chunk, one
-jitted pass (:func:`._psi_numba.two_rbf_block`) writes the
-entries, vectorised over the pairs with :func:`~sklearn_lvgp._vexp_numba.vexp` (a scalar
-``exp`` call per entry cost about five times as much), and the forward pass sums columns.
+the backward pass recomputes the entries. The entries are kept chunk by chunk because small
+arrays come from malloc's heap; one ``(N, P)`` block was measured at about 1000 minor page faults
+per call (``N = 1000, M = 20``) in one setting and at no gain in another. Per chunk, one jitted
+pass (:func:`._psi_numba.two_rbf_block`) writes the entries, vectorised over the pairs with
+:func:`~sklearn_lvgp._vexp_numba.vexp` (a scalar ``exp`` call per entry cost about five times as
+much), and the forward pass sums columns.
 The backward pass needs only weighted sums of the adjoint-weighted entries ``w[n, p]``: over
 ``n`` with the per-row factors ``1, E, E mu, E², E² mu, E² mu²`` (one product ``Fᵀ w`` per chunk)
 and over ``p`` with ``1, c, c²`` (one product ``w C`` per chunk). The result does not depend on
