@@ -316,11 +316,11 @@ def _knn(Z, y):
     return 100 * scores.mean(), 100 * scores.std(ddof=1)
 
 
-def _paper_fit(Y, kernel, expectation, n_components=5, noise=0.01, **kw):
+def _paper_fit(Y, kernel, expectation, n_components=5, noise=0.01, random_state=42, **kw):
     """The papers' settings (spec §9.1-9.2); returns the model and its two most relevant dims."""
     model = UnscentedGPLVM(n_components=n_components, n_inducing=20, kernel=kernel,
                            expectation=expectation, init="pca_unscaled", noise_variance_init=noise,
-                           center=False, random_state=42, **kw)
+                           center=False, random_state=random_state, **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(Y)
@@ -392,9 +392,11 @@ def test_oil_flow_table1_full(oil100):
                                       ("gh-matern", Matern32, "gauss_hermite")]:
         acc[name] = _knn(_paper_fit(Y, kernel(np.ones(5)), expectation, max_iter=5000)[1],
                          labels)[0]
-    # one Monte Carlo run (the paper pools ten); qualitative check only
-    mc = _knn(_paper_fit(Y, Matern32(np.ones(5)), "monte_carlo", n_samples=10, max_iter=5000,
-                         learning_rate=0.01)[1], labels)[0]
+    # spec §13.1.2: MC-10 Matérn below UT-Matérn *on average*: the mean over ten runs that
+    # differ only in their sample streams, as the paper pools them (a single run can tie UT)
+    mc = np.mean([_knn(_paper_fit(Y, Matern32(np.ones(5)), "monte_carlo", n_samples=10,
+                                  max_iter=5000, learning_rate=0.01, random_state=run)[1],
+                       labels)[0] for run in range(10)])
     assert acc["analytic-rbf"] >= 95 and acc["ut-rbf"] >= 95 and acc["ut-matern"] >= 95
     assert abs(acc["gh-rbf"] - acc["ut-rbf"]) <= 5 and abs(acc["gh-matern"] - acc["ut-matern"]) <= 5
     assert min(acc.values()) >= pca + 10
