@@ -178,10 +178,8 @@ class _Stationary(Kernel):
                 dL_dK, K, X, Zc, inv_ls, float(self.variance), self._kind, self._alpha(), True))
         C, dlogalpha = _nb.stationary_slope_weights(dL_dK, K, X, np.ascontiguousarray(Zc.T),
                                                     inv_ls, self._kind, self._alpha())
-        # d/dlog variance = sum dK K; for the RBF that is -sum C, which the products form anyway.
-        # einsum: one pass with no (N, M) temporary (np.sum(dK * K): 1.4 ms, einsum 0.5 ms at 10^6)
-        dlogvar = (None if self._kind == _nb.RBF_KIND
-                   else float(np.einsum("nm,nm->", dL_dK, K)))
+        # d/dlog variance = sum dK K; for the RBF that is -sum C, which the products form anyway
+        dlogvar = None if self._kind == _nb.RBF_KIND else float(np.sum(dL_dK * K))
         return self._theta_vjp(Z, *_stationary_vjp_from_weights(C, dlogvar, dlogalpha, X, Zc,
                                                                 inv_ls))
 
