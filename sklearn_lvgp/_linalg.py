@@ -213,8 +213,10 @@ def cholesky_vjp(L, dL_dL):
     return symmetrise(S)
 
 
-def solve_lower_vjp(L, X, dL_dX):
+def solve_lower_vjp(L, X, dL_dX, overwrite_dX=False):
     """Backward pass of ``X = L^{-1} B`` for lower-triangular ``L``.
+
+    ``overwrite_dX`` lets the solve write ``dL_dB`` over a C-contiguous ``dL_dX``.
 
     Returns
     -------
@@ -223,6 +225,6 @@ def solve_lower_vjp(L, X, dL_dX):
     dL_dB : ndarray
         Adjoint of ``B``.
     """
-    dB = lower_solve(L, dL_dX, trans=True)
+    dB = lower_solve(L, dL_dX, trans=True, overwrite_b=overwrite_dX)
     dLmat = -np.tril(dB @ X.T)
     return dLmat, dB

@@ -172,8 +172,10 @@ def pointset_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
         else:
             KG = (Ks.reshape(-1, M) @ G2).reshape(b - a, K, M)
             ddiag = np.tile(w * float(dL_dpsi0), b - a)
-        dKs = w[None, :, None] * (dL_dPsi1[a:b, None, :] + KG)
-        v = kernel.vjp_cached(dKs.reshape(-1, M), kcache)
+        dKs = KG  # a temporary of this chunk: the adjoint of K is formed in it, then scratch
+        dKs += dL_dPsi1[a:b, None, :]
+        dKs *= w[None, :, None]
+        v = kernel.vjp_cached(dKs.reshape(-1, M), kcache, overwrite_dK=True)
         dX = v.X.reshape(b - a, K, Q)
         if const_diag:
             # Kdiag does not depend on x: only its hyperparameters receive the adjoint

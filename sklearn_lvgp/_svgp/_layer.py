@@ -258,11 +258,13 @@ def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True):
     base = kappa - np.einsum("mp,mp->p", A1, A1)
     keep = D * A.size <= _MAX_CACHED_B
     Bs = np.empty((D,) + A.shape) if keep else None
+    scratch = None if keep else np.empty_like(A)
     for d in range(D):
-        B = lower_matmul(q_sqrt[d], A, trans=True)
+        # B_d = L_d^T A, computed in place in its final buffer (no (M, P) temporary per output)
+        B = Bs[d] if keep else scratch
+        np.copyto(B, A)
+        lower_matmul(q_sqrt[d], B, trans=True, overwrite_b=True)
         var[:, d] = base + np.einsum("mp,mp->p", B, B)
-        if keep:
-            Bs[d] = B
     clipped = var < 0.0
     if np.any(clipped):
         var[clipped] = 0.0
@@ -293,13 +295,14 @@ def marginals_vjp(dL_dmu, dL_dvar, cache):
     dq_mu = A @ dmu
     dA = c.q_mu @ dmu.T
     dq_sqrt = np.zeros_like(c.q_sqrt)
+    Bdv = np.empty_like(A)  # one (M, P) scratch for every output: fewer fresh pages per step
     for d in range(D):
         B = lower_matmul(c.q_sqrt[d], A, trans=True) if c.B is None else c.B[d]
-        Bdv = B * dv[:, d]
+        np.multiply(B, dv[:, d], out=Bdv)
         dq_sqrt[d] = 2.0 * np.tril(A @ Bdv.T)
         dA += lower_matmul(c.q_sqrt[d], Bdv, alpha=2.0, overwrite_b=True)
     dkappa = np.sum(dv, axis=1)
-    kv, dLu = kuf_backward(dA, -2.0 * A1 * dkappa, c)
+    kv, dLu = kuf_backward(dA, A1 * (-2.0 * dkappa), c)
     kd = c.kernel.vjp_diag(dkappa, c.H)
     dH = kv.Z + kd.X
     if c.mean_function is not None:
@@ -334,8 +337,9 @@ def kuf_backward(dA, dA1, cache):
         LinvdA = lower_solve(c.Lu, dA)
         dA1 += LinvdA
         dLu -= np.tril(c.A @ LinvdA.T)
-    dLu_2, dKuf = solve_lower_vjp(c.Lu, c.A1, dA1)
-    return c.kernel.vjp_cached(dKuf, c.kernel_cache), dLu + dLu_2
+    # dA1 and then dKuf are scratch of this pass: the solve and the kernel backward reuse them
+    dLu_2, dKuf = solve_lower_vjp(c.Lu, c.A1, dA1, overwrite_dX=True)
+    return c.kernel.vjp_cached(dKuf, c.kernel_cache, overwrite_dK=True), dLu + dLu_2
 
 
 def marginals_precision_adjoint(dL_dvar, cache):

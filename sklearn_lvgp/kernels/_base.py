@@ -363,7 +363,7 @@ class Kernel(ABC):
         """
         return self.K(X, Z), (X, Z)
 
-    def vjp_cached(self, dL_dK, cache):
+    def vjp_cached(self, dL_dK, cache, overwrite_dK=False):
         """Backward pass of :meth:`K_cached`; same result as :meth:`vjp`.
 
         Parameters
@@ -372,6 +372,9 @@ class Kernel(ABC):
             Adjoint of the kernel matrix.
         cache : object
             From :meth:`K_cached`.
+        overwrite_dK : bool, default=False
+            Allow the backward pass to use ``dL_dK`` as scratch space (its content is then
+            undefined). Saves an ``(N, M)`` temporary where a kernel can use it.
 
         Returns
         -------

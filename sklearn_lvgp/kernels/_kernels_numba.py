@@ -62,6 +62,10 @@ def _scaled_sq_dist_row(X, n, ZT, inv_ls, row):
             row[m] += d * d
 
 
+#: Rows per parallel task of :func:`stationary_slope_weights` (each task has one scratch row).
+_WEIGHT_BLOCK = 16
+
+
 @nb.njit(inline="always")
 def _profile_row(kind, row, variance, alpha):
     """Replace ``row[m] = r2`` by ``variance * g(r2)`` in place.
@@ -108,51 +112,55 @@ def stationary_K(X, ZT, inv_ls, variance, kind, alpha):
 
 
 @twin_jit(work=lambda dK, K, X, ZT, *rest: 2 * X.shape[0] * ZT.shape[1] * X.shape[1])
-def stationary_slope_weights(dK, K, X, ZT, inv_ls, kind, alpha):
+def stationary_slope_weights(dK, K, X, ZT, inv_ls, kind, alpha, C):
     """Weights ``C = 2 dK variance dg/dr2`` of the product backward, from the forward ``K``.
 
     Every input adjoint of a stationary kernel is a weighted sum of ``x_n - z_m`` (or its square)
     with these weights (``kernels/_stationary._stationary_vjp_from_weights``). Per row the
     squared distances are recomputed with ``m`` innermost, so the pass vectorises; no ``exp``
-    is evaluated. Not for Matérn 1/2, whose slope is unbounded at ``r = 0``. Also returns
+    is evaluated. Not for Matérn 1/2, whose slope is unbounded at ``r = 0``. ``C`` (shape of
+    ``dK``) receives the weights and may be ``dK`` itself: each entry of ``dK`` is read before
+    the same entry of ``C`` is written, and the distances go to a scratch row. Also returns
     ``sum dK variance dg/dlog(alpha)`` (non-zero for the rational quadratic only). One loop per
     profile, each with its branch outside, so that every one vectorises.
     """
     N = X.shape[0]
     M = ZT.shape[1]
-    C = np.empty((N, M))
     da_rows = np.zeros(N)
+    nbk = (N + _WEIGHT_BLOCK - 1) // _WEIGHT_BLOCK
     if kind == RBF_KIND:  # dg/dr2 = -g / 2: no distances needed
         for n in nb.prange(N):
             for m in range(M):
                 C[n, m] = -dK[n, m] * K[n, m]
     elif kind == MATERN32_KIND:
-        for n in nb.prange(N):
-            row = C[n]
-            _scaled_sq_dist_row(X, n, ZT, inv_ls, row)
-            for m in range(M):
-                row[m] = -3.0 * dK[n, m] * K[n, m] / (1.0 + np.sqrt(3.0 * row[m]))
+        for b in nb.prange(nbk):
+            r2 = np.empty(M)
+            for n in range(b * _WEIGHT_BLOCK, min(N, (b + 1) * _WEIGHT_BLOCK)):
+                _scaled_sq_dist_row(X, n, ZT, inv_ls, r2)
+                for m in range(M):
+                    C[n, m] = -3.0 * dK[n, m] * K[n, m] / (1.0 + np.sqrt(3.0 * r2[m]))
     elif kind == MATERN52_KIND:
-        for n in nb.prange(N):
-            row = C[n]
-            _scaled_sq_dist_row(X, n, ZT, inv_ls, row)
-            for m in range(M):
-                r2 = row[m]
-                r = np.sqrt(5.0 * r2)
-                row[m] = (-(5.0 / 3.0) * dK[n, m] * K[n, m] * (1.0 + r)
-                          / (1.0 + r + 5.0 * r2 / 3.0))
+        for b in nb.prange(nbk):
+            r2 = np.empty(M)
+            for n in range(b * _WEIGHT_BLOCK, min(N, (b + 1) * _WEIGHT_BLOCK)):
+                _scaled_sq_dist_row(X, n, ZT, inv_ls, r2)
+                for m in range(M):
+                    r = np.sqrt(5.0 * r2[m])
+                    C[n, m] = (-(5.0 / 3.0) * dK[n, m] * K[n, m] * (1.0 + r)
+                               / (1.0 + r + 5.0 * r2[m] / 3.0))
     elif kind == RQ_KIND:
-        for n in nb.prange(N):
-            row = C[n]
-            _scaled_sq_dist_row(X, n, ZT, inv_ls, row)
-            acc = 0.0
-            for m in range(M):
-                t = row[m] / (2.0 * alpha)
-                base = 1.0 + t
-                wk = dK[n, m] * K[n, m]
-                acc += wk * alpha * (t / base - np.log(base))
-                row[m] = -wk / base
-            da_rows[n] = acc
+        for b in nb.prange(nbk):
+            r2 = np.empty(M)
+            for n in range(b * _WEIGHT_BLOCK, min(N, (b + 1) * _WEIGHT_BLOCK)):
+                _scaled_sq_dist_row(X, n, ZT, inv_ls, r2)
+                acc = 0.0
+                for m in range(M):
+                    t = r2[m] / (2.0 * alpha)
+                    base = 1.0 + t
+                    wk = dK[n, m] * K[n, m]
+                    acc += wk * alpha * (t / base - np.log(base))
+                    C[n, m] = -wk / base
+                da_rows[n] = acc
     else:
         raise ValueError("stationary_slope_weights: no product backward for this profile "
                          "(Matérn 1/2 uses stationary_K_vjp)")

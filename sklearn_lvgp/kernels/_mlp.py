@@ -350,7 +350,7 @@ class MLPKernel(Kernel):
         GZ, cZ = self._features(Z, w, "Z")
         return self.base_kernel.K(GX, GZ), (w, GX, cX, GZ, cZ)
 
-    def vjp_cached(self, dL_dK, cache):
+    def vjp_cached(self, dL_dK, cache, overwrite_dK=False):
         """Backward pass of :meth:`K_cached` without recomputing the features.
 
         Parameters
@@ -359,6 +359,8 @@ class MLPKernel(Kernel):
             Adjoint of the kernel matrix.
         cache : tuple
             From :meth:`K_cached`.
+        overwrite_dK : bool, default=False
+            Ignored (the base kernel's backward recomputes its matrix from the features).
 
         Returns
         -------

@@ -154,7 +154,7 @@ class _Stationary(Kernel):
         K = self.K(X, Z)
         return K, (X, Z, K)
 
-    def vjp_cached(self, dL_dK, cache):
+    def vjp_cached(self, dL_dK, cache, overwrite_dK=False):
         """Backward pass of :meth:`K_cached`; equals :meth:`vjp` to round-off.
 
         Parameters
@@ -163,6 +163,9 @@ class _Stationary(Kernel):
             Adjoint of the kernel matrix.
         cache : tuple
             From :meth:`K_cached`.
+        overwrite_dK : bool, default=False
+            Let the weights of the product backward overwrite ``dL_dK`` (when it is a
+            C-contiguous float64 array) instead of a new ``(N, M)`` array.
 
         Returns
         -------
@@ -171,15 +174,16 @@ class _Stationary(Kernel):
         """
         X, Z, K = cache
         X, Zc, inv_ls = self._prepare(X, Z)
-        dL_dK = np.ascontiguousarray(dL_dK, dtype=np.float64)
+        dK = np.ascontiguousarray(dL_dK, dtype=np.float64)
         if self._kind == _nb.MATERN12_KIND:
             # its slope dg/dr2 = -g / (2 r) is unbounded at r = 0: the fused loop keeps x - z
             return self._theta_vjp(Z, *_nb.stationary_K_vjp(
-                dL_dK, K, X, Zc, inv_ls, float(self.variance), self._kind, self._alpha(), True))
-        C, dlogalpha = _nb.stationary_slope_weights(dL_dK, K, X, np.ascontiguousarray(Zc.T),
-                                                    inv_ls, self._kind, self._alpha())
+                dK, K, X, Zc, inv_ls, float(self.variance), self._kind, self._alpha(), True))
         # d/dlog variance = sum dK K; for the RBF that is -sum C, which the products form anyway
-        dlogvar = None if self._kind == _nb.RBF_KIND else float(np.sum(dL_dK * K))
+        dlogvar = None if self._kind == _nb.RBF_KIND else float(np.sum(dK * K))
+        C = dK if overwrite_dK or not np.may_share_memory(dK, dL_dK) else np.empty_like(dK)
+        C, dlogalpha = _nb.stationary_slope_weights(dK, K, X, np.ascontiguousarray(Zc.T),
+                                                    inv_ls, self._kind, self._alpha(), C)
         return self._theta_vjp(Z, *_stationary_vjp_from_weights(C, dlogvar, dlogalpha, X, Zc,
                                                                 inv_ls))
 

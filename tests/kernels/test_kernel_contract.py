@@ -404,7 +404,7 @@ def _slope_weights(kind):
         ZT = np.ascontiguousarray(Z.T)
         K = _nb.stationary_K(X, ZT, inv_ls, 1.3, kind, 1.5)
         return _nb.stationary_slope_weights, (rng.standard_normal(K.shape), K, X, ZT, inv_ls,
-                                              kind, 1.5)
+                                              kind, 1.5, np.empty(K.shape))
     return make
 
 
@@ -481,4 +481,45 @@ def test_slope_weights_refuse_matern12(rng):
     K = _nb.stationary_K(X, ZT, np.ones(2), 1.0, _nb.MATERN12_KIND, 1.0)
     with pytest.raises(ValueError, match="Matérn 1/2"):
         _nb.stationary_slope_weights(np.ones_like(K), K, X, ZT, np.ones(2), _nb.MATERN12_KIND,
-                                     1.0)
+                                     1.0, np.empty_like(K))
+
+
+@pytest.mark.parametrize("name", [k for k in _KINDS if k != "matern12"])
+def test_slope_weights_may_overwrite_their_adjoint(name, rng):
+    """Writing the weights over ``dK`` gives the bits of a separate output buffer."""
+    fn, args = _slope_weights(_KINDS[name])(rng)
+    separate, da = fn.serial(*args)
+    dK = args[0].copy()
+    same, da_same = fn.serial(dK, *args[1:-1], dK)
+    assert same is dK
+    np.testing.assert_array_equal(same, separate)
+    assert da_same == da
+
+
+@pytest.mark.parametrize("kernel", [RBF(length_scale=[0.7, 1.3]), Matern32(length_scale=0.8),
+                                    Matern52(length_scale=[1.1, 0.6]),
+                                    RationalQuadratic(length_scale=0.9, alpha=1.7)],
+                         ids=["rbf", "matern32", "matern52", "rq"])
+def test_vjp_cached_overwrite_flag(kernel, rng):
+    """``overwrite_dK=True`` gives the same adjoints; without it ``dL_dK`` is left alone."""
+    X, Z = rng.standard_normal((30, 2)), rng.standard_normal((7, 2))
+    dK = rng.standard_normal((30, 7))
+    kept = dK.copy()
+    K, cache = kernel.K_cached(X, Z)
+    plain = kernel.vjp_cached(dK, cache)
+    np.testing.assert_array_equal(dK, kept)
+    # views of the caller's array are not scratch either (``np.ascontiguousarray`` may return
+    # a new view object of the same memory, e.g. for a non-canonical float64 descriptor)
+    owner = kept.reshape(5, 6, 7).copy()
+    views = (lambda: owner.reshape(30, 7),
+             lambda: owner.reshape(30, 7).view(owner.dtype.newbyteorder("=")))
+    for view in views:
+        for call in (lambda v: kernel.vjp_cached(v, cache), lambda v: kernel.vjp(v, X, Z)):
+            got = call(view())
+            np.testing.assert_array_equal(owner.reshape(30, 7), kept)
+            for a, b in zip(plain, got, strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    scratch = dK.copy()
+    over = kernel.vjp_cached(scratch, cache, overwrite_dK=True)
+    for a, b in zip(plain, over, strict=True):
+        np.testing.assert_array_equal(a, b)
