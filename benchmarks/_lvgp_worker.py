@@ -50,6 +50,18 @@ def main(path, kernel_name, expectation, n_threads):
             cmd = line.strip()
             if cmd == "quit":
                 break
+            if cmd.startswith("burst "):
+                # K calls back to back, as an optimiser makes them; seconds of each call
+                ts, ok = [], True
+                for _ in range(int(cmd.split()[1])):
+                    x = x1 if calls % 2 else x0
+                    calls += 1
+                    t0 = time.perf_counter()
+                    f, g = objective(x)
+                    ts.append(time.perf_counter() - t0)
+                    ok = ok and bool(np.isfinite(f) and np.all(np.isfinite(g)))
+                _send({"ts": ts, "finite": ok})
+                continue
             if cmd != "time":
                 _send({"error": f"unknown command {cmd!r}"})
                 continue
