@@ -10,6 +10,7 @@ The two-RBF helpers (:func:`two_rbf_setup`, :func:`two_rbf_psi2`, :func:`two_rbf
 serve the RBF×RBF cross term of sums (:mod:`._cross`).
 """
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -105,30 +106,34 @@ def two_rbf_setup(lam_a, lam_b, log_c, Z, mu, S, sym):
     TwoRBFSetup
     """
     M = Z.shape[0]
-    if sym:
-        tau = 0.5 * lam_a
-        u = 2.0 * lam_a
-        wa = np.full_like(lam_a, 0.5)
-        wb = wa
-        I, J = np.triu_indices(M)
-    else:
-        u = lam_a + lam_b
-        tau = lam_a * lam_b / u
-        wa = lam_b / u
-        wb = lam_a / u
-        I, J = np.divmod(np.arange(M * M), M)
+    sym = bool(sym)
+    I, J = _pair_indices(M, sym)
+    f64 = functools.partial(np.ascontiguousarray, dtype=np.float64)
+    E, logk2, cmidT, DuT, pconst, tau, wa, wb = _nb.two_rbf_pair_terms(
+        f64(lam_a), f64(lam_a if sym else lam_b), float(log_c), f64(Z), f64(S), I, J, sym)
+    mult = _sym_mult(M) if sym else np.ones(I.shape[0])
+    return TwoRBFSetup(mu, E, logk2, I, J, np.ascontiguousarray(cmidT.T), cmidT, pconst, DuT,
+                       mult, wa, wb, tau, M, sym, [])
+
+
+@functools.lru_cache(maxsize=32)
+def _pair_indices(M, sym):
+    """``(I, J)`` of the visited pairs: ``m <= m'`` when ``sym``, else all ``M^2`` (read-only)."""
+    I, J = np.triu_indices(M) if sym else np.divmod(np.arange(M * M), M)
     I = np.ascontiguousarray(I, dtype=np.int64)
     J = np.ascontiguousarray(J, dtype=np.int64)
-    delta = Z[I] - Z[J]
-    Du = delta / u
-    cmid = np.ascontiguousarray(wa * Z[I] + wb * Z[J])
-    pconst = np.ascontiguousarray(log_c - 0.5 * np.sum(delta * Du, axis=1))
-    mult = np.where(I == J, 1.0, 2.0) if sym else np.ones(I.shape[0])
-    E = np.ascontiguousarray(1.0 / (tau + S))
-    logk2 = np.ascontiguousarray(-0.5 * np.sum(np.log1p(S / tau), axis=1))
-    return TwoRBFSetup(mu, E, logk2, I, J, cmid, np.ascontiguousarray(cmid.T), pconst,
-                       np.ascontiguousarray(Du.T), mult, np.ascontiguousarray(wa),
-                       np.ascontiguousarray(wb), tau, M, bool(sym), [])
+    I.flags.writeable = False
+    J.flags.writeable = False
+    return I, J
+
+
+@functools.lru_cache(maxsize=32)
+def _sym_mult(M):
+    """Weights of the visited pairs of a symmetric matrix: 1 on the diagonal, 2 off it."""
+    I, J = _pair_indices(M, True)
+    mult = np.where(I == J, 1.0, 2.0)
+    mult.flags.writeable = False
+    return mult
 
 
 def two_rbf_psi2(setup, per_point=False):
@@ -241,7 +246,8 @@ def rbf_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
     dlam = np.zeros(Q)
     dlog_var = float(np.sum(g0)) * c.var
     if G1 is not None:
-        m1, s1, z1, l1, tot1 = _nb.rbf_psi1_backward(c.mu, c.Z, c.psi1.B, c.Psi1, G1)
+        m1, s1, z1, l1, tot1 = _nb.rbf_psi1_backward(c.mu, np.ascontiguousarray(c.Z.T),
+                                                     c.psi1.B, c.Psi1, G1)
         dmu += m1
         dS += s1
         dZ += z1
