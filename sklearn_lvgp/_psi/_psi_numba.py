@@ -177,7 +177,7 @@ def two_rbf_pair_terms(lam_a, lam_b, log_c, Z, S, I, J, sym):
         wb = lam_a / u
     cmidT = np.empty((Q, P))
     DuT = np.empty((Q, P))
-    pconst = np.full(P, log_c)
+    quad = np.zeros(P)
     for q in range(Q):
         for p in range(P):
             za = Z[I[p], q]
@@ -186,13 +186,16 @@ def two_rbf_pair_terms(lam_a, lam_b, log_c, Z, S, I, J, sym):
             du = d / u[q]
             cmidT[q, p] = wa[q] * za + wb[q] * zb
             DuT[q, p] = du
-            pconst[p] -= 0.5 * d * du
+            quad[p] += d * du
+    pconst = log_c - 0.5 * quad
     E = np.empty((N, Q))
-    logk2 = np.zeros(N)
+    logk2 = np.empty(N)
     for n in range(N):
+        acc = 0.0
         for q in range(Q):
             E[n, q] = 1.0 / (tau[q] + S[n, q])
-            logk2[n] -= 0.5 * np.log1p(S[n, q] / tau[q])
+            acc += np.log1p(S[n, q] / tau[q])
+        logk2[n] = -0.5 * acc
     return E, logk2, cmidT, DuT, pconst, tau, wa, wb
 
 
