@@ -66,6 +66,7 @@ ensure_repo_on_path()
 from sklearn_lvgp import DeepGP  # noqa: E402
 from sklearn_lvgp._parallel import threads  # noqa: E402
 from sklearn_lvgp._svgp import SVGPLayer, layer_forward, layer_vjp  # noqa: E402
+from sklearn_lvgp._svgp._workspace import Workspace  # noqa: E402
 from sklearn_lvgp.kernels import RBF, KernelVJP  # noqa: E402
 
 
@@ -197,8 +198,11 @@ def _our_steps(X, y, N, M, depths, rs):
                                                for _ in range(ELBO_DRAWS)])),
             "n_params": int(x0.size)}
 
-        def step(model=model, x0=x0, Xs=Xs, Ys=Ys):
-            f, g = model.elbo(x0, Xs, Ys, 1.0, 1, rs)
+        # per-layer buffers reused from step to step, as ``DeepGP.fit`` passes them
+        ws = [Workspace() for _ in range(model.n_layers)]
+
+        def step(model=model, x0=x0, Xs=Xs, Ys=Ys, ws=ws):
+            f, g = model.elbo(x0, Xs, Ys, 1.0, 1, rs, workspaces=ws)
             return x0 - 0.01 * np.sign(g)
 
         runners[_label(L)] = timed(step)
@@ -226,6 +230,34 @@ def _other_settings(quick, repeats):
             k: {"seconds": summary(t), "ratio_to_sgp": ratio_summary(t, times["SGP"])}
             for k, t in times.items()}}
     return res
+
+
+def _blas_floor(M, P, widths, repeats):
+    """Seconds of the triangular and general products one step makes, per depth (1 thread).
+
+    Per layer our step makes, besides O(M P) work: two ``trsm`` with ``L_u`` on an ``(M, P)``
+    block (``A1`` forward, ``dK_uf`` backward) and one ``(M, P) x (P, M)`` GEMM (``dL_u``);
+    per output one ``trmm`` forward (``B_d = L_d^T A``), one GEMM (``A (B_d dv_d)^T``) and one
+    ``trmm`` backward (``L_d (B_d dv_d)``). ``widths[L]`` lists the output widths of the ``L``
+    layers. Each kind is timed alone (median of ``repeats``) and the floor is the weighted sum:
+    no model can take less with these products, so floor ratios bound what ``÷ SGP`` can be.
+    """
+    from sklearn_lvgp._linalg import lower_matmul, lower_solve
+
+    rng = np.random.RandomState(0)
+    L = np.linalg.cholesky(np.cov(rng.standard_normal((M, 3 * M))) + np.eye(M))
+    B = rng.standard_normal((M, P))
+    ops = {"trsm": lambda: lower_solve(L, B), "trmm": lambda: lower_matmul(L, B, trans=True),
+           "gemm": lambda: B @ B.T}
+    with threads(1):
+        t = {k: float(np.median(v)) for k, v in interleaved(
+            {k: timed(f) for k, f in ops.items()}, repeats, warmup=2).items()}
+    floor = {}
+    for depth, outs in widths.items():
+        floor[_label(depth)] = len(outs) * (2 * t["trsm"] + t["gemm"]) + sum(outs) * (
+            2 * t["trmm"] + t["gemm"])
+    return {"op_seconds": t, "floor_seconds": floor,
+            "floor_ratio_to_sgp": {k: v / floor["SGP"] for k, v in floor.items()}}
 
 
 def run_adam_step(quick=False, repeats=None, peer_float32=None):
@@ -279,6 +311,8 @@ def run_adam_step(quick=False, repeats=None, peer_float32=None):
                 for _, peer in started.values():
                     peer.close()
     out["other_settings"] = _other_settings(quick, repeats)
+    out["blas_floor"] = _blas_floor(M, N, {L: [8] * (L - 1) + [1] for L in depths},
+                                    5 if quick else 21)
     for L in depths:
         t = times[_label(L)]
         out["results"][_label(L)] = {"seconds": summary(t), "ratio_to_sgp": ratio_summary(
@@ -341,6 +375,16 @@ def report_adam_step(res):
             next(iter(res["other_settings"].values()))["M"])
             + markdown_table(["setting", "N", "D", "threads", "model", "ms per step",
                               "÷ SGP (per repeat)"], orows))
+    if "blas_floor" in res:
+        bf = res["blas_floor"]
+        frows = [[k, f"{1e3 * v:.1f}", f"{bf['floor_ratio_to_sgp'][k]:.2f}×",
+                  fmt_ratio(res["results"][k]["ratio_to_sgp"])]
+                 for k, v in bf["floor_seconds"].items()]
+        ops = ", ".join(f"{k} {1e3 * v:.2f} ms" for k, v in bf["op_seconds"].items())
+        text += ("\n\nBLAS floor (the triangular and general products of one step, each kind "
+                 f"timed alone at M = {res['M']}, P = {res['batch']}: {ops}):\n\n"
+                 + markdown_table(["model", "floor ms", "floor ÷ SGP floor", "measured ÷ SGP"],
+                                  frows))
     if "sanity" in res:
         libs = {"ours": res["sanity"]} | {n: p["sanity"] for n, p in f64.items()}
         sh = (["model"] + [f"{n} ELBO start" for n in libs]
@@ -388,7 +432,7 @@ class NumpyRBF(RBF):
         K = self.K(X, Z)
         return K, (X, Z, K)
 
-    def vjp_cached(self, dL_dK, cache):
+    def vjp_cached(self, dL_dK, cache, overwrite_dK=False):
         return self.vjp(dL_dK, *cache)
 
     def vjp(self, dL_dK, X, Z=None, K=None):
@@ -492,8 +536,11 @@ def run_latent_step(quick=False, repeats=None):
         Xs = (X - m.X_mean_) / m.X_scale_
         Ys = ((y - m.y_mean_) / m.y_scale_)[:, None]
 
-        def step(model=model, x0=x0, Xs=Xs, Ys=Ys):
-            f, g = model.elbo(x0, Xs, Ys, 1.0, 1, rs)
+        # per-layer buffers reused from step to step, as ``DeepGP.fit`` passes them
+        ws = [Workspace() for _ in range(model.n_layers)]
+
+        def step(model=model, x0=x0, Xs=Xs, Ys=Ys, ws=ws):
+            f, g = model.elbo(x0, Xs, Ys, 1.0, 1, rs, workspaces=ws)
             return x0 - 0.01 * np.sign(g)
 
         runners[name] = timed(step)

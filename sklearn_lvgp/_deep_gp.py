@@ -34,6 +34,7 @@ from ._svgp import (
     tril_pack,
     tril_unpack,
 )
+from ._svgp._workspace import Workspace
 from ._validation import check_bool, check_float, check_int, check_option
 from .base import _BaseLVGPRegressor
 from .kernels import RBF, Kernel
@@ -160,7 +161,7 @@ class _DSVI:
 
     # ---------------------------------------------------------------------------- forward
     def propagate(self, layers, X, n_samples, random_state=None, eps=None, with_kl=True,
-                  propagation=None):
+                  propagation=None, workspaces=None):
         """Push ``X`` through the layers; returns the last layer's marginals and a tape.
 
         Monte Carlo (spec §2.2): ``S`` stacked copies of ``X`` (sample-major), inner layers
@@ -169,6 +170,9 @@ class _DSVI:
         ``2 D`` sigma points of :func:`~sklearn_lvgp._psi.unscented_rule`.
 
         ``propagation`` overrides the model's rule (``sample_y`` always samples).
+        ``workspaces`` (one :class:`~sklearn_lvgp._svgp._workspace.Workspace` per layer, or
+        ``None``) lets a training loop reuse the layers' large buffers from step to step; the
+        tape is then valid until the next call with the same workspaces.
 
         Returns
         -------
@@ -183,6 +187,7 @@ class _DSVI:
         """
         n = X.shape[0]
         L = self.n_layers
+        ws = [None] * L if workspaces is None else workspaces
         tape = []
         kl_total = 0.0
         if (propagation or self.propagation) == "monte_carlo":
@@ -191,7 +196,7 @@ class _DSVI:
             weights = np.full(S * n, 1.0 / S)
             step = None
             for ell, layer in enumerate(layers):
-                mu, var, kl, cache = layer_forward(layer, H, self.jitter, with_kl)
+                mu, var, kl, cache = layer_forward(layer, H, self.jitter, with_kl, ws[ell])
                 kl_total += kl
                 tape.append((cache, step, None))
                 if ell < L - 1:
@@ -201,7 +206,7 @@ class _DSVI:
                     step = ("mc", e, sd)
             return mu, var, weights, kl_total, tape
         # unscented: moment-match each inner layer, sigma points into the next
-        mu, var, kl, cache = layer_forward(layers[0], X, self.jitter, with_kl)
+        mu, var, kl, cache = layer_forward(layers[0], X, self.jitter, with_kl, ws[0])
         kl_total += kl
         tape.append((cache, None, None))
         weights = np.ones(n)
@@ -210,7 +215,8 @@ class _DSVI:
             K = rule.n_points
             sd = np.sqrt(var + _DELTA)
             H = (mu[:, None, :] + sd[:, None, :] * rule.nodes[None]).reshape(n * K, -1)
-            mu_k, var_k, kl, cache = layer_forward(layers[ell], H, self.jitter, with_kl)
+            mu_k, var_k, kl, cache = layer_forward(layers[ell], H, self.jitter, with_kl,
+                                                   ws[ell])
             kl_total += kl
             mm = None
             if ell < L - 1:
@@ -257,13 +263,15 @@ class _DSVI:
         return grads
 
     # ----------------------------------------------------------------------------- bound
-    def elbo(self, x, X, Y, scale, n_samples, random_state=None, eps=None):
+    def elbo(self, x, X, Y, scale, n_samples, random_state=None, eps=None, workspaces=None):
         """Minibatch ELBO estimate (spec eq. 2.19) and its gradient wrt ``x``.
 
-        ``scale`` is ``N / |B|``; ``eps`` (list of per-inner-layer arrays) fixes the samples.
+        ``scale`` is ``N / |B|``; ``eps`` (list of per-inner-layer arrays) fixes the samples;
+        ``workspaces`` as in :meth:`propagate` (the result does not depend on it).
         """
         layers, noise, values = self.unpack(x)
-        mu, var, w, kl, tape = self.propagate(layers, X, n_samples, random_state, eps)
+        mu, var, w, kl, tape = self.propagate(layers, X, n_samples, random_state, eps,
+                                              workspaces=workspaces)
         reps = mu.shape[0] // X.shape[0]
         Yt = np.repeat(Y, reps, axis=0) if self.propagation == "unscented" else np.tile(
             Y, (reps, 1))
@@ -742,6 +750,8 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         N_scale = N if n_total is None else n_total
         bs = self._batch(N)
         S = self.n_samples
+        # the layers' large per-step buffers, reused by every step of this call only
+        workspaces = [Workspace() for _ in range(model.n_layers)]
 
         if self.optimizer == "lbfgs" and not force_adam:
             if self.n_iter_ == 0:
@@ -751,7 +761,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                 self._x = model.natgrad(self._x, Xs, Ys, 1.0, S, 1.0, rs)
 
             def fun(x):
-                f, g = model.elbo(x, Xs, Ys, 1.0, S, rs)
+                f, g = model.elbo(x, Xs, Ys, 1.0, S, rs, workspaces=workspaces)
                 return -f, -g
 
             b = model.bounds()
@@ -766,7 +776,8 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
             self.elbo_ = -float(res.fun)
         else:
             def objective(x, idx):
-                f, g = model.elbo(x, Xs[idx], Ys[idx], N_scale / idx.size, S, rs)
+                f, g = model.elbo(x, Xs[idx], Ys[idx], N_scale / idx.size, S, rs,
+                                  workspaces=workspaces)
                 return -f, -g
 
             natgrad = frozen = None

@@ -151,7 +151,8 @@ class LatentDSVI(_DSVI):
         return a, b, (ecache, rho)
 
     # --------------------------------------------------------------------- forward
-    def forward(self, x, X, Y, scale, n_samples, random_state=None, eps=None, with_kl=True):
+    def forward(self, x, X, Y, scale, n_samples, random_state=None, eps=None, with_kl=True,
+                workspaces=None):
         """Bound value and everything its backward needs.
 
         Stacked rows are ordered (sample ``s``, point ``n``, proposal ``k``); ``eps`` is a dict
@@ -171,8 +172,9 @@ class LatentDSVI(_DSVI):
         tape = []
         kl_total = 0.0
         joint = self.inference == "iwvi" and self.joint_inner and K > 1
+        ws = [None] * L if workspaces is None else workspaces
         for ell, layer in enumerate(layers):
-            mu, var, kl, cache = layer_forward(layer, H, self.jitter, with_kl)
+            mu, var, kl, cache = layer_forward(layer, H, self.jitter, with_kl, ws[ell])
             kl_total += kl
             if ell == L - 1:
                 tape.append((cache, None))
@@ -225,9 +227,13 @@ class LatentDSVI(_DSVI):
             dH = g.H
         return grads, dH
 
-    def elbo(self, x, X, Y, scale, n_samples, random_state=None, eps=None):
-        """Minibatch VI (eq. 5.3) or IW (eq. 5.11) bound estimate and its gradient wrt ``x``."""
-        value, st = self.forward(x, X, Y, scale, n_samples, random_state, eps)
+    def elbo(self, x, X, Y, scale, n_samples, random_state=None, eps=None, workspaces=None):
+        """Minibatch VI (eq. 5.3) or IW (eq. 5.11) bound estimate and its gradient wrt ``x``.
+
+        ``workspaces``: one buffer set per layer reused across calls (see ``_DSVI.propagate``).
+        """
+        value, st = self.forward(x, X, Y, scale, n_samples, random_state, eps,
+                                 workspaces=workspaces)
         K, S, n, Dw = self.K, st["S"], st["n"], self.Dw
         wts = st["weights"]
         gv = gaussian_expectation_vjp(wts[:, None], st["Yt"], st["mu"], st["var"], st["noise"])

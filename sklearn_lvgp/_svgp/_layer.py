@@ -25,6 +25,7 @@ from .._linalg import (
 )
 from ._kl import kl_divergence, kl_divergence_vjp
 from ._mean_functions import ZeroMean
+from ._workspace import Workspace
 
 #: Largest ``D * M * P`` for which the forward keeps every ``B_d = L_d^T A`` for the backward.
 _MAX_CACHED_B = 2 ** 24
@@ -186,6 +187,7 @@ class MarginalsCache(NamedTuple):
     clipped: np.ndarray
     kernel_cache: object
     B: np.ndarray | None
+    workspace: Workspace | None = None
 
 
 class MarginalsVJP(NamedTuple):
@@ -214,7 +216,7 @@ class MarginalsVJP(NamedTuple):
     Lu: np.ndarray
 
 
-def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True):
+def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True, workspace=None):
     """Marginal means and variances of the layer outputs at ``P`` inputs (spec §1.2).
 
     Parameters
@@ -235,6 +237,10 @@ def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True):
         Fixed mean function; ``None`` is zero.
     whiten : bool, default=True
         Whitened parameterisation.
+    workspace : Workspace, default=None
+        Buffers reused across calls (:mod:`._workspace`) for the kept ``B_d`` and the backward
+        pass's scratch; the returned cache is then valid until the next call with the same
+        workspace.
 
     Returns
     -------
@@ -257,8 +263,13 @@ def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True):
     var = np.empty_like(mu)
     base = kappa - np.einsum("mp,mp->p", A1, A1)
     keep = D * A.size <= _MAX_CACHED_B
-    Bs = np.empty((D,) + A.shape) if keep else None
-    scratch = None if keep else np.empty_like(A)
+    if keep:
+        shape = (D,) + A.shape
+        Bs = np.empty(shape) if workspace is None else workspace.array("B", shape)
+        scratch = None
+    else:
+        Bs = None
+        scratch = np.empty_like(A) if workspace is None else workspace.array("scratch", A.shape)
     for d in range(D):
         # B_d = L_d^T A, computed in place in its final buffer (no (M, P) temporary per output)
         B = Bs[d] if keep else scratch
@@ -269,7 +280,7 @@ def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True):
     if np.any(clipped):
         var[clipped] = 0.0
     cache = MarginalsCache(kernel, Z, H, q_mu, q_sqrt, Lu, A1, A, mean_function, bool(whiten),
-                           clipped, kcache, Bs)
+                           clipped, kcache, Bs, workspace)
     return mu, var, cache
 
 
@@ -292,17 +303,20 @@ def marginals_vjp(dL_dmu, dL_dvar, cache):
     dmu = np.asarray(dL_dmu, dtype=np.float64)
     A, A1 = c.A, c.A1
     D = c.q_mu.shape[1]
+    ws = c.workspace
     dq_mu = A @ dmu
-    dA = c.q_mu @ dmu.T
+    dA = np.matmul(c.q_mu, dmu.T, out=None if ws is None else ws.array("dA", A.shape))
     dq_sqrt = np.zeros_like(c.q_sqrt)
-    Bdv = np.empty_like(A)  # one (M, P) scratch for every output: fewer fresh pages per step
+    # one (M, P) scratch for every output: fewer fresh pages per step
+    Bdv = np.empty_like(A) if ws is None else ws.array("scratch", A.shape)
     for d in range(D):
         B = lower_matmul(c.q_sqrt[d], A, trans=True) if c.B is None else c.B[d]
         np.multiply(B, dv[:, d], out=Bdv)
         dq_sqrt[d] = 2.0 * np.tril(A @ Bdv.T)
         dA += lower_matmul(c.q_sqrt[d], Bdv, alpha=2.0, overwrite_b=True)
     dkappa = np.sum(dv, axis=1)
-    kv, dLu = kuf_backward(dA, A1 * (-2.0 * dkappa), c)
+    dA1 = np.multiply(A1, -2.0 * dkappa, out=Bdv)  # the scratch is free again
+    kv, dLu = kuf_backward(dA, dA1, c)
     kd = c.kernel.vjp_diag(dkappa, c.H)
     dH = kv.Z + kd.X
     if c.mean_function is not None:
@@ -373,7 +387,7 @@ class LayerVJP(NamedTuple):
     H: np.ndarray
 
 
-def layer_forward(layer, H, jitter=1e-6, with_kl=True):
+def layer_forward(layer, H, jitter=1e-6, with_kl=True, workspace=None):
     """Prior factor, marginals at ``H`` and (optionally) the KL of one layer.
 
     Parameters
@@ -386,6 +400,8 @@ def layer_forward(layer, H, jitter=1e-6, with_kl=True):
         Relative jitter on ``K_uu``.
     with_kl : bool, default=True
         Whether to evaluate the KL term.
+    workspace : Workspace, default=None
+        Buffers reused across calls (see :func:`marginals`).
 
     Returns
     -------
@@ -398,7 +414,7 @@ def layer_forward(layer, H, jitter=1e-6, with_kl=True):
     """
     prior = prior_factor(layer.kernel, layer.Z, jitter)
     mu, var, mcache = marginals(layer.kernel, layer.Z, layer.q_mu, layer.q_sqrt, H, prior.Lu,
-                                layer.mean_function, layer.whiten)
+                                layer.mean_function, layer.whiten, workspace)
     kl, kcache = (kl_divergence(layer.q_mu, layer.q_sqrt, prior.Lu, layer.whiten)
                   if with_kl else (0.0, None))
     return mu, var, kl, (layer.kernel, prior, mcache, kcache)

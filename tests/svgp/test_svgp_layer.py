@@ -357,3 +357,49 @@ def test_natgrad_invariant_to_whitening(rng):
     np.testing.assert_allclose(Lu @ mw, mu_, atol=1e-8)
     Sw = Lu @ sw[0] @ sw[0].T @ Lu.T
     np.testing.assert_allclose(Sw, su[0] @ su[0].T, atol=1e-8)
+
+
+@pytest.mark.parametrize("whiten", [True, False])
+@pytest.mark.parametrize("keep_B", [True, False])
+def test_workspace_gives_the_same_bits(rng, whiten, keep_B, monkeypatch):
+    """Layer forward + backward with a reused workspace equal the plain calls bit for bit.
+
+    Two steps at different inputs reuse the buffers; ``keep_B=False`` covers the path that
+    recomputes ``B_d`` in the backward pass.
+    """
+    import sklearn_lvgp._svgp._layer as layer_module
+    from sklearn_lvgp._svgp._workspace import Workspace
+
+    if not keep_B:
+        monkeypatch.setattr(layer_module, "_MAX_CACHED_B", 0)
+    kernel, p = _layer_inputs(rng, 3, 2, whiten)
+    layer = SVGPLayer(kernel, p["Z"], p["q_mu"], p["q_sqrt"], LinearMean(
+        rng.standard_normal((3, 2))), whiten)
+    ws = Workspace()
+    for step in range(2):
+        H = rng.standard_normal((P + step, 3))  # the second step is larger: buffers grow
+        dmu, dvar = rng.standard_normal((2, P + step, 2))
+        plain = layer_forward(layer, H)
+        reused = layer_forward(layer, H, workspace=ws)
+        for a, b in zip(plain[:3], reused[:3], strict=True):
+            np.testing.assert_array_equal(a, b)
+        g_plain = layer_vjp(dmu, dvar, -1.0, plain[3])
+        g_reused = layer_vjp(dmu, dvar, -1.0, reused[3])
+        for a, b in zip(g_plain, g_reused, strict=True):
+            np.testing.assert_array_equal(a, b)
+            assert not any(np.shares_memory(a, buf) for buf in ws._flat.values())
+
+
+def test_workspace_reuses_and_grows():
+    from sklearn_lvgp._svgp._workspace import Workspace
+
+    ws = Workspace()
+    a = ws.array("B", (4, 5))
+    b = ws.array("B", (2, 3))
+    assert np.shares_memory(a, b) and b.flags.c_contiguous and b.shape == (2, 3)
+    c = ws.array("B", (6, 5))  # larger than the buffer: a new one
+    assert not np.shares_memory(a, c) and c.shape == (6, 5)
+    assert not np.shares_memory(c, ws.array("dA", (6, 5)))
+    import pickle
+
+    assert pickle.loads(pickle.dumps(ws))._flat == {}

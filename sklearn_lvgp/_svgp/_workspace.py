@@ -1,0 +1,64 @@
+"""Buffers that a training loop reuses across evaluations of one SVGP layer.
+
+An optimisation step of a sparse variational layer at ``P`` inputs allocates several ``(M, P)``
+arrays, and ``D`` of them for the per-output factors ``B_d = L_d^T A`` that the backward pass
+reuses. glibc returns such blocks to the kernel when they are freed (large blocks are
+``mmap``-ed), so every step page-faults them in again; on the reference VM that costs about 4 µs
+per 4 KiB page, and far more when transparent huge pages are not available to the process
+(``doc/developers.rst``, "Fresh pages"). A :class:`Workspace` keeps those buffers between steps.
+
+Contract: an array obtained from a workspace stays valid until the same name is requested
+again. A forward pass that stores workspace arrays in its cache therefore invalidates the cache
+of the previous forward pass with the same workspace: run each backward pass before the next
+forward pass, as an optimiser's objective does. A workspace is never pickled with its buffers.
+"""
+
+import numpy as np
+
+__all__ = ["Workspace"]
+
+
+class Workspace:
+    """Named float64 scratch buffers, grown on demand and reused.
+
+    Examples
+    --------
+    >>> from sklearn_lvgp._svgp._workspace import Workspace
+    >>> ws = Workspace()
+    >>> a = ws.array("B", (2, 3))
+    >>> b = ws.array("B", (3, 2))  # same memory, new shape
+    >>> bool(np.shares_memory(a, b))
+    True
+    """
+
+    def __init__(self):
+        self._flat = {}
+
+    def array(self, name, shape):
+        """Uninitialised C-contiguous float64 array of ``shape`` in the buffer ``name``.
+
+        Parameters
+        ----------
+        name : str
+            Buffer name; a later request for the same name reuses (and overwrites) it.
+        shape : tuple of int
+            Shape of the returned array.
+
+        Returns
+        -------
+        out : ndarray of shape ``shape``
+            A view of the buffer, grown (reallocated) when it is too small.
+        """
+        size = int(np.prod(shape, dtype=np.int64))
+        flat = self._flat.get(name)
+        if flat is None or flat.size < size:
+            flat = np.empty(size)
+            self._flat[name] = flat
+        return flat[:size].reshape(shape)
+
+    def clear(self):
+        """Release every buffer."""
+        self._flat.clear()
+
+    def __getstate__(self):
+        return {"_flat": {}}
