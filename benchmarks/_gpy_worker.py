@@ -10,15 +10,18 @@ the model is set to exactly these values, so its bound can be compared with ours
 Protocol (one JSON object per line, prefixed with ``@@`` so that stray library output on stdout
 is ignored): on start, ``{"ready": true, ...}`` or ``{"error": "..."}``; then for each input line
 ``time`` one call of ``m._objective_grads(x)`` (what GPy's optimisers call), answered with
-``{"t": seconds, "faults": minor page faults, "f": objective, "finite": bool}``; ``quit`` ends
-the worker. Successive calls alternate between the parameter vector and a copy perturbed by 1e-9
-so that no cache can serve a repeated point.
+``{"t": seconds, "faults": minor page faults, "f": objective, "finite": bool}``; for
+``burst K``, K calls back to back answered with ``{"ts": [seconds, ...], "finite": bool}``;
+``quit`` ends the worker. Successive calls alternate between the parameter vector and a copy
+perturbed by 1e-9 so that no cache can serve a repeated point.
 """
 
 import json
 import resource
 import sys
 import time
+
+from _peer_protocol import burst
 
 
 def _send(obj):
@@ -62,17 +65,11 @@ def main(path):
         cmd = line.strip()
         if cmd == "quit":
             break
-        if cmd.startswith("burst "):
-            # K calls back to back, as an optimiser makes them; seconds of each call
-            ts, ok = [], True
-            for _ in range(int(cmd.split()[1])):
-                x = x1 if calls % 2 else x0
-                calls += 1
-                t0 = time.perf_counter()
-                f, g = m._objective_grads(x)
-                ts.append(time.perf_counter() - t0)
-                ok = ok and bool(np.isfinite(f) and np.all(np.isfinite(g)))
-            _send({"ts": ts, "finite": ok})
+        if cmd.startswith("burst "):  # K calls back to back, as an optimiser makes them
+            k = int(cmd.split()[1])
+            _send(burst(m._objective_grads, (x0, x1), calls, k,
+                        lambda f, g: np.isfinite(f) and np.all(np.isfinite(g))))
+            calls += k
             continue
         if cmd != "time":
             _send({"error": f"unknown command {cmd!r}"})

@@ -9,14 +9,17 @@ one configuration leave heap space behind that makes another configuration look 
 The protocol is the one of ``_gpy_worker.py``. Each line this worker writes is one JSON object
 prefixed with ``@@``. At start it writes ``{"ready": true, ...}`` after three warm-up calls. For
 each ``time`` it reads on stdin, it makes one call of the objective and answers
-``{"t": seconds, "faults": minor page faults, "f": objective, "finite": bool}``. ``quit``
-ends the worker.
+``{"t": seconds, "faults": minor page faults, "f": objective, "finite": bool}``. For each
+``burst K`` it makes K calls back to back and answers ``{"ts": [seconds, ...], "finite": bool}``
+(``_peer_protocol.burst``). ``quit`` ends the worker.
 """
 
 import json
 import resource
 import sys
 import time
+
+from _peer_protocol import burst
 
 
 def _send(obj):
@@ -50,17 +53,11 @@ def main(path, kernel_name, expectation, n_threads):
             cmd = line.strip()
             if cmd == "quit":
                 break
-            if cmd.startswith("burst "):
-                # K calls back to back, as an optimiser makes them; seconds of each call
-                ts, ok = [], True
-                for _ in range(int(cmd.split()[1])):
-                    x = x1 if calls % 2 else x0
-                    calls += 1
-                    t0 = time.perf_counter()
-                    f, g = objective(x)
-                    ts.append(time.perf_counter() - t0)
-                    ok = ok and bool(np.isfinite(f) and np.all(np.isfinite(g)))
-                _send({"ts": ts, "finite": ok})
+            if cmd.startswith("burst "):  # K calls back to back, as an optimiser makes them
+                k = int(cmd.split()[1])
+                _send(burst(objective, (x0, x1), calls, k,
+                            lambda f, g: np.isfinite(f) and np.all(np.isfinite(g))))
+                calls += k
                 continue
             if cmd != "time":
                 _send({"error": f"unknown command {cmd!r}"})

@@ -9,6 +9,7 @@ import argparse
 import json
 import math
 import sys
+import time
 
 
 def parse_args(argv=None):
@@ -68,3 +69,33 @@ def serve(timed, depths, ready, repeats, serve_stdin):
         t, f = timed(int(cmd[1]))
         send({"t": t, "f": f, "finite": math.isfinite(f)})
     return 0
+
+
+def burst(evaluate, points, start, calls, finite):
+    """``calls`` evaluations made back to back; the ``burst K`` request of the bound workers.
+
+    Parameters
+    ----------
+    evaluate : callable
+        ``evaluate(x) -> (f, g)``.
+    points : sequence of two arrays
+        The parameter vector and its perturbed copy; call ``i`` uses ``points[i % 2]``.
+    start : int
+        Number of calls made before this burst (keeps the alternation going).
+    calls : int
+        Calls in the burst.
+    finite : callable
+        ``finite(f, g) -> bool``.
+
+    Returns
+    -------
+    dict
+        ``{"ts": seconds of each call, "finite": all finite}``, the message to send.
+    """
+    ts, ok = [], True
+    for i in range(start, start + calls):
+        t0 = time.perf_counter()
+        f, g = evaluate(points[i % 2])
+        ts.append(time.perf_counter() - t0)
+        ok = ok and bool(finite(f, g))
+    return {"ts": ts, "finite": ok}
