@@ -158,27 +158,25 @@ class Peer:
             if line.startswith("@@"):
                 return json.loads(line[2:])
 
-    def __call__(self):
-        self.proc.stdin.write("time\n")
+    def _request(self, command, key):
+        """Send ``command``, return the answer, which must hold ``key`` and a finite value."""
+        self.proc.stdin.write(command + "\n")
         self.proc.stdin.flush()
         msg = self._read()
-        if "t" not in msg:
+        if key not in msg:
             raise RuntimeError(f"benchmark worker failed: {msg}")
         if not msg["finite"]:
             raise FloatingPointError("non-finite objective in the benchmark")
+        return msg
+
+    def __call__(self):
+        msg = self._request("time", "t")
         self.faults.append(msg.get("faults", -1))
         return msg["t"]
 
     def burst(self, calls):
         """Median seconds of ``calls`` evaluations made back to back in the worker."""
-        self.proc.stdin.write(f"burst {int(calls)}\n")
-        self.proc.stdin.flush()
-        msg = self._read()
-        if "ts" not in msg:
-            raise RuntimeError(f"benchmark worker failed: {msg}")
-        if not msg["finite"]:
-            raise FloatingPointError("non-finite objective in the benchmark")
-        return float(np.median(msg["ts"]))
+        return float(np.median(self._request(f"burst {int(calls)}", "ts")["ts"]))
 
     def close(self):
         """Stop the worker process (it exits on ``quit`` or end of input)."""
