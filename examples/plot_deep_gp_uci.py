@@ -32,7 +32,21 @@ Environment knobs (the full protocol takes days on a laptop CPU):
   smaller than 500 rows the inducing inputs are the rows plus standard-normal fill-in rows);
 * ``LVGP_UCI_BATCH`` — minibatch size (default 10000);
 * ``LVGP_UCI_NATGRAD`` — natural-gradient γ for the last layer (default: none, Adam only);
-* ``LVGP_UCI_TAG`` — suffix of the output files.
+* ``LVGP_UCI_TAG`` — suffix of the output files;
+* ``LVGP_UCI_OUT`` — output folder (default ``examples/output``);
+* ``LVGP_UCI_RESUME=1`` — continue the run recorded in ``deep_gp_uci<TAG>.json``: fits already
+  in it are skipped. The file is rewritten after every fit, so a stopped run loses at most
+  the fit in progress;
+* ``LVGP_UCI_MERGE`` — comma-separated file patterns in the output folder (for example
+  ``deep_gp_uci_s8_*.json``): fit nothing, merge those runs (shards of the protocol run on
+  different machines or days) and write the table and figure of the union. All of them must
+  have the protocol of the current knobs (steps, batch, γ). When two files hold the same
+  data set, model and split, the file matched by a later pattern wins and the change is
+  printed.
+
+Next to the mean (standard error) table, a second table gives each model's paired difference to
+the SGP over the splits both ran: the spec's check "a DGP is never worse than the SGP by more
+than 0.05 nats" (spec §9.2 item 4).
 """
 
 # %%
@@ -40,19 +54,17 @@ Environment knobs (the full protocol takes days on a laptop CPU):
 # ------
 import json
 import os
+import re
 import time
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 
 from sklearn_lvgp import DeepGP
 from sklearn_lvgp.datasets import load_uci_hl
 
 ALL = ["boston", "concrete", "energy", "kin8nm", "naval", "power", "protein", "wine_red", "yacht"]
+ORDER = ["SGP", "SGP500", "DGP2", "DGP3", "DGP4", "DGP5", "UT-DGP2"]
 DATASETS = [d for d in os.environ.get("LVGP_UCI_DATASETS", ",".join(ALL)).split(",") if d]
 N_SPLITS = int(os.environ.get("LVGP_UCI_SPLITS", 20))
 FIRST_SPLIT = int(os.environ.get("LVGP_UCI_FIRST_SPLIT", 0))
@@ -61,10 +73,19 @@ MODELS = os.environ.get("LVGP_UCI_MODELS", "SGP,DGP2,DGP3,DGP4,UT-DGP2").split("
 BATCH = int(os.environ.get("LVGP_UCI_BATCH", 10000))
 GAMMA = os.environ.get("LVGP_UCI_NATGRAD")
 TAG = os.environ.get("LVGP_UCI_TAG", "")
-OUT = Path(__file__).resolve().parent / "output" if "__file__" in globals() else Path("output")
-OUT.mkdir(exist_ok=True)
+RESUME = os.environ.get("LVGP_UCI_RESUME", "0") == "1"
+MERGE = [p for p in os.environ.get("LVGP_UCI_MERGE", "").split(",") if p]
+HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+OUT = Path(os.environ.get("LVGP_UCI_OUT", HERE / "output"))
+OUT.mkdir(parents=True, exist_ok=True)
+RESULTS_FILE = OUT / f"deep_gp_uci{TAG}.json"
+#: What makes two runs comparable (their models and splits may differ).
+PROTOCOL = {"steps": N_ITER, "batch": BATCH, "natgrad": GAMMA}
 #: Test log-likelihood of the reference notebooks, kin8nm split 0 (spec §7.1).
 PAPER_KIN8NM = {"SGP": 0.973, "DGP2": 1.302, "DGP3": 1.330, "DGP4": 1.331, "DGP5": 1.336}
+unknown = sorted(set(MODELS) - set(ORDER))
+if unknown:
+    raise ValueError(f"LVGP_UCI_MODELS: unknown models {unknown}; expected names from {ORDER}.")
 
 
 def make_model(name):
@@ -78,67 +99,179 @@ def make_model(name):
 
 
 # %%
-# Run the protocol
-# ----------------
-results = {}
-t0 = time.time()
-for dataset in DATASETS:
-    X, y, tests = load_uci_hl(dataset)
-    keep = X[~tests[:, 0]].std(axis=0) > 0  # constant columns carry nothing (naval: 2)
-    X = X[:, keep]
-    for split in range(FIRST_SPLIT, min(FIRST_SPLIT + N_SPLITS, tests.shape[1])):
-        te = tests[:, split]
-        for name in MODELS:
-            t = time.time()
-            model = make_model(name).fit(X[~te], y[~te])
-            ll = float(model.score_samples(X[te], y[te]).mean())
-            rmse = float(np.sqrt(np.mean((model.predict(X[te]) - y[te]) ** 2)))
-            results.setdefault(dataset, {}).setdefault(name, []).append(
-                {"split": split, "ll": ll, "rmse": rmse, "seconds": time.time() - t})
-            print(f"{dataset:9s} split {split:2d} {name:8s} LL {ll: .4f}  RMSE {rmse:.4g}  "
-                  f"({time.time() - t:.0f}s, total {time.time() - t0:.0f}s)", flush=True)
+# Bookkeeping: one JSON file per run, rewritten after every fit
+# -------------------------------------------------------------
+# ``results[dataset][model]`` is a list of ``{"split", "ll", "rmse", "seconds"}`` records.
+
+
+def protocol_of(doc, path):
+    """Protocol of a results file; files written before it was recorded carry a sentence."""
+    if "protocol" in doc:
+        return doc["protocol"]
+    m = re.match(r"(\d+) steps, batch (\d+), natgrad γ (\S+),", doc.get("settings", ""))
+    if m is None:
+        raise ValueError(f"{path.name}: no protocol recorded.")
+    return {"steps": int(m[1]), "batch": int(m[2]), "natgrad": None if m[3] == "None" else m[3]}
+
+
+def load_results(path):
+    """Results of one file, after checking that its protocol is the current one."""
+    doc = json.loads(path.read_text())
+    if protocol_of(doc, path) != PROTOCOL:
+        raise ValueError(f"{path.name} was run with {protocol_of(doc, path)}, not {PROTOCOL}; "
+                         "set LVGP_UCI_ITERS / LVGP_UCI_BATCH / LVGP_UCI_NATGRAD to match.")
+    return doc["results"]
+
+
+def save_results(path, results, models):
+    """Write the results atomically (a stopped run never leaves a truncated file)."""
+    settings = f"{N_ITER} steps, batch {BATCH}, natgrad γ {GAMMA}, models {','.join(models)}"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"settings": settings, "protocol": PROTOCOL, "results": results},
+                              indent=1))
+    os.replace(tmp, path)
+
+
+def merge_results(paths):
+    """Union of several runs by data set, model and split; a later file wins a clash."""
+    merged = {}
+    for path in paths:
+        for dataset, per in load_results(path).items():
+            for name, runs in per.items():
+                slot = merged.setdefault(dataset, {}).setdefault(name, {})
+                for r in runs:
+                    old = slot.get(r["split"])
+                    if old is not None and old["ll"] != r["ll"]:
+                        print(f"{dataset} {name} split {r['split']}: {path.name} replaces LL "
+                              f"{old['ll']:.4f} by {r['ll']:.4f}")
+                    slot[r["split"]] = r
+    return {d: {m: [slot[s] for s in sorted(slot)] for m, slot in per.items()}
+            for d, per in merged.items()}
+
+
+def matching(patterns):
+    """Files of the output folder matched by ``patterns``, in pattern order (not the output)."""
+    files = []
+    for pattern in patterns:
+        for f in sorted(OUT.glob(pattern)):
+            if f != RESULTS_FILE and f.suffix == ".json" and f not in files:
+                files.append(f)
+    return files
+
 
 # %%
-# Table: mean (standard error) over splits
+# Run the protocol (or merge earlier runs)
 # ----------------------------------------
+if MERGE:
+    files = matching(MERGE)
+    if not files:
+        raise FileNotFoundError(f"LVGP_UCI_MERGE={','.join(MERGE)} matches no file in {OUT}.")
+    print("merging", ", ".join(f.name for f in files))
+    results = merge_results(files)
+    MODELS = [m for m in ORDER if any(m in per for per in results.values())]
+    save_results(RESULTS_FILE, results, MODELS)
+else:
+    results = load_results(RESULTS_FILE) if RESUME and RESULTS_FILE.exists() else {}
+    t0 = time.time()
+    for dataset in DATASETS:
+        X, y, tests = load_uci_hl(dataset)
+        keep = X[~tests[:, 0]].std(axis=0) > 0  # constant columns carry nothing (naval: 2)
+        X = X[:, keep]
+        for split in range(FIRST_SPLIT, min(FIRST_SPLIT + N_SPLITS, tests.shape[1])):
+            te = tests[:, split]
+            for name in MODELS:
+                runs = results.setdefault(dataset, {}).setdefault(name, [])
+                if any(r["split"] == split for r in runs):
+                    continue
+                t = time.time()
+                model = make_model(name).fit(X[~te], y[~te])
+                ll = float(model.score_samples(X[te], y[te]).mean())
+                rmse = float(np.sqrt(np.mean((model.predict(X[te]) - y[te]) ** 2)))
+                runs.append({"split": split, "ll": ll, "rmse": rmse, "seconds": time.time() - t})
+                runs.sort(key=lambda r: r["split"])
+                save_results(RESULTS_FILE, results, MODELS)
+                print(f"{dataset:9s} split {split:2d} {name:8s} LL {ll: .4f}  RMSE {rmse:.4g}  "
+                      f"({time.time() - t:.0f}s, total {time.time() - t0:.0f}s)", flush=True)
+results = {d: {m: results[d][m] for m in MODELS if results[d].get(m)}
+           for d in ALL if d in results and d in DATASETS}
+
+# %%
+# Tables: mean (standard error) over splits, and paired differences to the SGP
+# ----------------------------------------------------------------------------
+
+
+def fmt(vals, count=False):
+    """``mean (s.e.)``, with ``[n]`` when ``count``; a dash for no values."""
+    v = np.asarray(vals, dtype=float)
+    if v.size == 0:
+        return "—"
+    text = f"{v.mean():.3f} ({v.std(ddof=1) / np.sqrt(v.size):.3f})" if v.size > 1 \
+        else f"{v.mean():.3f}"
+    return f"{text} [{v.size}]" if count else text
+
+
 lines = ["| dataset | splits | " + " | ".join(f"{m} LL" for m in MODELS) + " | "
          + " | ".join(f"{m} RMSE" for m in MODELS) + " |",
          "|---|---|" + "---|" * (2 * len(MODELS))]
-
-
-def fmt(vals):
-    v = np.asarray(vals)
-    se = v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else float("nan")
-    return f"{v.mean():.3f} ({se:.3f})" if v.size > 1 else f"{v.mean():.3f}"
-
-
 for dataset, per in results.items():
-    n = len(next(iter(per.values())))
-    lls = [fmt([r["ll"] for r in per[m]]) for m in MODELS]
-    rms = [fmt([r["rmse"] for r in per[m]]) for m in MODELS]
+    counts = {len(per.get(m, [])) for m in MODELS}
+    same = len(counts) == 1
+    n = str(counts.pop()) if same else "[n] per cell"
+    lls = [fmt([r["ll"] for r in per.get(m, [])], not same) for m in MODELS]
+    rms = [fmt([r["rmse"] for r in per.get(m, [])], not same) for m in MODELS]
     lines.append(f"| {dataset} | {n} | " + " | ".join(lls) + " | " + " | ".join(rms) + " |")
 if "kin8nm" in results:
     lines.append("| kin8nm split 0, reference notebooks (5000 steps) | 1 | " + " | ".join(
         f"{PAPER_KIN8NM[m]:.3f}" if m in PAPER_KIN8NM else "—" for m in MODELS) + " |"
         + " |" * len(MODELS))
+others = [m for m in MODELS if m != "SGP"]
+paired = ["| dataset | " + " | ".join(f"{m} − SGP" for m in others)
+          + " | worst split | splits below SGP − 0.05 |", "|---|" + "---|" * (len(others) + 2)]
+for dataset, per in results.items():
+    sgp = {r["split"]: r["ll"] for r in per.get("SGP", [])}
+    if not sgp or not others:
+        continue
+    cells, worst, below = [], [], []
+    for m in others:
+        diff = {r["split"]: r["ll"] - sgp[r["split"]] for r in per.get(m, [])
+                if r["split"] in sgp}
+        cells.append(fmt(list(diff.values()), count=True))
+        if diff:
+            s = min(diff, key=diff.get)
+            worst.append(f"{m} split {s}: {diff[s]:+.3f}")
+            below += [f"{m}/{k}" for k, v in sorted(diff.items()) if v < -0.05]
+    paired.append(f"| {dataset} | " + " | ".join(cells) + f" | {'; '.join(worst) or '—'} | "
+                  f"{len(below)}{' (' + ', '.join(below) + ')' if below else ''} |")
 table = "\n".join(lines)
-print(table)
-settings = (f"{N_ITER} steps, batch {BATCH}, natgrad γ {GAMMA}, models {','.join(MODELS)}")
-(OUT / f"deep_gp_uci{TAG}.md").write_text(f"UCI protocol of Fig. 2.4 ({settings})\n\n{table}\n")
-(OUT / f"deep_gp_uci{TAG}.json").write_text(json.dumps(
-    {"settings": settings, "results": results}, indent=1))
+paired_table = "\n".join(paired)
+print(table, "", "Paired difference to the SGP, mean (s.e.) [splits]:", "", paired_table,
+      sep="\n")
+settings = f"{N_ITER} steps, batch {BATCH}, natgrad γ {GAMMA}, models {','.join(MODELS)}"
+(OUT / f"deep_gp_uci{TAG}.md").write_text(
+    f"UCI protocol of Fig. 2.4 ({settings})\n\n{table}\n\nPaired difference to the SGP "
+    f"(test LL; mean (s.e.) [splits] over the splits both ran):\n\n{paired_table}\n")
 
 # %%
 # Figure in the style of Fig. 2.4: test log-likelihood per data set
 # -----------------------------------------------------------------
-fig, axes = plt.subplots(1, len(results), figsize=(3 * len(results), 3.2), squeeze=False)
-for ax, (dataset, per) in zip(axes[0], results.items(), strict=True):
-    for i, m in enumerate(MODELS):
-        v = np.array([r["ll"] for r in per[m]])
-        se = v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else 0.0
-        ax.errorbar(v.mean(), i, xerr=se, fmt="o", color=f"C{i}")
-    ax.set_yticks(range(len(MODELS)), MODELS)
-    ax.set_title(dataset)
-    ax.set_xlabel("test log-likelihood")
-fig.tight_layout()
-fig.savefig(OUT / f"deep_gp_uci{TAG}.png", dpi=110)
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:  # the tables above are the result; the figure is optional
+    plt = None
+    print("matplotlib is not installed: no figure")
+if plt is not None and results:
+    fig, axes = plt.subplots(1, len(results), figsize=(3 * len(results), 3.2), squeeze=False)
+    for ax, (dataset, per) in zip(axes[0], results.items(), strict=True):
+        shown = [m for m in MODELS if per.get(m)]
+        for i, m in enumerate(shown):
+            v = np.array([r["ll"] for r in per[m]])
+            se = v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else 0.0
+            ax.errorbar(v.mean(), i, xerr=se, fmt="o", color=f"C{ORDER.index(m)}")
+        ax.set_yticks(range(len(shown)), shown)
+        ax.set_title(dataset)
+        ax.set_xlabel("test log-likelihood")
+    fig.tight_layout()
+    fig.savefig(OUT / f"deep_gp_uci{TAG}.png", dpi=110)

@@ -1,0 +1,77 @@
+"""The Fig. 2.4 example's bookkeeping: per-fit saving, resuming, merging shards (needs shared data).
+
+``examples/plot_deep_gp_uci.py`` runs for days at its default knobs, so it is run in shards; these
+tests run it with two optimiser steps on yacht.
+"""
+
+import json
+import runpy
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plot_deep_gp_uci.py"
+
+
+@pytest.fixture
+def run_example(shared_data, tmp_path, monkeypatch):
+    if not (shared_data / "uci_hl" / "yacht.csv.gz").exists():
+        pytest.skip("uci_hl/yacht.csv.gz not in the shared data folder")
+    monkeypatch.setenv("LVGP_UCI_OUT", str(tmp_path))
+    monkeypatch.setenv("LVGP_UCI_DATASETS", "yacht")
+    monkeypatch.setenv("LVGP_UCI_ITERS", "2")
+    for knob in ("LVGP_UCI_RESUME", "LVGP_UCI_MERGE", "LVGP_UCI_NATGRAD", "LVGP_UCI_BATCH"):
+        monkeypatch.delenv(knob, raising=False)
+
+    def run(**knobs):
+        for name, value in knobs.items():
+            monkeypatch.setenv(f"LVGP_UCI_{name}", str(value))
+        try:
+            runpy.run_path(str(EXAMPLE), run_name="example")
+        finally:
+            for name in knobs:
+                monkeypatch.delenv(f"LVGP_UCI_{name}")
+
+    return run, tmp_path
+
+
+def _records(path):
+    return json.loads(path.read_text())["results"]["yacht"]
+
+
+def test_resume_skips_recorded_fits_and_merge_takes_the_union(run_example):
+    run, out = run_example
+    run(TAG="_a", SPLITS=1, MODELS="SGP")
+    first = _records(out / "deep_gp_uci_a.json")
+    assert [r["split"] for r in first["SGP"]] == [0]
+    assert json.loads((out / "deep_gp_uci_a.json").read_text())["protocol"] == {
+        "steps": 2, "batch": 10000, "natgrad": None}
+
+    run(TAG="_a", SPLITS=1, MODELS="SGP,DGP2", RESUME=1)
+    resumed = _records(out / "deep_gp_uci_a.json")
+    assert resumed["SGP"] == first["SGP"]  # not refitted: same record, same seconds
+    assert [r["split"] for r in resumed["DGP2"]] == [0]
+
+    run(TAG="_b", FIRST_SPLIT=1, SPLITS=1, MODELS="SGP")
+    run(TAG="_all", MERGE="deep_gp_uci_a.json,deep_gp_uci_b.json")
+    merged = _records(out / "deep_gp_uci_all.json")
+    assert [r["split"] for r in merged["SGP"]] == [0, 1]
+    assert merged["DGP2"] == resumed["DGP2"]
+    table = (out / "deep_gp_uci_all.md").read_text()
+    assert "[n] per cell" in table  # SGP has 2 splits, DGP 2 one
+    assert "DGP2 − SGP" in table
+
+
+def test_merge_refuses_another_protocol(run_example):
+    run, out = run_example
+    run(TAG="_a", SPLITS=1, MODELS="SGP")
+    with pytest.raises(ValueError, match="was run with"):
+        run(TAG="_all", MERGE="deep_gp_uci_a.json", ITERS=3)
+    with pytest.raises(FileNotFoundError, match="matches no file"):
+        run(TAG="_all", MERGE="nothing_*.json")
+
+
+def test_unknown_model_is_refused(run_example):
+    run, _ = run_example
+    with pytest.raises(ValueError, match="unknown models"):
+        run(TAG="_a", MODELS="SGP,DGP9")
