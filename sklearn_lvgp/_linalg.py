@@ -4,6 +4,7 @@ Cholesky with jitter escalation, triangular solves, log-determinants and the bac
 Cholesky and triangular solves (used by the uncollapsed bounds).
 """
 
+import functools
 
 import numpy as np
 from scipy import linalg as sla
@@ -20,6 +21,8 @@ __all__ = [
     "solve_upper",
     "logdet_from_chol",
     "symmetrise",
+    "tril",
+    "tril_indices",
     "cholesky_vjp",
     "solve_lower_vjp",
 ]
@@ -182,9 +185,35 @@ def symmetrise(A):
     return np.ascontiguousarray(0.5 * (A + np.swapaxes(A, -1, -2)))
 
 
+@functools.lru_cache(maxsize=32)
+def _lower_mask(n, m):
+    mask = np.tri(n, m, dtype=bool)
+    mask.flags.writeable = False
+    return mask
+
+
+def tril(A):
+    """``np.tril(A)`` over the last two axes, with the triangle's mask built once per shape.
+
+    ``np.tril`` builds its ``(n, m)`` mask on every call, which costs several times the copy on
+    the ``(M, M)`` matrices of a training step; the result is the same array.
+    """
+    A = np.asarray(A)
+    return np.where(_lower_mask(*A.shape[-2:]), A, A.dtype.type(0))
+
+
+@functools.lru_cache(maxsize=32)
+def tril_indices(M):
+    """``np.tril_indices(M)``, built once per ``M`` (read-only arrays)."""
+    r, c = np.tril_indices(M)
+    r.flags.writeable = False
+    c.flags.writeable = False
+    return r, c
+
+
 def _phi(A):
     """Lower triangle of ``A`` with the diagonal halved (Murray 2016, eq. 10)."""
-    out = np.tril(A)
+    out = tril(A)
     out[np.diag_indices_from(out)] *= 0.5
     return out
 
@@ -208,7 +237,7 @@ def cholesky_vjp(L, dL_dL):
     dL_dA : ndarray of shape (M, M)
         Symmetric adjoint of ``A``.
     """
-    P = _phi(L.T @ np.tril(dL_dL))
+    P = _phi(L.T @ tril(dL_dL))
     S = solve_upper(L, solve_upper(L, P.T).T)
     return symmetrise(S)
 
@@ -226,5 +255,5 @@ def solve_lower_vjp(L, X, dL_dX, overwrite_dX=False):
         Adjoint of ``B``.
     """
     dB = lower_solve(L, dL_dX, trans=True, overwrite_b=overwrite_dX)
-    dLmat = -np.tril(dB @ X.T)
+    dLmat = -tril(dB @ X.T)
     return dLmat, dB

@@ -17,6 +17,8 @@ from sklearn_lvgp._linalg import (
     solve_lower,
     solve_lower_vjp,
     solve_upper,
+    tril,
+    tril_indices,
 )
 from sklearn_lvgp.utils.gradcheck import check_vjp
 
@@ -155,3 +157,22 @@ def test_solve_with_zero_pivot_raises(solve):
     L[1, 1] = 0.0
     with pytest.raises(np.linalg.LinAlgError, match="singular"):
         solve(L, np.ones(3))
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (4, 6), (6, 4), (3, 5, 5), (2, 3, 4, 4)])
+def test_tril_matches_numpy(shape):
+    A = np.random.RandomState(0).standard_normal(shape)
+    A[..., 0, -1] = -0.0
+    got = tril(A)
+    assert np.array_equal(got, np.tril(A)) and got.dtype == A.dtype
+    assert not np.shares_memory(got, A)
+    assert np.array_equal(tril(np.arange(12).reshape(3, 4)), np.tril(np.arange(12).reshape(3, 4)))
+
+
+def test_tril_indices_cached_and_read_only():
+    r, c = tril_indices(7)
+    R, C = np.tril_indices(7)
+    assert np.array_equal(r, R) and np.array_equal(c, C)
+    assert tril_indices(7)[0] is r
+    with pytest.raises(ValueError):
+        r[0] = 1

@@ -27,6 +27,7 @@ from .._linalg import (
     solve_lower,
     solve_upper,
     symmetrise,
+    tril,
 )
 from .._psi import psi_statistics, psi_vjp
 from ..kernels import RBF
@@ -78,7 +79,7 @@ def chol_factors(chol, m_v):
         idx = np.arange(m_v)
         L[:, idx, idx] = chol
         return L
-    return np.tril(chol)
+    return tril(chol)
 
 
 # --------------------------------------------------------------------------- one row of W
@@ -136,7 +137,7 @@ def _row_vjp(da, db, dkl, row):
         dKv = dKv + 0.5 * dkl * (D * Kinv - D * Kinv @ Sig @ Kinv - Kinv_mu @ Kinv_mu.T)
         dmu = dmu + dkl * Kinv_mu
         dLsig = dLsig + dkl * D * (Kinv @ Lsig - np.diag(1.0 / np.diag(Lsig)))
-    return symmetrise(dKv), dKvw, np.asarray(db, dtype=np.float64).copy(), dmu, np.tril(dLsig)
+    return symmetrise(dKv), dKvw, np.asarray(db, dtype=np.float64).copy(), dmu, tril(dLsig)
 
 
 # --------------------------------------------------------------------------- the whole layer

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._linalg import CholeskyError, lower_matmul
+from .._linalg import CholeskyError, lower_matmul, tril
 from ._layer import LayerVJP, kuf_backward, layer_vjp, prior_factor_vjp
 
 __all__ = ["JointCache", "joint_sample", "joint_layer_vjp", "block_kernel", "block_kernel_vjp"]
@@ -169,8 +169,8 @@ def joint_layer_vjp(dL_dh, dL_dkl, cache, jcache):
     base = layer_vjp(dL_dh, np.zeros_like(dL_dh), dL_dkl, cache)
     dh = dL_dh.reshape(G, K, D)
     # Cholesky backward (Murray 2016), batched over groups and outputs
-    dL = np.tril(np.einsum("gkd,gld->gdkl", dh, eps))
-    Phi = np.tril(np.swapaxes(L, -1, -2) @ dL)
+    dL = tril(np.einsum("gkd,gld->gdkl", dh, eps))
+    Phi = tril(np.swapaxes(L, -1, -2) @ dL)
     Phi[..., np.arange(K), np.arange(K)] *= 0.5
     Linv = np.linalg.inv(L)
     dSig = np.swapaxes(Linv, -1, -2) @ Phi @ Linv
@@ -183,7 +183,7 @@ def joint_layer_vjp(dL_dh, dL_dkl, cache, jcache):
     dq_sqrt = np.zeros_like(mc.q_sqrt)
     for d in range(D):
         dB = _ungrouped(2.0 * (dSig[:, d] @ Bs[d]))
-        dq_sqrt[d] = np.tril(A @ dB.T)
+        dq_sqrt[d] = tril(A @ dB.T)
         dA += lower_matmul(mc.q_sqrt[d], dB)
     kv, dLu = kuf_backward(dA, dA1, mc)
     dZp, dthp = prior_factor_vjp(kernel, prior, dLu)

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._linalg import cho_solve, solve_lower
+from .._linalg import cho_solve, solve_lower, tril
 
 __all__ = ["KLCache", "KLVJP", "kl_divergence", "kl_divergence_vjp"]
 
@@ -61,7 +61,7 @@ def kl_divergence(q_mu, q_sqrt, Lu=None, whiten=True):
         Input of :func:`kl_divergence_vjp`.
     """
     M, D = q_mu.shape
-    Ls = np.tril(q_sqrt)
+    Ls = tril(q_sqrt)
     logdiag = np.sum(np.log(np.abs(np.diagonal(Ls, axis1=1, axis2=2))))
     if whiten:
         kl = 0.5 * (np.sum(Ls * Ls) + np.sum(q_mu * q_mu) - M * D) - logdiag
@@ -91,7 +91,7 @@ def kl_divergence_vjp(dL_dkl, cache):
     """
     q_mu, q_sqrt, Lu, whiten = cache
     D, M, _ = q_sqrt.shape
-    Ls = np.tril(q_sqrt)
+    Ls = tril(q_sqrt)
     inv_diag = np.zeros_like(Ls)
     idx = np.arange(M)
     inv_diag[:, idx, idx] = 1.0 / np.diagonal(Ls, axis1=1, axis2=2)
@@ -103,7 +103,7 @@ def kl_divergence_vjp(dL_dkl, cache):
     outer = Kinv_m @ Kinv_m.T
     for d in range(D):
         Kinv_L = cho_solve(Lu, Ls[d])
-        dq_sqrt[d] = np.tril(Kinv_L) - inv_diag[d]
+        dq_sqrt[d] = tril(Kinv_L) - inv_diag[d]
         outer += Kinv_L @ Kinv_L.T
     dKuu = 0.5 * (D * Kinv - outer)
     dKuu = 0.5 * (dKuu + dKuu.T)

@@ -22,6 +22,8 @@ from .._linalg import (
     lower_matmul,
     lower_solve,
     solve_lower_vjp,
+    tril,
+    tril_indices,
 )
 from ._kl import kl_divergence, kl_divergence_vjp
 from ._mean_functions import ZeroMean
@@ -76,7 +78,7 @@ class SVGPLayer:
 def tril_pack(q_sqrt):
     """Lower-triangle entries of each ``(M, M)`` block, shape ``(D, M(M+1)/2)``."""
     M = q_sqrt.shape[-1]
-    r, c = np.tril_indices(M)
+    r, c = tril_indices(M)
     return q_sqrt[:, r, c]
 
 
@@ -84,7 +86,7 @@ def tril_unpack(flat, M):
     """Inverse of :func:`tril_pack`: ``(D, M(M+1)/2)`` to lower-triangular ``(D, M, M)``."""
     flat = np.asarray(flat).reshape(-1, M * (M + 1) // 2)
     out = np.zeros((flat.shape[0], M, M))
-    r, c = np.tril_indices(M)
+    r, c = tril_indices(M)
     out[:, r, c] = flat
     return out
 
@@ -312,7 +314,7 @@ def marginals_vjp(dL_dmu, dL_dvar, cache):
     for d in range(D):
         B = lower_matmul(c.q_sqrt[d], A, trans=True) if c.B is None else c.B[d]
         np.multiply(B, dv[:, d], out=Bdv)
-        dq_sqrt[d] = 2.0 * np.tril(A @ Bdv.T)
+        dq_sqrt[d] = 2.0 * tril(A @ Bdv.T)
         dA += lower_matmul(c.q_sqrt[d], Bdv, alpha=2.0, overwrite_b=True)
     dkappa = np.sum(dv, axis=1)
     dA1 = np.multiply(A1, -2.0 * dkappa, out=Bdv)  # the scratch is free again
@@ -350,7 +352,7 @@ def kuf_backward(dA, dA1, cache):
         # A = Lu^{-T} A1 (upper solve with T = Lu^T), spec §3.3 step 5
         LinvdA = lower_solve(c.Lu, dA)
         dA1 += LinvdA
-        dLu -= np.tril(c.A @ LinvdA.T)
+        dLu -= tril(c.A @ LinvdA.T)
     # dA1 and then dKuf are scratch of this pass: the solve and the kernel backward reuse them
     dLu_2, dKuf = solve_lower_vjp(c.Lu, c.A1, dA1, overwrite_dX=True)
     return c.kernel.vjp_cached(dKuf, c.kernel_cache, overwrite_dK=True), dLu + dLu_2

@@ -7,7 +7,7 @@ With natural parameters ``theta1 = S^{-1} m``, ``Theta2 = -S^{-1}/2`` and expect
 
 import numpy as np
 
-from .._linalg import cho_solve, cholesky_jitter, solve_lower
+from .._linalg import cho_solve, cholesky_jitter, solve_lower, tril
 
 __all__ = ["natural_params", "from_natural_params", "natgrad_step",
            "gaussian_natgrad_step", "expectation_gradients"]
@@ -30,7 +30,7 @@ def natural_params(q_mu, q_sqrt):
     theta1 = np.empty_like(q_mu)
     Theta2 = np.empty((D, M, M))
     for d in range(D):
-        L = np.tril(q_sqrt[d])
+        L = tril(q_sqrt[d])
         theta1[:, d] = cho_solve(L, q_mu[:, d])
         Linv = solve_lower(L, np.eye(M))
         Theta2[d] = -0.5 * (Linv.T @ Linv)

@@ -14,6 +14,7 @@ are computed once. Hyperparameters live as plain attributes named after the ``__
 quantities, identity for unconstrained weights), and every ``theta`` gradient is with respect to it.
 """
 
+import functools
 import inspect
 from abc import ABC, abstractmethod
 from typing import NamedTuple
@@ -72,6 +73,20 @@ def _as_float_array(X, name="X"):
     return np.ascontiguousarray(X)
 
 
+@functools.cache
+def _init_param_names(cls):
+    """Sorted ``__init__`` argument names of a kernel class.
+
+    Cached per class: training steps clone their kernels with a new ``theta``, and
+    ``inspect.signature`` costs more than the rest of the clone.
+    """
+    sig = inspect.signature(cls.__init__)
+    return tuple(sorted(
+        p.name for p in sig.parameters.values()
+        if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    ))
+
+
 class Kernel(ABC):
     """Base class of all kernels.
 
@@ -86,11 +101,7 @@ class Kernel(ABC):
     # ------------------------------------------------------------------ sklearn-style parameters
     @classmethod
     def _get_param_names(cls):
-        sig = inspect.signature(cls.__init__)
-        return sorted(
-            p.name for p in sig.parameters.values()
-            if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
-        )
+        return list(_init_param_names(cls))
 
     def get_params(self, deep=True):
         """Get the parameters of this kernel (nested kernels expanded with ``__`` when ``deep``).
