@@ -61,7 +61,7 @@ from pathlib import Path
 import numpy as np
 
 from sklearn_lvgp import DeepGP
-from sklearn_lvgp.datasets import load_uci_hl
+from sklearn_lvgp.datasets import uci_hl_splits
 
 ALL = ["boston", "concrete", "energy", "kin8nm", "naval", "power", "protein", "wine_red", "yacht"]
 ORDER = ["SGP", "SGP500", "DGP2", "DGP3", "DGP4", "DGP5", "UT-DGP2"]
@@ -174,19 +174,15 @@ else:
     results = load_results(RESULTS_FILE) if RESUME and RESULTS_FILE.exists() else {}
     t0 = time.time()
     for dataset in DATASETS:
-        X, y, tests = load_uci_hl(dataset)
-        keep = X[~tests[:, 0]].std(axis=0) > 0  # constant columns carry nothing (naval: 2)
-        X = X[:, keep]
-        for split in range(FIRST_SPLIT, min(FIRST_SPLIT + N_SPLITS, tests.shape[1])):
-            te = tests[:, split]
+        for split, X_tr, y_tr, X_te, y_te in uci_hl_splits(dataset, FIRST_SPLIT, N_SPLITS):
             for name in MODELS:
                 runs = results.setdefault(dataset, {}).setdefault(name, [])
                 if any(r["split"] == split for r in runs):
                     continue
                 t = time.time()
-                model = make_model(name).fit(X[~te], y[~te])
-                ll = float(model.score_samples(X[te], y[te]).mean())
-                rmse = float(np.sqrt(np.mean((model.predict(X[te]) - y[te]) ** 2)))
+                model = make_model(name).fit(X_tr, y_tr)
+                ll = float(model.score_samples(X_te, y_te).mean())
+                rmse = float(np.sqrt(np.mean((model.predict(X_te) - y_te) ** 2)))
                 runs.append({"split": split, "ll": ll, "rmse": rmse, "seconds": time.time() - t})
                 runs.sort(key=lambda r: r["split"])
                 save_results(RESULTS_FILE, results, MODELS)

@@ -43,7 +43,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_lvgp import GPCDE, SparseGPRegressor
-from sklearn_lvgp.datasets import load_uci_hl
+from sklearn_lvgp.datasets import uci_hl_splits
 
 ALL = "boston,concrete,energy,yacht,wine_red,power,kin8nm,naval"
 DATASETS = [d for d in os.environ.get("LVGP_GPCDE_UCI_DATASETS", ALL).split(",") if d]
@@ -81,17 +81,13 @@ def make_model(name):
 results = {}
 t0 = time.time()
 for dataset in DATASETS:
-    X, y, tests = load_uci_hl(dataset)
-    keep = X[~tests[:, 0]].std(axis=0) > 0  # constant columns carry nothing (naval: 2)
-    X = X[:, keep]
-    for split in range(FIRST, min(FIRST + N_SPLITS, tests.shape[1])):
-        te = tests[:, split]
+    for split, X_tr, y_tr, X_te, y_te in uci_hl_splits(dataset, FIRST, N_SPLITS):
         for name in MODELS:
             t = time.time()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                model = make_model(name).fit(X[~te], y[~te])
-            ll = float(model.score_samples(X[te], y[te]).mean())
+                model = make_model(name).fit(X_tr, y_tr)
+            ll = float(model.score_samples(X_te, y_te).mean())
             results.setdefault(dataset, {}).setdefault(name, []).append(
                 {"split": split, "ll": ll, "seconds": time.time() - t,
                  "latent_used": bool(getattr(model, "latent_used_", False))})

@@ -3,7 +3,14 @@
 import numpy as np
 import pytest
 
-from sklearn_lvgp.datasets import UCI_HL_DATASETS, data_home, load_oil_flow, load_uci_hl, load_usps
+from sklearn_lvgp.datasets import (
+    UCI_HL_DATASETS,
+    data_home,
+    load_oil_flow,
+    load_uci_hl,
+    load_usps,
+    uci_hl_splits,
+)
 from sklearn_lvgp.utils.evaluation import knn_accuracy, most_relevant
 
 
@@ -71,3 +78,22 @@ def test_uci_hl_splits_are_ninety_ten(shared_data, name):
 def test_uci_hl_rejects_unknown_name():
     with pytest.raises(ValueError, match="unknown uci_hl dataset"):
         load_uci_hl("housing")
+
+
+@pytest.mark.parametrize("name", ["naval", "yacht"])
+def test_uci_hl_splits_iterates_the_published_splits(shared_data, name):
+    if not (shared_data / "uci_hl" / f"{name}.csv.gz").is_file():
+        pytest.skip(f"uci_hl/{name}.csv.gz not found")
+    X, y, tests = load_uci_hl(name)
+    got = list(uci_hl_splits(name, first=18))
+    assert [s for s, *_ in got] == [18, 19]
+    split, X_tr, y_tr, X_te, y_te = got[0]
+    keep = X[~tests[:, 0]].std(axis=0) > 0
+    assert X_tr.shape[1] == int(keep.sum()) == (15 if name == "naval" else X.shape[1])
+    np.testing.assert_array_equal(X_te, X[tests[:, 18]][:, keep])
+    np.testing.assert_array_equal(y_tr, y[~tests[:, 18]])
+    assert X_tr.shape[0] + X_te.shape[0] == X.shape[0]
+    assert [s for s, *_ in uci_hl_splits(name, first=3, n_splits=2)] == [3, 4]
+    assert list(uci_hl_splits(name, first=25)) == []
+    with pytest.raises(ValueError, match="first"):
+        next(uci_hl_splits(name, first=-1))

@@ -9,10 +9,17 @@ skip cleanly.
 
 from ._airline import load_airline
 from ._conditional import bimodal_conditional_log_density, make_bimodal_conditional
-from ._loaders import UCI_HL_DATASETS, data_home, load_oil_flow, load_uci_hl, load_usps
+from ._loaders import (
+    UCI_HL_DATASETS,
+    data_home,
+    load_oil_flow,
+    load_uci_hl,
+    load_usps,
+    uci_hl_splits,
+)
 from ._moons import make_ldgd_moons
 from ._synthetic_dvmgp import make_two_parabolas, two_parabolas_split
 
 __all__ = ["UCI_HL_DATASETS", "bimodal_conditional_log_density", "data_home", "load_airline",
            "load_oil_flow", "load_uci_hl", "load_usps", "make_bimodal_conditional",
-           "make_ldgd_moons", "make_two_parabolas", "two_parabolas_split"]
+           "make_ldgd_moons", "make_two_parabolas", "two_parabolas_split", "uci_hl_splits"]

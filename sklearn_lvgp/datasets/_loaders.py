@@ -132,3 +132,42 @@ def load_uci_hl(name):
     if name == "naval":  # drop the second target (turbine decay)
         data = data[:, :-1]
     return data[:, :-1], data[:, -1], tests
+
+
+def uci_hl_splits(name, first=0, n_splits=None):
+    """Iterate over the published train/test splits of a ``uci_hl`` set (Fig. 2.4 protocol).
+
+    Input columns whose standard deviation over the training rows of split 0 is exactly zero
+    are dropped for every split: they carry no information and would make standardisation
+    divide by zero. In naval one column is dropped; a second constant column keeps a standard
+    deviation of 2e-13 from rounding in the mean, and standardising maps it to a constant
+    column (the rule of the runs recorded so far, kept so that their results stay comparable).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`UCI_HL_DATASETS`.
+    first : int, default=0
+        Index of the first split.
+    n_splits : int or None, default=None
+        Number of splits; ``None`` means all from ``first`` on. Clipped at the number the set
+        has (20; protein 5).
+
+    Yields
+    ------
+    split : int
+        Split index.
+    X_train, y_train, X_test, y_test : ndarray
+        Rows of the split, raw units.
+    """
+    X, y, tests = load_uci_hl(name)
+    first = int(first)
+    if first < 0:
+        raise ValueError(f"first must be >= 0, got {first}.")
+    if n_splits is not None and int(n_splits) < 0:
+        raise ValueError(f"n_splits must be >= 0 or None, got {n_splits}.")
+    X = X[:, X[~tests[:, 0]].std(axis=0) > 0]
+    stop = tests.shape[1] if n_splits is None else min(first + int(n_splits), tests.shape[1])
+    for split in range(first, stop):
+        te = tests[:, split]
+        yield split, X[~te], y[~te], X[te], y[te]
