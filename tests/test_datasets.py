@@ -96,4 +96,6 @@ def test_uci_hl_splits_iterates_the_published_splits(shared_data, name):
     assert [s for s, *_ in uci_hl_splits(name, first=3, n_splits=2)] == [3, 4]
     assert list(uci_hl_splits(name, first=25)) == []
     with pytest.raises(ValueError, match="first"):
-        next(uci_hl_splits(name, first=-1))
+        uci_hl_splits(name, first=-1)  # checked at the call, not at the first iteration
+    with pytest.raises(ValueError, match="unknown uci_hl dataset"):
+        uci_hl_splits("housing")

@@ -56,9 +56,5 @@ class Workspace:
             self._flat[name] = flat
         return flat[:size].reshape(shape)
 
-    def clear(self):
-        """Release every buffer."""
-        self._flat.clear()
-
     def __getstate__(self):
         return {"_flat": {}}

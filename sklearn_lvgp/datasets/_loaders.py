@@ -135,7 +135,7 @@ def load_uci_hl(name):
 
 
 def uci_hl_splits(name, first=0, n_splits=None):
-    """Iterate over the published train/test splits of a ``uci_hl`` set (Fig. 2.4 protocol).
+    """The published train/test splits of a ``uci_hl`` set, one after another (Fig. 2.4 protocol).
 
     Input columns whose standard deviation over the training rows of split 0 is exactly zero
     are dropped for every split: they carry no information and would make standardisation
@@ -153,21 +153,19 @@ def uci_hl_splits(name, first=0, n_splits=None):
         Number of splits; ``None`` means all from ``first`` on. Clipped at the number the set
         has (20; protein 5).
 
-    Yields
-    ------
-    split : int
-        Split index.
-    X_train, y_train, X_test, y_test : ndarray
-        Rows of the split, raw units.
+    Returns
+    -------
+    splits : iterator of tuple
+        ``(split, X_train, y_train, X_test, y_test)`` per split, raw units. Arguments and the
+        data file are checked when the function is called, not at the first iteration.
     """
-    X, y, tests = load_uci_hl(name)
     first = int(first)
     if first < 0:
         raise ValueError(f"first must be >= 0, got {first}.")
     if n_splits is not None and int(n_splits) < 0:
         raise ValueError(f"n_splits must be >= 0 or None, got {n_splits}.")
+    X, y, tests = load_uci_hl(name)
     X = X[:, X[~tests[:, 0]].std(axis=0) > 0]
     stop = tests.shape[1] if n_splits is None else min(first + int(n_splits), tests.shape[1])
-    for split in range(first, stop):
-        te = tests[:, split]
-        yield split, X[~te], y[~te], X[te], y[te]
+    return ((s, X[~tests[:, s]], y[~tests[:, s]], X[tests[:, s]], y[tests[:, s]])
+            for s in range(first, stop))
