@@ -59,6 +59,20 @@ def test_cholesky_rejects_nan():
         cholesky_jitter(np.array([[1.0, np.nan], [np.nan, 1.0]]))
 
 
+def test_cholesky_rejects_non_square():
+    with pytest.raises(ValueError, match="square"):
+        cholesky_jitter(np.ones((2, 3)), name="K_uu")
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_cholesky_factor_is_lower_with_zero_upper_triangle(rng, order):
+    A = np.asarray(_spd(rng, 6), order=order)
+    L, used = cholesky_jitter(A, jitter=1e-8)
+    assert np.all(np.triu(L, 1) == 0.0)
+    np.testing.assert_allclose(L, np.linalg.cholesky(A + used * np.eye(6)), rtol=1e-12)
+    assert used == pytest.approx(1e-8 * np.trace(A) / 6)
+
+
 def test_solves_and_logdet(rng):
     A = _spd(rng, 4)
     L, used = cholesky_jitter(A, jitter=0.0)

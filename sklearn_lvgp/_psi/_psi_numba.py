@@ -217,6 +217,100 @@ def two_rbf_block(mu, E, logk2, pconst, cmidT, lo, out):
             row[p] = vexp(pconst[p] + base + row[p])
 
 
+@nb.njit(cache=True)
+def two_rbf_row_factors(mu, E):
+    """``F = [1, E, E mu]`` (N, 1 + 2Q): the per-row factors of the sums over ``n`` in the
+    two-RBF backward pass (:func:`._two_rbf.two_rbf_backward`)."""
+    N, Q = mu.shape
+    F = np.empty((N, 1 + 2 * Q))
+    for n in range(N):
+        F[n, 0] = 1.0
+        for q in range(Q):
+            e = E[n, q]
+            F[n, 1 + q] = e
+            F[n, 1 + Q + q] = e * mu[n, q]
+    return F
+
+
+@nb.njit(cache=True)
+def two_rbf_pair_factors(cmidT, gp):
+    """``C = gp[:, None] [1, c, c²]`` (P, 1 + 2Q): the per-pair factors of the sums over ``p``.
+
+    ``gp`` holds the column weights of a summed adjoint (ones for a per-point adjoint, whose
+    weights are applied to the entries instead).
+    """
+    Q, P = cmidT.shape
+    C = np.empty((P, 1 + 2 * Q))
+    for p in range(P):
+        g = gp[p]
+        C[p, 0] = g
+        for q in range(Q):
+            c = cmidT[q, p]
+            C[p, 1 + q] = g * c
+            C[p, 1 + Q + q] = g * (c * c)
+    return C
+
+
+@nb.njit(cache=True)
+def two_rbf_summed_adjoint_weights(G, I, J, mult):
+    """``gp[p] = mult[p] G[I[p], J[p]]``: the pair weights of a summed (M, M) adjoint."""
+    P = I.shape[0]
+    gp = np.empty(P)
+    for p in range(P):
+        gp[p] = mult[p] * G[I[p], J[p]]
+    return gp
+
+
+@nb.njit(cache=True)
+def two_rbf_assemble(sums_n, sums_p, gp, mu, E, cmidT, DuT, wa, wb, I, J, M):
+    """Adjoints of the two-RBF matrix from the two sums of the adjoint-weighted entries ``w``.
+
+    ``sums_n = Fᵀ w`` (1 + 2Q, P) over rows, not yet scaled by ``gp`` (pass ones when it already
+    is), and ``sums_p = w C`` (N, 1 + 2Q) over pairs; ``F`` and ``C`` are
+    :func:`two_rbf_row_factors` and :func:`two_rbf_pair_factors`. Returns ``dmu``, ``dS``
+    (N, Q), ``dZ`` (M, Q), ``dlam_rest``, ``drho_rest`` (Q,) and ``total`` (formulas in
+    :mod:`._two_rbf`).
+    """
+    N, Q = mu.shape
+    P = I.shape[0]
+    dmu = np.empty((N, Q))
+    dS = np.empty((N, Q))
+    W2 = np.zeros(Q)  # sum_p sum_n w ((mu - c)^2 E^2 - E) / 2 = sum_n dS[n]
+    for n in range(N):
+        r = sums_p[n, 0]
+        for q in range(Q):
+            e = E[n, q]
+            x = mu[n, q]
+            wc = sums_p[n, 1 + q]
+            wc2 = sums_p[n, 1 + Q + q]
+            dmu[n, q] = -e * (x * r - wc)
+            v = 0.5 * (e * e) * (x * x * r - 2.0 * x * wc + wc2) - 0.5 * e * r
+            dS[n, q] = v
+            W2[q] += v
+    dZ = np.zeros((M, Q))
+    dla = np.zeros(Q)
+    dlb = np.zeros(Q)
+    total = 0.0
+    for p in range(P):
+        g = gp[p]
+        W0 = g * sums_n[0, p]
+        total += W0
+        i = I[p]
+        j = J[p]
+        for q in range(Q):
+            W1 = g * (sums_n[1 + Q + q, p] - cmidT[q, p] * sums_n[1 + q, p])  # sum_n w (mu - c) E
+            du = DuT[q, p]
+            h = 0.5 * du * du * W0
+            dZ[i, q] += wa[q] * W1 - du * W0
+            dZ[j, q] += wb[q] * W1 + du * W0
+            dla[q] += h - wa[q] * du * W1
+            dlb[q] += h + wb[q] * du * W1
+    for q in range(Q):
+        dla[q] += wa[q] * wa[q] * W2[q]
+        dlb[q] += wb[q] * wb[q] * W2[q]
+    return dmu, dS, dZ, dla, dlb, total
+
+
 # ------------------------------------------------------------------------------ RBF × linear
 
 @twin_jit(work=lambda mu, S, Z, *rest: mu.shape[0] * Z.shape[0] * mu.shape[1])

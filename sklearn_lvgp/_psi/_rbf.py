@@ -73,7 +73,6 @@ class TwoRBFSetup(NamedTuple):
     logk2: np.ndarray
     I: np.ndarray
     J: np.ndarray
-    cmid: np.ndarray
     cmidT: np.ndarray
     pconst: np.ndarray
     DuT: np.ndarray
@@ -112,8 +111,7 @@ def two_rbf_setup(lam_a, lam_b, log_c, Z, mu, S, sym):
     E, logk2, cmidT, DuT, pconst, tau, wa, wb = _nb.two_rbf_pair_terms(
         f64(lam_a), f64(lam_a if sym else lam_b), float(log_c), f64(Z), f64(S), I, J, sym)
     mult = _sym_mult(M) if sym else np.ones(I.shape[0])
-    return TwoRBFSetup(mu, E, logk2, I, J, np.ascontiguousarray(cmidT.T), cmidT, pconst, DuT,
-                       mult, wa, wb, tau, M, sym, [])
+    return TwoRBFSetup(mu, E, logk2, I, J, cmidT, pconst, DuT, mult, wa, wb, tau, M, sym, [])
 
 
 @functools.lru_cache(maxsize=32)

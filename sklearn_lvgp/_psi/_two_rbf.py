@@ -24,9 +24,13 @@ pass (:func:`._psi_numba.two_rbf_block`) writes the entries, vectorised over the
 :func:`~sklearn_lvgp._vexp_numba.vexp` (a scalar ``exp`` call per entry cost about five times as
 much), and the forward pass sums columns.
 The backward pass needs only weighted sums of the adjoint-weighted entries ``w[n, p]``: over
-``n`` with the per-row factors ``1, E, E mu, E², E² mu, E² mu²`` (one product ``Fᵀ w`` per chunk)
-and over ``p`` with ``1, c, c²`` (one product ``w C`` per chunk). The result does not depend on
-the thread count (rows are independent in the jitted pass; BLAS splits only output dimensions).
+``n`` with the per-row factors ``1, E, E mu`` (one product ``Fᵀ w`` per chunk; they give ``dZ``)
+and over ``p`` with ``1, c, c²`` (one product ``w C`` per chunk; they give ``dmu`` and ``dS``).
+The length-scale adjoint's term ``sum_p sum_n w ((mu - c)² E² - E) / 2`` is ``sum_n dS[n]``, so
+it needs no sums over ``n`` with ``E²`` factors (an earlier version formed them: 26 columns in
+``F`` instead of 11 at Q = 5). One jitted pass (:func:`._psi_numba.two_rbf_assemble`) turns the
+sums into the adjoints. The result does not depend on the thread count (rows are independent in
+the jitted pass; BLAS splits only output dimensions).
 """
 
 import numpy as np
@@ -120,44 +124,23 @@ def two_rbf_backward(G, s):
     total : float
         ``sum_n sum_p w[n, p]``, the adjoint of ``log(var_a var_b)``.
     """
-    N, Q = s.mu.shape
     P = s.I.shape[0]
-    cmidT = s.cmidT
-    cmid2T = cmidT * cmidT
     per_point = G.shape[0] > 1
-    gp = None if per_point else s.mult * G[0, s.I, s.J]
-    mu, E = s.mu, s.E
-    E2 = E * E
-    # per-row factors (sums over n) and per-pair factors (sums over p) of w[n, p]
-    F = np.concatenate([np.ones((N, 1)), E, E * mu, E2, E2 * mu, E2 * mu * mu], axis=1)
-    C = np.concatenate([np.ones((P, 1)), s.cmid, s.cmid * s.cmid], axis=1)
-    sums_n = np.zeros((1 + 5 * Q, P))
-    sums_p = np.empty((N, 1 + 2 * Q))
-    if gp is not None:  # w = T diag(gp): the column weights are applied to the sums instead
-        C = gp[:, None] * C
-    blocks, buf = _blocks(N, P)
+    if per_point:
+        gp = np.ones(P)
+    else:  # w = T diag(gp): the column weights are applied to the sums instead
+        gp = _nb.two_rbf_summed_adjoint_weights(G[0], s.I, s.J, s.mult)
+    F = _nb.two_rbf_row_factors(s.mu, s.E)
+    C = _nb.two_rbf_pair_factors(s.cmidT, gp)
+    sums_n = np.zeros((F.shape[1], P))
+    sums_p = np.empty((s.mu.shape[0], C.shape[1]))
+    blocks, buf = _blocks(s.mu.shape[0], P)
     kept = len(s.kept) == len(blocks)
     for i, (a, b) in enumerate(blocks):
         w = s.kept[i] if kept else _entries(s, a, b, buf)
-        if gp is None:
+        if per_point:
             w = w * (s.mult[None, :] * G[a:b][:, s.I, s.J])
         sums_n += F[a:b].T @ w
         np.dot(w, C, out=sums_p[a:b])
-    if gp is not None:
-        sums_n *= gp
-    r, wc, wc2 = sums_p[:, :1], sums_p[:, 1:1 + Q], sums_p[:, 1 + Q:]
-    dmu = -E * (mu * r - wc)
-    dS = 0.5 * E2 * (mu * mu * r - 2.0 * mu * wc + wc2) - 0.5 * E * r
-    W0 = sums_n[0]
-    A0, A1, B0, B1, B2 = (sums_n[1 + k * Q:1 + (k + 1) * Q] for k in range(5))
-    W1 = A1 - cmidT * A0  # sum_n w (mu - c) E
-    W2 = 0.5 * (B2 - 2.0 * cmidT * B1 + cmid2T * B0 - A0)  # sum_n w ((mu - c)^2 E^2 - E) / 2
-    du = s.DuT
-    wa, wb = s.wa[:, None], s.wb[:, None]
-    h = 0.5 * du * du * W0[None, :]
-    dZ = np.zeros((s.M, Q))
-    np.add.at(dZ, s.I, (wa * W1 - du * W0[None, :]).T)
-    np.add.at(dZ, s.J, (wb * W1 + du * W0[None, :]).T)
-    dla = np.sum(wa * (wa * W2 - du * W1) + h, axis=1)
-    dlb = np.sum(wb * (wb * W2 + du * W1) + h, axis=1)
-    return dmu, dS, dZ, dla, dlb, float(W0.sum())
+    return _nb.two_rbf_assemble(sums_n, sums_p, gp, s.mu, s.E, s.cmidT, s.DuT, s.wa, s.wb,
+                                s.I, s.J, s.M)
