@@ -36,6 +36,7 @@ from ._rbf import (
     rbf_lengthscale_sq,
     rbf_psi,
     rbf_psi1,
+    rbf_psi1_backward,
     rbf_psi1_setup,
     rbf_psi_vjp,
     rbf_theta_grad,
@@ -135,7 +136,7 @@ def _rbf_linear_backward(G, c):
         dZB = np.einsum("nmk,nmq->kq", G, V)
     A, dmu, dS, dZ, dlam = _nb.rbf_linear_tilted_backward(
         mu, S, Z, lam, p1.B, Psi1, np.ascontiguousarray(dW))
-    m1, s1, z1, l1, tot = _nb.rbf_psi1_backward(mu, np.ascontiguousarray(Z.T), p1.B, Psi1, A)
+    m1, s1, z1, l1, tot = rbf_psi1_backward(mu, Z, p1.B, Psi1, A)
     dZl, dbeta = scaled_inputs_vjp(dZB, Z, beta)
     theta_r = rbf_theta_grad(c.ka if not c.transpose else c.kb, tot, dlam + l1 + 0.5 * tot / lam,
                              lam)

@@ -10,7 +10,12 @@ Everything is evaluated in log space: a Ψ entry is ``exp(constant + per-row ter
 - quadratic form)``, never a product of separately rounded factors that could underflow.
 
 The two-RBF Ψ2 matrices (Ψ2 of one RBF and the RBF×RBF cross term) are assembled in
-:mod:`._two_rbf`: their entries come from :func:`two_rbf_block` and the sums from BLAS.
+:mod:`._two_rbf`: their entries come from :func:`two_rbf_block` and the sums from BLAS. The
+backward passes of the RBF Ψ1 and of the two-RBF matrices are likewise BLAS products between a
+serial jitted pass that forms their operands and one that turns the sums into adjoints
+(``*_factors`` and ``*_assemble``). At N = 1000, M = 20, Q = 5 the Ψ1 backward takes 56 µs this
+way against 115 µs for the fused row-block loop it replaced. With BLAS at one thread (as inside
+the estimators) these results do not depend on ``n_jobs`` either.
 ``exp`` is :func:`~sklearn_lvgp._vexp_numba.vexp` throughout, so the loops over ``m`` (pairs)
 vectorise.
 """
@@ -94,57 +99,65 @@ def _sum4(x):
     return (a0 + a1) + (a2 + a3)
 
 
-@twin_jit(work=lambda mu, ZT, *rest: mu.shape[0] * ZT.shape[1] * mu.shape[1])
-def rbf_psi1_backward(mu, ZT, B, Psi1, A):
-    """Backward pass of the RBF Ψ1 (:func:`rbf_psi1`) given ``A = dL/dPsi1``.
+@nb.njit(cache=True)
+def rbf_psi1_factors(mu, B, Z, A, Psi1):
+    """Operands of the RBF Ψ1 backward products (:func:`._rbf.rbf_psi1_backward`).
 
-    ``ZT`` is ``Z`` transposed (``(Q, M)``). Returns ``dmu`` (N, Q), ``dS`` (N, Q), ``dZ``
-    (M, Q), ``dlam_rest`` (Q,) and ``total``: with ``P = A * Psi1``,
-    ``dL/dlam_q = total / (2 lam_q) + dlam_rest[q]`` and ``dL/dlog var = total`` (the
-    log-derivatives of §3.1). Per row the loops over ``m`` vectorise and the sums over ``m``
-    use :func:`_sum4`; the sums over rows go through fixed row blocks.
+    Returns ``PW = A * Psi1`` (N, M), its row sums ``r`` (N,), ``XB = [mu B, B]`` (N, 2Q) and
+    ``ZZ = [Z, Z²]`` (M, 2Q).
     """
     N, Q = mu.shape
-    M = ZT.shape[1]
-    nbk = n_blocks(N)
+    M = Z.shape[0]
+    PW = np.empty((N, M))
+    r = np.empty(N)
+    XB = np.empty((N, 2 * Q))
+    for n in range(N):
+        row = PW[n]
+        for m in range(M):
+            row[m] = A[n, m] * Psi1[n, m]
+        r[n] = _sum4(row)
+        for q in range(Q):
+            XB[n, q] = mu[n, q] * B[n, q]
+            XB[n, Q + q] = B[n, q]
+    ZZ = np.empty((M, 2 * Q))
+    for m in range(M):
+        for q in range(Q):
+            ZZ[m, q] = Z[m, q]
+            ZZ[m, Q + q] = Z[m, q] * Z[m, q]
+    return PW, r, XB, ZZ
+
+
+@nb.njit(cache=True)
+def rbf_psi1_assemble(mu, B, Z, r, S1, T):
+    """Adjoints of the RBF Ψ1 from ``S1 = PW ZZ`` (N, 2Q) and ``T = PWᵀ XB`` (M, 2Q).
+
+    With ``t = (mu - z) B``: ``dmu = -sum_m PW t = -B (mu r - S1[:, :Q])``,
+    ``dS = (sum_m PW t² - B r) / 2 = (B² (mu² r - 2 mu S1[:, :Q] + S1[:, Q:]) - B r) / 2`` and
+    ``dZ = sum_n PW t = T[:, :Q] - Z T[:, Q:]``. Returns ``dmu``, ``dS`` (N, Q), ``dZ``
+    (M, Q), ``dlam_rest = sum_n dS`` (Q,) and ``total = sum r`` (see :func:`rbf_psi1`'s
+    caller for how they combine into the length-scale and variance adjoints).
+    """
+    N, Q = mu.shape
+    M = Z.shape[0]
     dmu = np.empty((N, Q))
     dS = np.empty((N, Q))
-    dZT_part = np.zeros((nbk, Q, M))
-    tot_part = np.zeros(nbk)
-    for b in nb.prange(nbk):
-        pw = np.empty(M)
-        pt = np.empty(M)
-        ptt = np.empty(M)
-        dz = dZT_part[b]
-        for n in range(b * PSI_BLOCK, min(N, (b + 1) * PSI_BLOCK)):
-            for m in range(M):
-                pw[m] = A[n, m] * Psi1[n, m]
-            r = _sum4(pw)
-            tot_part[b] += r
-            for q in range(Q):
-                x = mu[n, q]
-                bq = B[n, q]
-                zq = ZT[q]
-                dzq = dz[q]
-                for m in range(M):
-                    t = (x - zq[m]) * bq
-                    v = pw[m] * t
-                    pt[m] = v
-                    dzq[m] += v
-                    ptt[m] = v * t
-                dmu[n, q] = -_sum4(pt)
-                dS[n, q] = 0.5 * (_sum4(ptt) - bq * r)
-    dZ = np.zeros((M, Q))
-    total = 0.0
-    for b in range(nbk):
-        for q in range(Q):
-            for m in range(M):
-                dZ[m, q] += dZT_part[b, q, m]
-        total += tot_part[b]
     dl = np.zeros(Q)
+    total = 0.0
     for n in range(N):
+        rn = r[n]
+        total += rn
         for q in range(Q):
-            dl[q] += dS[n, q]
+            b = B[n, q]
+            x = mu[n, q]
+            s1 = S1[n, q]
+            dmu[n, q] = -b * (x * rn - s1)
+            v = 0.5 * ((b * b) * (x * x * rn - 2.0 * x * s1 + S1[n, Q + q]) - b * rn)
+            dS[n, q] = v
+            dl[q] += v
+    dZ = np.empty((M, Q))
+    for m in range(M):
+        for q in range(Q):
+            dZ[m, q] = T[m, q] - Z[m, q] * T[m, Q + q]
     return dmu, dS, dZ, dl, total
 
 

@@ -63,6 +63,19 @@ def rbf_psi1(mu, Z, setup):
     return _nb.rbf_psi1(mu, np.ascontiguousarray(Z.T), setup.B, setup.logk1)
 
 
+def rbf_psi1_backward(mu, Z, B, Psi1, A):
+    """Backward pass of the RBF Ψ1 given ``A = dL/dPsi1`` (N, M).
+
+    Returns ``dmu``, ``dS`` (N, Q), ``dZ`` (M, Q), ``dlam_rest`` (Q,) and ``total``: with
+    ``PW = A * Psi1``, ``dL/dlam_q = total / (2 lam_q) + dlam_rest[q]`` and
+    ``dL/dlog var = total`` (the log-derivatives of §3.1). The sums over ``m`` and ``n`` are two
+    products, ``PW [Z, Z²]`` and ``PWᵀ [mu B, B]``; the rest is one jitted pass on each side
+    (:func:`._psi_numba.rbf_psi1_factors`, :func:`._psi_numba.rbf_psi1_assemble`).
+    """
+    PW, r, XB, ZZ = _nb.rbf_psi1_factors(mu, B, Z, A, Psi1)
+    return _nb.rbf_psi1_assemble(mu, B, Z, r, PW @ ZZ, PW.T @ XB)
+
+
 # ------------------------------------------------------------------- two-RBF Ψ2 / cross term
 
 class TwoRBFSetup(NamedTuple):
@@ -244,8 +257,7 @@ def rbf_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
     dlam = np.zeros(Q)
     dlog_var = float(np.sum(g0)) * c.var
     if G1 is not None:
-        m1, s1, z1, l1, tot1 = _nb.rbf_psi1_backward(c.mu, np.ascontiguousarray(c.Z.T),
-                                                     c.psi1.B, c.Psi1, G1)
+        m1, s1, z1, l1, tot1 = rbf_psi1_backward(c.mu, c.Z, c.psi1.B, c.Psi1, G1)
         dmu += m1
         dS += s1
         dZ += z1

@@ -83,6 +83,7 @@ def two_rbf_forward(s, per_point=False):
         out = np.zeros((N, s.M, s.M))
     else:
         colsum = np.zeros(P)
+        ones = np.ones(buf.shape[0])
     for a, b in blocks:
         T = _entries(s, a, b, np.empty_like(buf) if keep else buf)
         if keep:
@@ -92,7 +93,7 @@ def two_rbf_forward(s, per_point=False):
             if s.sym:
                 out[a:b, s.J, s.I] = T
         else:
-            colsum += T.sum(axis=0)
+            colsum += ones[: b - a] @ T  # BLAS: half the time of T.sum(axis=0) here
     if per_point:
         return out
     out = np.zeros((s.M, s.M))

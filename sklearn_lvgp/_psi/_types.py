@@ -2,6 +2,7 @@
 
 from typing import NamedTuple
 
+import numba as nb
 import numpy as np
 
 __all__ = ["PsiStats", "PsiVJP"]
@@ -61,12 +62,27 @@ def check_psi_inputs(Z, mu, S):
         raise ValueError(f"S has shape {S.shape} but mu has shape {mu.shape}.")
     if Z.shape[1] != mu.shape[1]:
         raise ValueError(f"Z has {Z.shape[1]} columns but mu has {mu.shape[1]}.")
-    for name, a in (("Z", Z), ("mu", mu), ("S", S)):
-        if not np.all(np.isfinite(a)):
-            raise ValueError(f"{name} contains NaN or infinite values.")
-    if np.any(S < 0):
+    code = first_invalid_psi_input(Z, mu, S)
+    if code == 4:
         raise ValueError("S (the variational variances) must be non-negative.")
+    if code:
+        name = ("Z", "mu", "S")[code - 1]
+        raise ValueError(f"{name} contains NaN or infinite values.")
     return Z, mu, S
+
+
+@nb.njit(cache=True)
+def first_invalid_psi_input(Z, mu, S):
+    """``0`` when all is valid; else ``1``/``2``/``3`` for a non-finite ``Z``/``mu``/``S`` and
+    ``4`` for a negative ``S`` (one pass over each array instead of four numpy reductions)."""
+    for a, code in ((Z, 1), (mu, 2), (S, 3)):
+        for v in a.ravel():
+            if not np.isfinite(v):
+                return code
+    for v in S.ravel():
+        if v < 0.0:
+            return 4
+    return 0
 
 
 def check_psi_adjoints(dL_dpsi0, dL_dPsi1, dL_dPsi2, N, M):

@@ -386,15 +386,6 @@ def _rbf_psi1(rng):
     return _psi_numba.rbf_psi1, (mu, ZT, rng.uniform(0.2, 1.0, (700, 3)), rng.standard_normal(700))
 
 
-def _rbf_psi1_backward(rng):
-    from sklearn_lvgp._psi import _psi_numba
-
-    mu, ZT = rng.standard_normal((700, 3)), rng.standard_normal((3, 41))
-    return _psi_numba.rbf_psi1_backward, (mu, ZT, rng.uniform(0.2, 1.0, (700, 3)),
-                                          rng.uniform(0.0, 1.0, (700, 41)),
-                                          rng.standard_normal((700, 41)))
-
-
 def _two_rbf_block(rng):
     from sklearn_lvgp._psi import _psi_numba
 
@@ -417,12 +408,10 @@ def _slope_weights(kind):
     return make
 
 
-_JITTED = ([_backward_stationary, _backward_periodic, _rbf_psi1, _rbf_psi1_backward,
-            _two_rbf_block]
+_JITTED = ([_backward_stationary, _backward_periodic, _rbf_psi1, _two_rbf_block]
            + [_stationary_K(k) for k in _KINDS.values()]
            + [_slope_weights(k) for k in _KINDS.values() if k != _nb.MATERN12_KIND])
-_JITTED_IDS = (["stationary_K_vjp", "periodic_backward", "rbf_psi1", "rbf_psi1_backward",
-                "two_rbf_block"]
+_JITTED_IDS = (["stationary_K_vjp", "periodic_backward", "rbf_psi1", "two_rbf_block"]
                + [f"stationary_K_{name}" for name in _KINDS]
                + [f"slope_weights_{name}" for name in _KINDS if name != "matern12"])
 
