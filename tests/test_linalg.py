@@ -190,3 +190,18 @@ def test_tril_indices_cached_and_read_only():
     assert tril_indices(7)[0] is r
     with pytest.raises(ValueError):
         r[0] = 1
+
+
+@pytest.mark.parametrize("trans", [False, True])
+@pytest.mark.parametrize("shape", [(5, 3), (5, 0), (1, 4)])
+def test_trsm_left_from_jitted_code_matches_scipy(rng, trans, shape):
+    from scipy.linalg import solve_triangular
+
+    from sklearn_lvgp._blas_numba import DTRSM, trsm_left
+
+    m, n = shape
+    L = np.asfortranarray(np.linalg.cholesky(_spd(rng, m)))
+    B = np.asfortranarray(rng.standard_normal((m, n)))
+    expected = solve_triangular(L, B, lower=True, trans=1 if trans else 0)
+    trsm_left(DTRSM, L, B, trans)
+    np.testing.assert_allclose(B, expected, rtol=1e-12, atol=1e-12)

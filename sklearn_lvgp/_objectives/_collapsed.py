@@ -11,7 +11,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._linalg import cholesky_jitter, logdet_from_chol, solve_lower, solve_upper, symmetrise
+from .._blas_numba import DTRSM
+from .._linalg import cholesky_jitter, solve_upper, symmetrise
+from . import _collapsed_numba as _nb
 
 __all__ = ["BoundVJP", "collapsed_bound", "collapsed_bound_vjp", "heldout_bound",
            "predictive_moments"]
@@ -44,6 +46,8 @@ class CollapsedPosterior(NamedTuple):
     psi0: float
     Psi1: np.ndarray
     Y: np.ndarray
+    PY: np.ndarray = None  # Psi1ᵀ Y (only the collapsed bound's own posterior has these two)
+    LBtc: np.ndarray = None  # LB^-T c
 
 
 def _sandwich_inv(L, X):
@@ -82,27 +86,24 @@ def collapsed_bound(Y, psi0, Psi1, Psi2, Kuu, noise_variance, *, jitter=1e-6, ma
         Input of :func:`collapsed_bound_vjp`, :func:`heldout_bound`, :func:`predictive_moments`.
     """
     N, D = Y.shape
-    M = Kuu.shape[0]
     s2 = float(noise_variance)
     L, abs_jit = cholesky_jitter(Kuu, jitter, max_tries=max_tries, name="K_uu",
                                  warn=max_tries > 0)
-    scale = float(np.mean(np.diag(Kuu)))
+    L = np.asfortranarray(L)
+    scale = float(np.trace(Kuu)) / Kuu.shape[0]
     rel = abs_jit / scale if scale > 0 else 0.0
-    E = symmetrise(solve_lower(L, solve_lower(L, Psi2).T) / s2)  # L^-1 Psi2 L^-T / σ² (§2.2)
-    B = np.eye(M) + E
+    Psi2 = np.asarray(Psi2, dtype=np.float64)
+    B, trE = _nb.whitened_psi2(DTRSM, L, Psi2, s2)  # I + L^-1 Psi2 L^-T / σ² (§2.2)
     LB, _ = cholesky_jitter(B, 0.0, max_tries=max_tries, name="B = I + L^-1 Psi2 L^-T / noise",
                             warn=max_tries > 0)
-    PY = Psi1.T @ Y
-    c = solve_lower(LB, solve_lower(L, PY)) / s2
+    LB = np.asfortranarray(LB)
+    PY = np.asarray(Psi1.T @ Y, dtype=np.float64)
+    c, LBtc, G, Binv, logdetB, cc = _nb.collapsed_solves(DTRSM, L, LB, PY, s2)
     YY = float(np.sum(Y * Y))
-    trE = float(np.trace(E))
-    F = (-0.5 * N * D * math.log(2.0 * math.pi * s2) - 0.5 * D * logdet_from_chol(LB)
-         - 0.5 * YY / s2 + 0.5 * float(np.sum(c * c)) - 0.5 * D * (psi0 / s2 - trE))
-    G = solve_upper(L, solve_upper(LB, c))
-    LBinv = solve_lower(LB, np.eye(M))
-    Binv = LBinv.T @ LBinv
+    F = (-0.5 * N * D * math.log(2.0 * math.pi * s2) - 0.5 * D * logdetB
+         - 0.5 * YY / s2 + 0.5 * cc - 0.5 * D * (psi0 / s2 - trE))
     cache = CollapsedPosterior(L, LB, c, G, Binv, trE, s2, rel, N, D, YY, float(psi0),
-                               Psi1, Y)
+                               Psi1, Y, PY, LBtc)
     return float(F), cache
 
 
@@ -120,27 +121,12 @@ def collapsed_bound_vjp(cache):
         dF/dψ0, dF/dΨ1 (N, M), dF/dΨ2 (M, M), dF/dKuu (M, M; includes the dependence of the
         relative jitter on ``mean(diag(Kuu))``), dF/dσ².
     """
-    L, LB, c, G, Binv = cache.L, cache.LB, cache.c, cache.G, cache.Binv
-    s2, N, D = cache.noise_variance, cache.N, cache.D
-    M = L.shape[0]
-    eye = np.eye(M)
-    GG = G @ G.T
-    dpsi0 = -D / (2.0 * s2)
-    dPsi1 = cache.Y @ G.T / s2
-    dPsi2 = (D * _sandwich_inv(L, eye - Binv) - GG) / (2.0 * s2)
-    B = LB @ LB.T
-    dKu = 0.5 * D * _sandwich_inv(L, 2.0 * eye - B - Binv) - 0.5 * GG
-    dKu = symmetrise(dKu)
-    dPsi2 = symmetrise(dPsi2)
-    if cache.rel_jitter:
-        dKu = dKu + cache.rel_jitter * np.trace(dKu) / M * eye
-    PY = cache.Psi1.T @ cache.Y
-    LBtc = solve_upper(LB, c)
-    dnoise = (-D * (N - M) / (2.0 * s2) - D * np.trace(Binv) / (2.0 * s2)
-              + (cache.YY - float(np.sum(G * PY)) + D * cache.psi0 - D * s2 * cache.trE)
-              / (2.0 * s2 * s2)
-              - float(np.sum(LBtc * LBtc)) / (2.0 * s2))
-    return BoundVJP(dpsi0, dPsi1, dPsi2, dKu, float(dnoise))
+    s2, D = cache.noise_variance, cache.D
+    dPsi2, dKu, dnoise = _nb.collapsed_adjoints(
+        DTRSM, cache.L, cache.LB, cache.G, cache.Binv, cache.LBtc, cache.PY, cache.N, D, s2,
+        cache.YY, cache.psi0, cache.trE, cache.rel_jitter)
+    dPsi1 = cache.Y @ (cache.G.T / s2)
+    return BoundVJP(-D / (2.0 * s2), dPsi1, dPsi2, dKu, float(dnoise))
 
 
 def _weight_matrices(post):

@@ -75,14 +75,24 @@ def check_psi_inputs(Z, mu, S):
 def first_invalid_psi_input(Z, mu, S):
     """``0`` when all is valid; else ``1``/``2``/``3`` for a non-finite ``Z``/``mu``/``S`` and
     ``4`` for a negative ``S`` (one pass over each array instead of four numpy reductions)."""
-    for a, code in ((Z, 1), (mu, 2), (S, 3)):
-        for v in a.ravel():
-            if not np.isfinite(v):
-                return code
+    if not _all_finite(Z):
+        return 1
+    if not _all_finite(mu):
+        return 2
+    if not _all_finite(S):
+        return 3
     for v in S.ravel():
         if v < 0.0:
             return 4
     return 0
+
+
+@nb.njit(cache=True)
+def _all_finite(a):
+    for v in a.ravel():
+        if not np.isfinite(v):
+            return False
+    return True
 
 
 def check_psi_adjoints(dL_dpsi0, dL_dPsi1, dL_dPsi2, N, M):
