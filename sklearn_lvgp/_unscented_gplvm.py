@@ -13,7 +13,7 @@ from ._objectives._collapsed import (
     heldout_bound,
     predictive_moments,
 )
-from ._objectives._kl import gaussian_kl, gaussian_kl_vjp
+from ._objectives._kl import gaussian_kl, gaussian_kl_vjp, standard_normal_kl_and_vjp
 from ._optimize import minimize_adam, minimize_lbfgsb
 from ._parallel import threads
 from ._params import ParamPacker
@@ -292,8 +292,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         adj = collapsed_bound_vjp(post)
         pv = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, pcache)
         kv = kernel.vjp(adj.Kuu, Z)
-        kl = gaussian_kl(mu, S)
-        dkl_mu, dkl_S = gaussian_kl_vjp(mu, S)
+        kl, dkl_mu, dkl_S = standard_normal_kl_and_vjp(mu, S)
         grads = {"mu": pv.mu - dkl_mu, "S": pv.S - dkl_S, "Z": pv.Z + kv.X,
                  "theta": pv.theta + kv.theta, "noise": adj.noise_variance}
         return F - kl, grads, post

@@ -1,8 +1,9 @@
 """KL divergences of diagonal Gaussians and their gradients (spec §2.1)."""
 
+import numba as nb
 import numpy as np
 
-__all__ = ["gaussian_kl", "gaussian_kl_vjp"]
+__all__ = ["gaussian_kl", "gaussian_kl_vjp", "standard_normal_kl_and_vjp"]
 
 
 def gaussian_kl(mu, S, prior_mean=0.0, prior_var=1.0, per_row=False):
@@ -38,3 +39,31 @@ def gaussian_kl_vjp(mu, S, prior_mean=0.0, prior_var=1.0):
     """
     v0 = np.broadcast_to(np.asarray(prior_var, dtype=np.float64), np.shape(mu))
     return (mu - prior_mean) / v0, 0.5 * (1.0 / v0 - 1.0 / S)
+
+
+@nb.njit(cache=True)
+def standard_normal_kl_and_vjp(mu, S):
+    """``KL(N(mu, diag S) ‖ N(0, I))`` summed over all entries, and its gradients.
+
+    The prior of the GPLVM latents (spec §2.1): :func:`gaussian_kl` and :func:`gaussian_kl_vjp`
+    with their defaults, in one pass.
+
+    Returns
+    -------
+    kl : float
+        The divergence.
+    dmu, dS : ndarray of shape (N, Q)
+        ``mu`` and ``(1 - 1/S)/2``.
+    """
+    N, Q = mu.shape
+    dmu = np.empty((N, Q))
+    dS = np.empty((N, Q))
+    total = 0.0
+    for n in range(N):
+        for q in range(Q):
+            m = mu[n, q]
+            s = S[n, q]
+            total += m * m + s - np.log(s) - 1.0
+            dmu[n, q] = m
+            dS[n, q] = 0.5 * (1.0 - 1.0 / s)
+    return 0.5 * total, dmu, dS

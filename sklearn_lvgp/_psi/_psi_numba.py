@@ -53,7 +53,39 @@ def _half_weighted_sq_dist_row(mu, W, n, CT, row):
             row[p] += h * d * d
 
 
+@nb.njit(inline="always")
+def _sum_log1p(S, n, inv_tau):
+    """``sum_q log1p(S[n, q] inv_tau[q])`` as the log of a running product (one ``log`` per row
+    instead of Q ``log1p`` calls; the product is folded into the sum before it could overflow).
+
+    The absolute error is a few ulps of 1 per factor, which in the exponent of a Ψ entry is a
+    relative error of the same size in the entry.
+    """
+    acc = 0.0
+    prod = 1.0
+    for q in range(S.shape[1]):
+        prod *= 1.0 + S[n, q] * inv_tau[q]
+        if prod > 1e150:
+            acc += np.log(prod)
+            prod = 1.0
+    return acc + np.log(prod)
+
+
 # ------------------------------------------------------------------------------------ RBF Ψ1
+
+@nb.njit(cache=True)
+def rbf_psi1_row_terms(lam, log_var, S):
+    """``B = 1 / (lam + S)`` (N, Q) and ``logk1 = log var - 0.5 sum_q log1p(S / lam)`` (N,)."""
+    N, Q = S.shape
+    B = np.empty((N, Q))
+    logk1 = np.empty(N)
+    inv_lam = 1.0 / lam
+    for n in range(N):
+        for q in range(Q):
+            B[n, q] = 1.0 / (lam[q] + S[n, q])
+        logk1[n] = log_var - 0.5 * _sum_log1p(S, n, inv_lam)
+    return B, logk1
+
 
 @twin_jit(work=lambda mu, ZT, *rest: mu.shape[0] * ZT.shape[1] * mu.shape[1])
 def rbf_psi1(mu, ZT, B, logk1):
@@ -203,12 +235,11 @@ def two_rbf_pair_terms(lam_a, lam_b, log_c, Z, S, I, J, sym):
     pconst = log_c - 0.5 * quad
     E = np.empty((N, Q))
     logk2 = np.empty(N)
+    inv_tau = 1.0 / tau
     for n in range(N):
-        acc = 0.0
         for q in range(Q):
             E[n, q] = 1.0 / (tau[q] + S[n, q])
-            acc += np.log1p(S[n, q] / tau[q])
-        logk2[n] = -0.5 * acc
+        logk2[n] = -0.5 * _sum_log1p(S, n, inv_tau)
     return E, logk2, cmidT, DuT, pconst, tau, wa, wb
 
 

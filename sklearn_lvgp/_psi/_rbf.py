@@ -53,9 +53,8 @@ class Psi1Setup(NamedTuple):
 
 def rbf_psi1_setup(lam, var, S):
     """Quantities shared by the RBF Ψ1 forward and backward passes."""
-    B = np.ascontiguousarray(1.0 / (lam + S))
-    logk1 = np.log(var) - 0.5 * np.sum(np.log1p(S / lam), axis=1)
-    return Psi1Setup(lam, B, np.ascontiguousarray(logk1))
+    B, logk1 = _nb.rbf_psi1_row_terms(lam, float(np.log(var)), S)
+    return Psi1Setup(lam, B, logk1)
 
 
 def rbf_psi1(mu, Z, setup):

@@ -28,32 +28,17 @@ def _stationary_vjp_from_weights(C, dlogvar, dlogalpha, X, Z, inv_ls):
     """Backward pass of a stationary kernel as products, given ``C = 2 dK variance dg/dr2``.
 
     ``dlogvar`` is ``sum dK K``; ``None`` means the RBF, whose ``C = -dK K`` gives it as
-    ``-sum C``.
-
-    Every adjoint is a weighted sum of ``x_n - z_m`` or its square over the pairs (seed 000
-    eq. 2.14 for the RBF), and those sums are matrix products:
-    ``dX = (X rowsum(C) - C Z) / l^2``, ``dZ = (Z colsum(C) - Cᵀ X) / l^2`` and
-    ``d/dlog l = -(sum X^2 rowsum(C) - 2 sum X (C Z) + sum Z^2 colsum(C)) / l^2``. Two
-    ``(N, M) x (M or N, Q)`` products and two sums over ``(N, M)`` replace a loop over
-    ``(n, m, q)`` with scattered updates. Both inputs are first centred on the mean of ``Z`` (the
-    kernel is translation invariant), which keeps the expanded squares from cancelling when the
-    inputs sit far from the origin.
+    ``-sum C``. Every adjoint is a weighted sum of ``x_n - z_m`` or its square over the pairs
+    (seed 000 eq. 2.14 for the RBF), and those sums are matrix products
+    (:func:`._kernels_numba.stationary_vjp_products`).
 
     Returns ``(dX, dZ, dlogls, dlogvar, dlogalpha)`` as :func:`_nb.stationary_K_vjp` does.
     """
-    r = C.sum(axis=1)
-    c = C.sum(axis=0)
+    dX, dZ, dlogls, total = _nb.stationary_vjp_products(
+        np.ascontiguousarray(C), np.ascontiguousarray(X), np.ascontiguousarray(Z),
+        np.ascontiguousarray(inv_ls, dtype=np.float64))
     if dlogvar is None:  # RBF: C = -dK K
-        dlogvar = -float(r.sum())
-    centre = Z.mean(axis=0)
-    Xc = X - centre
-    Zc = Z - centre
-    CZ = C @ Zc
-    CtX = C.T @ Xc
-    inv2 = inv_ls * inv_ls
-    dX = (Xc * r[:, None] - CZ) * inv2
-    dZ = (Zc * c[:, None] - CtX) * inv2
-    dlogls = (2.0 * np.sum(Xc * CZ, axis=0) - r @ (Xc * Xc) - c @ (Zc * Zc)) * inv2
+        dlogvar = -total
     return dX, dZ, dlogls, dlogvar, dlogalpha
 
 

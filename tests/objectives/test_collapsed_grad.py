@@ -14,7 +14,7 @@ from sklearn_lvgp._objectives._collapsed import (
     heldout_bound,
     predictive_moments,
 )
-from sklearn_lvgp._objectives._kl import gaussian_kl, gaussian_kl_vjp
+from sklearn_lvgp._objectives._kl import gaussian_kl, gaussian_kl_vjp, standard_normal_kl_and_vjp
 from sklearn_lvgp.kernels import RBF
 from sklearn_lvgp.utils.gradcheck import check_grad, fd_gradient
 
@@ -162,3 +162,14 @@ def test_kl_value_and_gradient(rng):
     m0, v0 = 0.3, 2.0
     check_grad(lambda m: (gaussian_kl(m, S, m0, v0), gaussian_kl_vjp(m, S, m0, v0)[0]), mu)
     check_grad(lambda s: (gaussian_kl(mu, s, m0, v0), gaussian_kl_vjp(mu, s, m0, v0)[1]), S)
+
+
+def test_standard_normal_kl_and_vjp_equals_the_general_pair(rng):
+    mu = rng.standard_normal((7, 3))
+    S = rng.uniform(0.05, 3.0, (7, 3))
+    kl, dmu, dS = standard_normal_kl_and_vjp(mu, S)
+    assert kl == pytest.approx(gaussian_kl(mu, S), rel=1e-13)
+    ref_mu, ref_S = gaussian_kl_vjp(mu, S)
+    np.testing.assert_allclose(dmu, ref_mu, rtol=1e-14)
+    np.testing.assert_allclose(dS, ref_S, rtol=1e-13)
+    check_grad(lambda s: standard_normal_kl_and_vjp(mu, s)[::2], S)
