@@ -370,3 +370,19 @@ def test_two_rbf_chunks_kept_or_recomputed_give_the_same_results(rng, monkeypatc
     for a, b, c in zip(v_parts, v_whole, v_again, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
         np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.parametrize("shift", [0.0, 1e2, 1e4])
+def test_rbf_psi_is_translation_invariant_far_from_the_origin(rng, shift):
+    """Ψ2's log-entries are a product expanded about the centre of the inducing pairs; far from
+    the origin the centring must keep the expanded square from cancelling."""
+    Q, n, m = 3, 40, 7
+    kernel = RBF(length_scale=np.array([0.7, 1.0, 1.8]), variance=1.3)
+    mu, Z = rng.standard_normal((n, Q)), rng.standard_normal((m, Q))
+    S = rng.uniform(0.05, 0.5, (n, Q))
+    base, _ = rbf_psi(kernel, Z, mu, S)
+    moved, _ = rbf_psi(kernel, Z + shift, mu + shift, S)
+    np.testing.assert_allclose(moved.Psi1, base.Psi1, rtol=1e-9)
+    np.testing.assert_allclose(moved.Psi2, base.Psi2, rtol=1e-9)
+    pp_base, _ = rbf_psi(kernel, Z, mu, S, per_point=True)
+    np.testing.assert_allclose(pp_base.Psi2.sum(axis=0), base.Psi2, rtol=1e-12)
