@@ -286,12 +286,12 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         """ELBO (collapsed bound − KL), its gradient wrt each constrained block, the posterior."""
         mu, S, Z, s2 = p["mu"], p["S"], p["Z"], float(p["noise"])
         stats, pcache = psi_statistics(kernel, Z, mu, S, rule)
-        Kuu = kernel.K(Z)
+        Kuu, kcache = kernel.K_cached(Z)
         F, post = collapsed_bound(Y, stats.psi0, stats.Psi1, stats.Psi2, Kuu, s2,
                                   jitter=jitter, max_tries=max_tries)
         adj = collapsed_bound_vjp(post)
         pv = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, pcache)
-        kv = kernel.vjp(adj.Kuu, Z)
+        kv = kernel.vjp_cached(adj.Kuu, kcache, overwrite_dK=True)
         kl, dkl_mu, dkl_S = standard_normal_kl_and_vjp(mu, S)
         grads = {"mu": pv.mu - dkl_mu, "S": pv.S - dkl_S, "Z": pv.Z + kv.X,
                  "theta": pv.theta + kv.theta, "noise": adj.noise_variance}

@@ -310,6 +310,10 @@ def sum_psi(kernels, Z, mu, S, per_point=False):
         If a summand has no closed form (see :func:`closed_form_available`).
     """
     ks = _summands(kernels)
+    if len(ks) == 1:  # a single summand: its own statistics (it checks the inputs)
+        stats, cache = _SINGLE[type(ks[0])][0](ks[0], Z, mu, S, per_point)
+        mu = np.asarray(mu)
+        return stats, _SumCache(ks, [cache], [], (mu.shape[0], np.shape(Z)[0], mu.shape[1]))
     Z, mu, S = check_psi_inputs(Z, mu, S)
     caches, cross = [], []
     psi0, Psi1, Psi2 = 0.0, 0.0, 0.0
@@ -350,6 +354,8 @@ def sum_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
         order (the layout of ``Sum.theta``).
     """
     c = cache
+    if len(c.kernels) == 1:
+        return _SINGLE[type(c.kernels[0])][1](dL_dpsi0, dL_dPsi1, dL_dPsi2, c.caches[0])
     N, M, Q = c.shape
     g0, G1, G2 = check_psi_adjoints(dL_dpsi0, dL_dPsi1, dL_dPsi2, N, M)
     offsets = np.cumsum([0] + [k.n_theta for k in c.kernels])
