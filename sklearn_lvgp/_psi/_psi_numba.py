@@ -55,20 +55,17 @@ def _half_weighted_sq_dist_row(mu, W, n, CT, row):
 
 @nb.njit(inline="always")
 def _sum_log1p(S, n, inv_tau):
-    """``sum_q log1p(S[n, q] inv_tau[q])`` as the log of a running product (one ``log`` per row
-    instead of Q ``log1p`` calls; the product is folded into the sum before it could overflow).
+    """``sum_q log1p(S[n, q] inv_tau[q])``.
 
-    The absolute error is a few ulps of 1 per factor, which in the exponent of a Ψ entry is a
-    relative error of the same size in the entry.
+    ``log1p`` keeps full relative accuracy as ``S -> 0`` (near-deterministic inputs). The log
+    of a running product (one ``log`` per row) was tried: about 20 µs faster per call at
+    N = 1000, Q = 5, but it loses that accuracy, and it moved the DVMGP Table 4 fit of the default
+    suite to another optimum (higher ELBO, worse test NLPD).
     """
     acc = 0.0
-    prod = 1.0
     for q in range(S.shape[1]):
-        prod *= 1.0 + S[n, q] * inv_tau[q]
-        if prod > 1e150:
-            acc += np.log(prod)
-            prod = 1.0
-    return acc + np.log(prod)
+        acc += np.log1p(S[n, q] * inv_tau[q])
+    return acc
 
 
 # ------------------------------------------------------------------------------------ RBF Ψ1
