@@ -343,6 +343,17 @@ def run(quick=False, repeats=None):
     }
 
 
+def _burst_rows(res, labels, key):
+    """Table rows of one burst measurement (``back_to_back`` or ``steady_state``)."""
+    rows = []
+    for label in labels:
+        e = res["results"][label]["1"].get(key)
+        if e:
+            rows.append([label, fmt_ms(e["seconds"]),
+                         fmt_ratio(e["gpy_over_ours"]) if "gpy_over_ours" in e else "—"])
+    return rows
+
+
 def report(res):
     """Markdown tables of a :func:`run` result (also works on the JSON read back)."""
     p = res["problem"]
@@ -371,31 +382,19 @@ def report(res):
         et = res["results"].get(label + TUNED, {}).get("1")
         extra.append([label, f"{e2['median_ratio_to_1_thread']:.3g}×" if e2 else "—",
                       fmt_ratio(et["ratio_to_untuned"]) if et else "—"])
-    b2b_rows = []
-    for label in labels:
-        e = res["results"][label]["1"].get("back_to_back")
-        if e:
-            b2b_rows.append([label, fmt_ms(e["seconds"]),
-                             fmt_ratio(e["gpy_over_ours"]) if "gpy_over_ours" in e else "—"])
+    header_b2b = ["config", "ms: median [min–max]", "GPy ÷ ours" if installed else "GPy"]
+    b2b_rows = _burst_rows(res, labels, "back_to_back")
     if b2b_rows:
         out += ["", f"Back to back (1 thread; each repeat the median of "
                 f"{res['back_to_back']['calls_per_burst']} calls made in a row, as an optimiser "
-                "makes them; bursts interleaved):", "",
-                markdown_table(["config", "ms: median [min–max]",
-                                "GPy ÷ ours" if installed else "GPy"], b2b_rows)]
-    st_rows = []
-    for label in labels:
-        e = res["results"][label]["1"].get("steady_state")
-        if e:
-            st_rows.append([label, fmt_ms(e["seconds"]),
-                            fmt_ratio(e["gpy_over_ours"]) if "gpy_over_ours" in e else "—"])
+                "makes them; bursts interleaved):", "", markdown_table(header_b2b, b2b_rows)]
+    st_rows = _burst_rows(res, labels, "steady_state")
     if st_rows:
         st = res["steady_state"]
         out += ["", f"Steady state (1 thread; each repeat the median of calls "
                 f"{st['leading_calls_left_out'] + 1}–{st['calls_per_burst']} of a burst of "
                 f"{st['calls_per_burst']} made in a row, as inside a fit; bursts interleaved):", "",
-                markdown_table(["config", "ms: median [min–max]",
-                                "GPy ÷ ours" if installed else "GPy"], st_rows)]
+                markdown_table(header_b2b, st_rows)]
     out += ["", "Ratios (< 1 means faster):", "",
             markdown_table(["config", "2 threads ÷ 1 thread (ratio of medians)",
                             "malloc tuned ÷ default (1 thread, same repeat)"], extra)]

@@ -54,6 +54,21 @@ def _half_weighted_sq_dist_row(mu, W, n, CT, row):
 
 
 @nb.njit(inline="always")
+def _precision_rows(S, tau, offset, scale):
+    """``1 / (tau + S)`` (N, Q) and ``offset + scale sum_q log1p(S[n, q] / tau_q)`` (N,): the
+    per-row terms of a Gaussian expectation of an RBF factor with squared length ``tau``."""
+    N, Q = S.shape
+    P = np.empty((N, Q))
+    logk = np.empty(N)
+    inv_tau = 1.0 / tau
+    for n in range(N):
+        for q in range(Q):
+            P[n, q] = 1.0 / (tau[q] + S[n, q])
+        logk[n] = offset + scale * _sum_log1p(S, n, inv_tau)
+    return P, logk
+
+
+@nb.njit(inline="always")
 def _sum_log1p(S, n, inv_tau):
     """``sum_q log1p(S[n, q] inv_tau[q])``.
 
@@ -73,15 +88,7 @@ def _sum_log1p(S, n, inv_tau):
 @nb.njit(cache=True)
 def rbf_psi1_row_terms(lam, log_var, S):
     """``B = 1 / (lam + S)`` (N, Q) and ``logk1 = log var - 0.5 sum_q log1p(S / lam)`` (N,)."""
-    N, Q = S.shape
-    B = np.empty((N, Q))
-    logk1 = np.empty(N)
-    inv_lam = 1.0 / lam
-    for n in range(N):
-        for q in range(Q):
-            B[n, q] = 1.0 / (lam[q] + S[n, q])
-        logk1[n] = log_var - 0.5 * _sum_log1p(S, n, inv_lam)
-    return B, logk1
+    return _precision_rows(S, lam, log_var, -0.5)
 
 
 @twin_jit(work=lambda mu, ZT, *rest: mu.shape[0] * ZT.shape[1] * mu.shape[1])
@@ -206,7 +213,6 @@ def two_rbf_pair_terms(lam_a, lam_b, log_c, Z, S, I, J, sym):
     """
     Q = Z.shape[1]
     P = I.shape[0]
-    N = S.shape[0]
     if sym:
         u = 2.0 * lam_a
         tau = 0.5 * lam_a
@@ -230,13 +236,7 @@ def two_rbf_pair_terms(lam_a, lam_b, log_c, Z, S, I, J, sym):
             DuT[q, p] = du
             quad[p] += d * du
     pconst = log_c - 0.5 * quad
-    E = np.empty((N, Q))
-    logk2 = np.empty(N)
-    inv_tau = 1.0 / tau
-    for n in range(N):
-        for q in range(Q):
-            E[n, q] = 1.0 / (tau[q] + S[n, q])
-        logk2[n] = -0.5 * _sum_log1p(S, n, inv_tau)
+    E, logk2 = _precision_rows(S, tau, 0.0, -0.5)
     return E, logk2, cmidT, DuT, pconst, tau, wa, wb
 
 
