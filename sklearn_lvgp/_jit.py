@@ -36,7 +36,8 @@ class _Twins:
         self.__name__ = fn.__name__
 
     def __call__(self, *args):
-        if numba.get_num_threads() > 1 and self.work(*args) >= PARALLEL_MIN_WORK:
+        # the work estimate first: it is cheaper than asking numba for its thread count
+        if self.work(*args) >= PARALLEL_MIN_WORK and numba.get_num_threads() > 1:
             return self.parallel(*args)
         return self.serial(*args)
 
