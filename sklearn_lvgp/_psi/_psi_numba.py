@@ -85,6 +85,19 @@ def _sum_log1p(S, n, inv_tau):
 
 # ------------------------------------------------------------------------------------ RBF Ψ1
 
+@nb.njit(inline="always")
+def _column_means(A):
+    """Mean of each column of ``A`` (R, C); zeros when ``R = 0``."""
+    R, C = A.shape
+    out = np.zeros(C)
+    for i in range(R):
+        for j in range(C):
+            out[j] += A[i, j]
+    if R:
+        out /= R
+    return out
+
+
 @nb.njit(cache=True)
 def rbf_psi1_row_terms(lam, log_var, S):
     """``B = 1 / (lam + S)`` (N, Q) and ``logk1 = log var - 0.5 sum_q log1p(S / lam)`` (N,)."""
@@ -139,11 +152,14 @@ def _sum4(x):
 def rbf_psi1_factors(mu, B, Z, A, Psi1):
     """Operands of the RBF Ψ1 backward products (:func:`._rbf.rbf_psi1_backward`).
 
-    Returns ``PW = A * Psi1`` (N, M), its row sums ``r`` (N,), ``XB = [mu B, B]`` (N, 2Q) and
-    ``ZZ = [Z, Z²]`` (M, 2Q).
+    Returns ``PW = A * Psi1`` (N, M), its row sums ``r`` (N,), ``XB = [x B, B]`` (N, 2Q),
+    ``ZZ = [z, z²]`` (M, 2Q) and the centre ``ctr`` (Q,), the mean of ``Z``, with
+    ``x = mu - ctr`` and ``z = Z - ctr``. The adjoints depend on ``mu - Z`` only; centring keeps
+    the expanded squares from cancelling far from the origin.
     """
     N, Q = mu.shape
     M = Z.shape[0]
+    ctr = _column_means(Z)
     PW = np.empty((N, M))
     r = np.empty(N)
     XB = np.empty((N, 2 * Q))
@@ -153,23 +169,25 @@ def rbf_psi1_factors(mu, B, Z, A, Psi1):
             row[m] = A[n, m] * Psi1[n, m]
         r[n] = _sum4(row)
         for q in range(Q):
-            XB[n, q] = mu[n, q] * B[n, q]
+            XB[n, q] = (mu[n, q] - ctr[q]) * B[n, q]
             XB[n, Q + q] = B[n, q]
     ZZ = np.empty((M, 2 * Q))
     for m in range(M):
         for q in range(Q):
-            ZZ[m, q] = Z[m, q]
-            ZZ[m, Q + q] = Z[m, q] * Z[m, q]
-    return PW, r, XB, ZZ
+            z = Z[m, q] - ctr[q]
+            ZZ[m, q] = z
+            ZZ[m, Q + q] = z * z
+    return PW, r, XB, ZZ, ctr
 
 
 @nb.njit(cache=True)
-def rbf_psi1_assemble(mu, B, Z, r, S1, T):
+def rbf_psi1_assemble(mu, B, Z, ctr, r, S1, T):
     """Adjoints of the RBF Ψ1 from ``S1 = PW ZZ`` (N, 2Q) and ``T = PWᵀ XB`` (M, 2Q).
 
-    With ``t = (mu - z) B``: ``dmu = -sum_m PW t = -B (mu r - S1[:, :Q])``,
-    ``dS = (sum_m PW t² - B r) / 2 = (B² (mu² r - 2 mu S1[:, :Q] + S1[:, Q:]) - B r) / 2`` and
-    ``dZ = sum_n PW t = T[:, :Q] - Z T[:, Q:]``. Returns ``dmu``, ``dS`` (N, Q), ``dZ``
+    With centred ``x = mu - ctr``, ``z = Z - ctr`` (:func:`rbf_psi1_factors`) and
+    ``t = (x - z) B``: ``dmu = -sum_m PW t = -B (x r - S1[:, :Q])``,
+    ``dS = (sum_m PW t² - B r) / 2 = (B² (x² r - 2 x S1[:, :Q] + S1[:, Q:]) - B r) / 2`` and
+    ``dZ = sum_n PW t = T[:, :Q] - z T[:, Q:]``. Returns ``dmu``, ``dS`` (N, Q), ``dZ``
     (M, Q), ``dlam_rest = sum_n dS`` (Q,) and ``total = sum r`` (see :func:`rbf_psi1`'s
     caller for how they combine into the length-scale and variance adjoints).
     """
@@ -184,7 +202,7 @@ def rbf_psi1_assemble(mu, B, Z, r, S1, T):
         total += rn
         for q in range(Q):
             b = B[n, q]
-            x = mu[n, q]
+            x = mu[n, q] - ctr[q]
             s1 = S1[n, q]
             dmu[n, q] = -b * (x * rn - s1)
             v = 0.5 * ((b * b) * (x * x * rn - 2.0 * x * s1 + S1[n, Q + q]) - b * rn)
@@ -193,7 +211,7 @@ def rbf_psi1_assemble(mu, B, Z, r, S1, T):
     dZ = np.empty((M, Q))
     for m in range(M):
         for q in range(Q):
-            dZ[m, q] = T[m, q] - Z[m, q] * T[m, Q + q]
+            dZ[m, q] = T[m, q] - (Z[m, q] - ctr[q]) * T[m, Q + q]
     return dmu, dS, dZ, dl, total
 
 
@@ -259,9 +277,10 @@ def two_rbf_block(mu, E, logk2, pconst, cmidT, lo, out):
 
 
 @nb.njit(cache=True)
-def two_rbf_row_factors(mu, E):
-    """``F = [1, E, E mu]`` (N, 1 + 2Q): the per-row factors of the sums over ``n`` in the
-    two-RBF backward pass (:func:`._two_rbf.two_rbf_backward`)."""
+def two_rbf_row_factors(mu, E, ctr):
+    """``F = [1, E, E (mu - ctr)]`` (N, 1 + 2Q): the per-row factors of the sums over ``n`` in
+    the two-RBF backward pass (:func:`._two_rbf.two_rbf_backward`; ``ctr`` from
+    :func:`two_rbf_pair_factors`)."""
     N, Q = mu.shape
     F = np.empty((N, 1 + 2 * Q))
     for n in range(N):
@@ -269,7 +288,7 @@ def two_rbf_row_factors(mu, E):
         for q in range(Q):
             e = E[n, q]
             F[n, 1 + q] = e
-            F[n, 1 + Q + q] = e * mu[n, q]
+            F[n, 1 + Q + q] = e * (mu[n, q] - ctr[q])
     return F
 
 
@@ -277,19 +296,22 @@ def two_rbf_row_factors(mu, E):
 def two_rbf_pair_factors(cmidT, gp):
     """``C = gp[:, None] [1, c, c²]`` (P, 1 + 2Q): the per-pair factors of the sums over ``p``.
 
-    ``gp`` holds the column weights of a summed adjoint (ones for a per-point adjoint, whose
-    weights are applied to the entries instead).
+    ``c = cmidT - ctr`` with ``ctr`` (Q,) the pairs' mean, also returned: the adjoints depend
+    on ``mu - c`` only, and centring both keeps the expanded squares of the sums from cancelling
+    far from the origin. ``gp`` holds the column weights of a summed adjoint (ones for a
+    per-point adjoint, whose weights are applied to the entries instead).
     """
     Q, P = cmidT.shape
+    ctr = _column_means(cmidT.T)
     C = np.empty((P, 1 + 2 * Q))
     for p in range(P):
         g = gp[p]
         C[p, 0] = g
         for q in range(Q):
-            c = cmidT[q, p]
+            c = cmidT[q, p] - ctr[q]
             C[p, 1 + q] = g * c
             C[p, 1 + Q + q] = g * (c * c)
-    return C
+    return C, ctr
 
 
 @nb.njit(cache=True)
@@ -303,7 +325,7 @@ def two_rbf_summed_adjoint_weights(G, I, J, mult):
 
 
 @nb.njit(cache=True)
-def two_rbf_assemble(sums_n, sums_p, gp, mu, E, cmidT, DuT, wa, wb, I, J, M):
+def two_rbf_assemble(sums_n, sums_p, gp, mu, E, cmidT, ctr, DuT, wa, wb, I, J, M):
     """Adjoints of the two-RBF matrix from the two sums of the adjoint-weighted entries ``w``.
 
     ``sums_n = Fᵀ w`` (1 + 2Q, P) over rows, not yet scaled by ``gp`` (pass ones when it already
@@ -321,7 +343,7 @@ def two_rbf_assemble(sums_n, sums_p, gp, mu, E, cmidT, DuT, wa, wb, I, J, M):
         r = sums_p[n, 0]
         for q in range(Q):
             e = E[n, q]
-            x = mu[n, q]
+            x = mu[n, q] - ctr[q]
             wc = sums_p[n, 1 + q]
             wc2 = sums_p[n, 1 + Q + q]
             dmu[n, q] = -e * (x * r - wc)
@@ -339,7 +361,8 @@ def two_rbf_assemble(sums_n, sums_p, gp, mu, E, cmidT, DuT, wa, wb, I, J, M):
         i = I[p]
         j = J[p]
         for q in range(Q):
-            W1 = g * (sums_n[1 + Q + q, p] - cmidT[q, p] * sums_n[1 + q, p])  # sum_n w (mu - c) E
+            c = cmidT[q, p] - ctr[q]
+            W1 = g * (sums_n[1 + Q + q, p] - c * sums_n[1 + q, p])  # sum_n w (mu - c) E
             du = DuT[q, p]
             h = 0.5 * du * du * W0
             dZ[i, q] += wa[q] * W1 - du * W0

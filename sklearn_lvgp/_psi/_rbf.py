@@ -71,8 +71,8 @@ def rbf_psi1_backward(mu, Z, B, Psi1, A):
     products, ``PW [Z, Z²]`` and ``PWᵀ [mu B, B]``; the rest is one jitted pass on each side
     (:func:`._psi_numba.rbf_psi1_factors`, :func:`._psi_numba.rbf_psi1_assemble`).
     """
-    PW, r, XB, ZZ = _nb.rbf_psi1_factors(mu, B, Z, A, Psi1)
-    return _nb.rbf_psi1_assemble(mu, B, Z, r, PW @ ZZ, PW.T @ XB)
+    PW, r, XB, ZZ, ctr = _nb.rbf_psi1_factors(mu, B, Z, A, Psi1)
+    return _nb.rbf_psi1_assemble(mu, B, Z, ctr, r, PW @ ZZ, PW.T @ XB)
 
 
 # ------------------------------------------------------------------- two-RBF Ψ2 / cross term

@@ -131,8 +131,8 @@ def two_rbf_backward(G, s):
         gp = np.ones(P)
     else:  # w = T diag(gp): the column weights are applied to the sums instead
         gp = _nb.two_rbf_summed_adjoint_weights(G[0], s.I, s.J, s.mult)
-    F = _nb.two_rbf_row_factors(s.mu, s.E)
-    C = _nb.two_rbf_pair_factors(s.cmidT, gp)
+    C, ctr = _nb.two_rbf_pair_factors(s.cmidT, gp)
+    F = _nb.two_rbf_row_factors(s.mu, s.E, ctr)
     sums_n = np.zeros((F.shape[1], P))
     sums_p = np.empty((s.mu.shape[0], C.shape[1]))
     blocks, buf = _blocks(s.mu.shape[0], P)
@@ -143,5 +143,5 @@ def two_rbf_backward(G, s):
             w = w * (s.mult[None, :] * G[a:b][:, s.I, s.J])
         sums_n += F[a:b].T @ w
         np.dot(w, C, out=sums_p[a:b])
-    return _nb.two_rbf_assemble(sums_n, sums_p, gp, s.mu, s.E, s.cmidT, s.DuT, s.wa, s.wb,
-                                s.I, s.J, s.M)
+    return _nb.two_rbf_assemble(sums_n, sums_p, gp, s.mu, s.E, s.cmidT, ctr, s.DuT, s.wa,
+                                s.wb, s.I, s.J, s.M)
