@@ -41,12 +41,12 @@ def gaussian_kl_vjp(mu, S, prior_mean=0.0, prior_var=1.0):
     return (mu - prior_mean) / v0, 0.5 * (1.0 / v0 - 1.0 / S)
 
 
-@nb.njit(cache=True)
 def standard_normal_kl_and_vjp(mu, S):
     """``KL(N(mu, diag S) ‖ N(0, I))`` summed over all entries, and its gradients.
 
     The prior of the GPLVM latents (spec §2.1): :func:`gaussian_kl` and :func:`gaussian_kl_vjp`
-    with their defaults, in one pass.
+    with their defaults, in one pass after numpy's ``log`` (vectorised; the C library's scalar
+    ``log`` inside the jitted loop cost 30 µs of 35 at N = 1000, Q = 5).
 
     Returns
     -------
@@ -55,6 +55,11 @@ def standard_normal_kl_and_vjp(mu, S):
     dmu, dS : ndarray of shape (N, Q)
         ``mu`` and ``(1 - 1/S)/2``.
     """
+    return _standard_normal_kl_pass(mu, S, np.log(S))
+
+
+@nb.njit(cache=True)
+def _standard_normal_kl_pass(mu, S, logS):
     N, Q = mu.shape
     dmu = np.empty((N, Q))
     dS = np.empty((N, Q))
@@ -63,7 +68,7 @@ def standard_normal_kl_and_vjp(mu, S):
         for q in range(Q):
             m = mu[n, q]
             s = S[n, q]
-            total += m * m + s - np.log(s) - 1.0
+            total += m * m + s - logS[n, q] - 1.0
             dmu[n, q] = m
             dS[n, q] = 0.5 * (1.0 - 1.0 / s)
     return 0.5 * total, dmu, dS

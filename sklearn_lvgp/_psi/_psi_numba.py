@@ -10,10 +10,11 @@ Everything is evaluated in log space: a Ψ entry is ``exp(constant + per-row ter
 - quadratic form)``, never a product of separately rounded factors that could underflow.
 
 The two-RBF Ψ2 matrices (Ψ2 of one RBF and the RBF×RBF cross term) are assembled in
-:mod:`._two_rbf`: their entries come from :func:`two_rbf_block` and the sums from BLAS. The
-backward passes of the RBF Ψ1 and of the two-RBF matrices are likewise BLAS products between a
-serial jitted pass that forms their operands and one that turns the sums into adjoints
-(``*_factors`` and ``*_assemble``). At N = 1000, M = 20, Q = 5 the Ψ1 backward takes 56 µs this
+:mod:`._two_rbf`: their entries and column sums come from :func:`two_rbf_block`, the sums of
+their backward pass from :func:`two_rbf_backward_sums`. The backward pass of the RBF Ψ1 is BLAS
+products between a serial jitted pass that forms their operands and one that turns the sums
+into adjoints (``rbf_psi1_factors`` and ``rbf_psi1_assemble``; the two-RBF backward ends in
+``two_rbf_assemble`` the same way). At N = 1000, M = 20, Q = 5 the Ψ1 backward takes 56 µs this
 way against 115 µs for the fused row-block loop it replaced. With BLAS at one thread (as inside
 the estimators) these results do not depend on ``n_jobs`` either.
 ``exp`` is :func:`~sklearn_lvgp._vexp_numba.vexp` throughout, so the loops over ``m`` (pairs)
@@ -24,7 +25,7 @@ import numba as nb
 import numpy as np
 
 from .._jit import twin_jit
-from .._vexp_numba import vexp
+from .._vexp_numba import vexp, vlog1p, wide_vectors
 
 PSI_BLOCK = 64
 
@@ -53,34 +54,39 @@ def _half_weighted_sq_dist_row(mu, W, n, CT, row):
             row[p] += h * d * d
 
 
-@nb.njit(inline="always")
+@nb.njit(cache=True, error_model="numpy")
 def _precision_rows(S, tau, offset, scale):
     """``1 / (tau + S)`` (N, Q) and ``offset + scale sum_q log1p(S[n, q] / tau_q)`` (N,): the
-    per-row terms of a Gaussian expectation of an RBF factor with squared length ``tau``."""
+    per-row terms of a Gaussian expectation of an RBF factor with squared length ``tau``.
+
+    ``log1p`` keeps full relative accuracy as ``S -> 0`` (near-deterministic inputs). It is
+    :func:`~sklearn_lvgp._vexp_numba.vlog1p` over all ``N Q`` ratios in one vectorised loop
+    (the C library's scalar ``log1p`` cost 30 µs per call at N = 1000, Q = 5; now 5 µs), then
+    summed over ``q`` in order. ``error_model="numpy"``: a division by zero gives inf instead of
+    a Python exception, so numba inserts no check that would stop the loops vectorising (``S``
+    and ``tau`` are validated as non-negative and positive before). The log of a running product
+    (one ``log`` per row) was tried before: it loses the accuracy as ``S -> 0``, and it moved the
+    DVMGP Table 4 fit of the default suite to another optimum (higher ELBO, worse test NLPD).
+    """
+    wide_vectors()
     N, Q = S.shape
     P = np.empty((N, Q))
-    logk = np.empty(N)
+    L = np.empty((N, Q))
     inv_tau = 1.0 / tau
     for n in range(N):
         for q in range(Q):
             P[n, q] = 1.0 / (tau[q] + S[n, q])
-        logk[n] = offset + scale * _sum_log1p(S, n, inv_tau)
+            L[n, q] = S[n, q] * inv_tau[q]
+    flat = L.reshape(N * Q)
+    for i in range(flat.size):
+        flat[i] = vlog1p(flat[i])
+    logk = np.empty(N)
+    for n in range(N):
+        acc = 0.0
+        for q in range(Q):
+            acc += L[n, q]
+        logk[n] = offset + scale * acc
     return P, logk
-
-
-@nb.njit(inline="always")
-def _sum_log1p(S, n, inv_tau):
-    """``sum_q log1p(S[n, q] inv_tau[q])``.
-
-    ``log1p`` keeps full relative accuracy as ``S -> 0`` (near-deterministic inputs). The log
-    of a running product (one ``log`` per row) was tried: about 20 µs faster per call at
-    N = 1000, Q = 5, but it loses that accuracy, and it moved the DVMGP Table 4 fit of the default
-    suite to another optimum (higher ELBO, worse test NLPD).
-    """
-    acc = 0.0
-    for q in range(S.shape[1]):
-        acc += np.log1p(S[n, q] * inv_tau[q])
-    return acc
 
 
 # ------------------------------------------------------------------------------------ RBF Ψ1
@@ -104,6 +110,23 @@ def rbf_psi1_row_terms(lam, log_var, S):
     return _precision_rows(S, lam, log_var, -0.5)
 
 
+@nb.njit(cache=True)
+def _vexp_inplace(x, lo, hi):
+    """``x[lo:hi] = exp(x[lo:hi])`` in 512-bit vectors where the CPU has them.
+
+    A function of its own: the wide-vector mark applies to a whole function, and the short
+    rows of its callers' other loops are faster at LLVM's default width.
+    """
+    wide_vectors()
+    y = x[lo:hi]  # a loop from 0 over a view: numba's negative-index check then folds away
+    for i in range(y.size):
+        y[i] = vexp(y[i])
+
+
+#: Rows per parallel task of the ``exp`` pass of :func:`rbf_psi1`.
+_EXP_BLOCK_ROWS = 64
+
+
 @twin_jit(work=lambda mu, ZT, *rest: mu.shape[0] * ZT.shape[1] * mu.shape[1])
 def rbf_psi1(mu, ZT, B, logk1):
     """``Psi1[n, m] = exp(logk1[n] - 0.5 sum_q B[n, q] (mu[n, q] - Z[m, q])^2)``.
@@ -119,7 +142,12 @@ def rbf_psi1(mu, ZT, B, logk1):
         _half_weighted_sq_dist_row(mu, B, n, ZT, row)
         c = logk1[n]
         for m in range(M):
-            row[m] = vexp(c + row[m])
+            row[m] += c
+    # exp over blocks of whole rows: a row of M ~ 20 is too short for 512-bit vectors
+    flat = out.reshape(N * M)
+    step = _EXP_BLOCK_ROWS * M
+    for b in nb.prange((N + _EXP_BLOCK_ROWS - 1) // _EXP_BLOCK_ROWS):
+        _vexp_inplace(flat, b * step, min(N * M, (b + 1) * step))
     return out
 
 
@@ -258,22 +286,36 @@ def two_rbf_pair_terms(lam_a, lam_b, log_c, Z, S, I, J, sym):
     return E, logk2, cmidT, DuT, pconst, tau, wa, wb
 
 
-@twin_jit(work=lambda mu, E, logk2, pconst, cmidT, lo, out: out.size * mu.shape[1])
-def two_rbf_block(mu, E, logk2, pconst, cmidT, lo, out):
-    """Entries of the two-RBF matrix for rows ``lo:lo + len(out)``, written into ``out``.
+@twin_jit(work=lambda mu, E, logk2, pconst, cmidT, lo, out, colsum: out.size * mu.shape[1])
+def two_rbf_block(mu, E, logk2, pconst, cmidT, lo, out, colsum):
+    """Entries of the two-RBF matrix for rows ``lo:lo + len(out)``, written into ``out``; their
+    column sums are added to ``colsum`` (P,).
 
     ``out[r, p] = exp(pconst[p] + logk2[n] - 0.5 sum_q E[n, q] (mu[n, q] - cmidT[q, p])^2)``
     with ``n = lo + r`` (formula in :mod:`._two_rbf`); one parallel task per row, the innermost
-    loops run over the pairs ``p`` so they vectorise, ``exp`` included.
+    loops run over the pairs ``p`` so they vectorise, ``exp`` included. The column sums run
+    serially over the rows afterwards (the same order for any thread count).
     """
     R, P = out.shape
     for r in nb.prange(R):
+        wide_vectors()
         n = lo + r
         row = out[r]
         _half_weighted_sq_dist_row(mu, E, n, cmidT, row)
         base = logk2[n]
         for p in range(P):
             row[p] = vexp(pconst[p] + base + row[p])
+    _add_rows(out, colsum)
+
+
+@nb.njit(cache=True)
+def _add_rows(A, total):
+    """``total += A.sum(axis=0)``, rows in order (a function of its own: 512-bit vectors)."""
+    wide_vectors()
+    for r in range(A.shape[0]):
+        row = A[r]
+        for p in range(row.shape[0]):
+            total[p] += row[p]
 
 
 @nb.njit(cache=True)
@@ -294,7 +336,7 @@ def two_rbf_row_factors(mu, E, ctr):
 
 @nb.njit(cache=True)
 def two_rbf_pair_factors(cmidT, gp):
-    """``C = gp[:, None] [1, c, c²]`` (P, 1 + 2Q): the per-pair factors of the sums over ``p``.
+    """``CT = gp [1, c, c²]ᵀ`` (1 + 2Q, P): the per-pair factors of the sums over ``p``.
 
     ``c = cmidT - ctr`` with ``ctr`` (Q,) the pairs' mean, also returned: the adjoints depend
     on ``mu - c`` only, and centring both keeps the expanded squares of the sums from cancelling
@@ -303,15 +345,79 @@ def two_rbf_pair_factors(cmidT, gp):
     """
     Q, P = cmidT.shape
     ctr = _column_means(cmidT.T)
-    C = np.empty((P, 1 + 2 * Q))
+    CT = np.empty((1 + 2 * Q, P))
     for p in range(P):
-        g = gp[p]
-        C[p, 0] = g
-        for q in range(Q):
+        CT[0, p] = gp[p]
+    for q in range(Q):
+        for p in range(P):
             c = cmidT[q, p] - ctr[q]
-            C[p, 1 + q] = g * c
-            C[p, 1 + Q + q] = g * (c * c)
-    return C, ctr
+            CT[1 + q, p] = gp[p] * c
+            CT[1 + Q + q, p] = gp[p] * (c * c)
+    return CT, ctr
+
+
+@nb.njit(cache=True, fastmath={"reassoc", "contract"})
+def two_rbf_backward_sums(w, F, CT, lo, sums_n, sums_p):
+    """Both sums of the two-RBF backward pass for the rows ``lo:lo + len(w)`` in one read of ``w``.
+
+    ``sums_n += F[lo:hi]ᵀ w`` (1 + 2Q, P) and ``sums_p[lo:hi] = w CTᵀ`` (rows, 1 + 2Q). Four
+    rows at a time, so each load of ``sums_n`` and ``CT`` serves four rows. In place of two
+    BLAS products per chunk, whose inner dimension 1 + 2Q is too small for them (N = 1000,
+    P = 210, Q = 5: 245 → 212 µs). Summation order is fixed by the compiled code (``reassoc``
+    lets the row sums vectorise); one call is serial, so the result does not depend on the
+    thread count.
+    """
+    wide_vectors()
+    R, P = w.shape
+    K = CT.shape[0]
+    r = 0
+    while r + 4 <= R:
+        w0 = w[r]
+        w1 = w[r + 1]
+        w2 = w[r + 2]
+        w3 = w[r + 3]
+        n = lo + r
+        for k in range(K):
+            f0 = F[n, k]
+            f1 = F[n + 1, k]
+            f2 = F[n + 2, k]
+            f3 = F[n + 3, k]
+            c = CT[k]
+            acc = sums_n[k]
+            a0 = 0.0
+            a1 = 0.0
+            a2 = 0.0
+            a3 = 0.0
+            for p in range(P):
+                x0 = w0[p]
+                x1 = w1[p]
+                x2 = w2[p]
+                x3 = w3[p]
+                acc[p] += (f0 * x0 + f1 * x1) + (f2 * x2 + f3 * x3)
+                cp = c[p]
+                a0 += x0 * cp
+                a1 += x1 * cp
+                a2 += x2 * cp
+                a3 += x3 * cp
+            sums_p[n, k] = a0
+            sums_p[n + 1, k] = a1
+            sums_p[n + 2, k] = a2
+            sums_p[n + 3, k] = a3
+        r += 4
+    while r < R:
+        wr = w[r]
+        n = lo + r
+        for k in range(K):
+            f = F[n, k]
+            c = CT[k]
+            acc = sums_n[k]
+            a = 0.0
+            for p in range(P):
+                x = wr[p]
+                acc[p] += f * x
+                a += x * c[p]
+            sums_p[n, k] = a
+        r += 1
 
 
 @nb.njit(cache=True)
@@ -329,7 +435,7 @@ def two_rbf_assemble(sums_n, sums_p, gp, mu, E, cmidT, ctr, DuT, wa, wb, I, J, M
     """Adjoints of the two-RBF matrix from the two sums of the adjoint-weighted entries ``w``.
 
     ``sums_n = Fᵀ w`` (1 + 2Q, P) over rows, not yet scaled by ``gp`` (pass ones when it already
-    is), and ``sums_p = w C`` (N, 1 + 2Q) over pairs; ``F`` and ``C`` are
+    is), and ``sums_p = w CTᵀ`` (N, 1 + 2Q) over pairs; ``F`` and ``CT`` are
     :func:`two_rbf_row_factors` and :func:`two_rbf_pair_factors`. Returns ``dmu``, ``dS``
     (N, Q), ``dZ`` (M, Q), ``dlam_rest``, ``drho_rest`` (Q,) and ``total`` (formulas in
     :mod:`._two_rbf`).

@@ -22,15 +22,17 @@ arrays come from malloc's heap; one ``(N, P)`` block was measured at about 1000 
 per call (``N = 1000, M = 20``) in one setting and at no gain in another. Per chunk, one jitted
 pass (:func:`._psi_numba.two_rbf_block`) writes the entries, vectorised over the pairs with
 :func:`~sklearn_lvgp._vexp_numba.vexp` (a scalar ``exp`` call per entry cost about five times as
-much), and the forward pass sums columns.
+much), and sums their columns.
 The backward pass needs only weighted sums of the adjoint-weighted entries ``w[n, p]``: over
-``n`` with the per-row factors ``1, E, E mu`` (one product ``Fᵀ w`` per chunk; they give ``dZ``)
-and over ``p`` with ``1, c, c²`` (one product ``w C`` per chunk; they give ``dmu`` and ``dS``).
+``n`` with the per-row factors ``1, E, E mu`` (``Fᵀ w``; they give ``dZ``) and over ``p`` with
+``1, c, c²`` (``w Cᵀ``; they give ``dmu`` and ``dS``). One jitted pass per chunk forms both
+(:func:`._psi_numba.two_rbf_backward_sums`; two BLAS products per chunk before, whose inner
+dimension ``1 + 2Q`` is too small for them).
 The length-scale adjoint's term ``sum_p sum_n w ((mu - c)² E² - E) / 2`` is ``sum_n dS[n]``, so
 it needs no sums over ``n`` with ``E²`` factors (an earlier version formed them: 26 columns in
 ``F`` instead of 11 at Q = 5). One jitted pass (:func:`._psi_numba.two_rbf_assemble`) turns the
 sums into the adjoints. The result does not depend on the thread count (rows are independent in
-the jitted pass; BLAS splits only output dimensions).
+the jitted passes, and the sums run serially chunk by chunk).
 """
 
 import numpy as np
@@ -52,10 +54,11 @@ def _blocks(N, P):
     return [(a, min(N, a + rows)) for a in range(0, N, rows)], np.empty((min(N, rows), P))
 
 
-def _entries(s, a, b, buf):
-    """``(b - a, P)`` view of ``buf`` holding the entries of rows ``a:b``."""
+def _entries(s, a, b, buf, colsum):
+    """``(b - a, P)`` view of ``buf`` holding the entries of rows ``a:b`` (their column sums
+    are added to ``colsum``)."""
     T = buf[: b - a]
-    _nb.two_rbf_block(s.mu, s.E, s.logk2, s.pconst, s.cmidT, a, T)
+    _nb.two_rbf_block(s.mu, s.E, s.logk2, s.pconst, s.cmidT, a, T, colsum)
     return T
 
 
@@ -81,19 +84,15 @@ def two_rbf_forward(s, per_point=False):
     s.kept.clear()  # a repeated forward pass on the same setup replaces, not adds
     if per_point:
         out = np.zeros((N, s.M, s.M))
-    else:
-        colsum = np.zeros(P)
-        ones = np.ones(buf.shape[0])
+    colsum = np.zeros(P)
     for a, b in blocks:
-        T = _entries(s, a, b, np.empty_like(buf) if keep else buf)
+        T = _entries(s, a, b, np.empty_like(buf) if keep else buf, colsum)
         if keep:
             s.kept.append(T)
         if per_point:
             out[a:b, s.I, s.J] = T
             if s.sym:
                 out[a:b, s.J, s.I] = T
-        else:
-            colsum += ones[: b - a] @ T  # BLAS: half the time of T.sum(axis=0) here
     if per_point:
         return out
     out = np.zeros((s.M, s.M))
@@ -131,17 +130,17 @@ def two_rbf_backward(G, s):
         gp = np.ones(P)
     else:  # w = T diag(gp): the column weights are applied to the sums instead
         gp = _nb.two_rbf_summed_adjoint_weights(G[0], s.I, s.J, s.mult)
-    C, ctr = _nb.two_rbf_pair_factors(s.cmidT, gp)
+    CT, ctr = _nb.two_rbf_pair_factors(s.cmidT, gp)
     F = _nb.two_rbf_row_factors(s.mu, s.E, ctr)
     sums_n = np.zeros((F.shape[1], P))
-    sums_p = np.empty((s.mu.shape[0], C.shape[1]))
+    sums_p = np.empty((s.mu.shape[0], F.shape[1]))
     blocks, buf = _blocks(s.mu.shape[0], P)
     kept = len(s.kept) == len(blocks)
+    scratch = np.zeros(P)  # the recomputed entries' column sums (not needed)
     for i, (a, b) in enumerate(blocks):
-        w = s.kept[i] if kept else _entries(s, a, b, buf)
+        w = s.kept[i] if kept else _entries(s, a, b, buf, scratch)
         if per_point:
             w = w * (s.mult[None, :] * G[a:b][:, s.I, s.J])
-        sums_n += F[a:b].T @ w
-        np.dot(w, C, out=sums_p[a:b])
+        _nb.two_rbf_backward_sums(w, F, CT, a, sums_n, sums_p)
     return _nb.two_rbf_assemble(sums_n, sums_p, gp, s.mu, s.E, s.cmidT, ctr, s.DuT, s.wa,
                                 s.wb, s.I, s.J, s.M)

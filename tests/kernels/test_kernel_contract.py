@@ -392,7 +392,8 @@ def _two_rbf_block(rng):
     N, P, Q = 700, 40, 3
     mu, E = rng.standard_normal((N, Q)), rng.uniform(0.2, 1.0, (N, Q))
     return _psi_numba.two_rbf_block, (mu, E, rng.standard_normal(N), rng.standard_normal(P),
-                                      rng.standard_normal((Q, P)), 0, np.empty((N, P)))
+                                      rng.standard_normal((Q, P)), 0, np.empty((N, P)),
+                                      np.zeros(P))
 
 
 _KINDS = {"rbf": _nb.RBF_KIND, "matern12": _nb.MATERN12_KIND, "matern32": _nb.MATERN32_KIND,
@@ -417,9 +418,12 @@ _JITTED_IDS = (["stationary_K_vjp", "periodic_backward", "rbf_psi1", "two_rbf_bl
 
 
 def _outputs(result, args):
-    """Tuple of outputs (``two_rbf_block`` writes into its last argument)."""
+    """Tuple of outputs (``two_rbf_block`` writes into its last two arguments; it adds to the
+    last one, which is reset here for the next call)."""
     if result is None:
-        return (args[-1].copy(),)
+        out = (args[-2].copy(), args[-1].copy())
+        args[-1][:] = 0.0
+        return out
     return result if isinstance(result, tuple) else (result,)
 
 
