@@ -25,9 +25,9 @@ __all__ = ["rbf_psi", "rbf_psi_vjp"]
 
 def rbf_lengthscale_sq(kernel, Q):
     """Squared length scales ``lam_q = l_q^2`` broadcast to ``(Q,)`` (validated by the kernel)."""
-    kernel._inv_ls(Q)
-    ls = np.broadcast_to(np.asarray(kernel.length_scale, dtype=np.float64), (Q,))
-    return np.ascontiguousarray(ls * ls)
+    kernel._inv_ls(Q)  # raises on a length-scale count that does not match Q
+    ls = np.asarray(kernel.length_scale, dtype=np.float64)
+    return np.full(Q, float(ls) * float(ls)) if ls.ndim == 0 else ls * ls
 
 
 def rbf_theta_grad(kernel, dlog_var, dlam, lam):
@@ -254,7 +254,9 @@ def rbf_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
     dS = np.zeros((N, Q))
     dZ = np.zeros((M, Q))
     dlam = np.zeros(Q)
-    dlog_var = float(np.sum(g0)) * c.var
+    # the adjoint of the summed psi0 is a scalar (broadcast to every row): N times it
+    scalar = dL_dpsi0 is not None and np.ndim(dL_dpsi0) == 0
+    dlog_var = (N * float(dL_dpsi0) if scalar else float(np.sum(g0))) * c.var
     if G1 is not None:
         m1, s1, z1, l1, tot1 = rbf_psi1_backward(c.mu, c.Z, c.psi1.B, c.Psi1, G1)
         dmu += m1

@@ -227,12 +227,12 @@ class Kernel(ABC):
     @theta.setter
     def theta(self, theta):
         theta = np.asarray(theta, dtype=np.float64).reshape(-1)
-        if theta.size != self.n_theta:
-            raise ValueError(f"theta has {theta.size} entries, kernel {self!r} has {self.n_theta}.")
+        layout = [h for h in self._layout() if not h[3]]  # once: it is on every evaluation
+        n_theta = sum(h[2] for h in layout)
+        if theta.size != n_theta:
+            raise ValueError(f"theta has {theta.size} entries, kernel {self!r} has {n_theta}.")
         i = 0
-        for name, transform, n, fixed in self._layout():
-            if fixed:
-                continue
+        for name, transform, n, _ in layout:
             chunk = theta[i:i + n]
             i += n
             value = np.exp(chunk) if transform == "log" else chunk.copy()
