@@ -15,7 +15,17 @@ from sklearn_lvgp._psi import (
     psi_vjp,
     unscented_rule,
 )
-from sklearn_lvgp.kernels import RBF, Linear, Matern32, MLPKernel, Periodic, White
+from sklearn_lvgp.kernels import (
+    RBF,
+    Linear,
+    Matern12,
+    Matern32,
+    Matern52,
+    MLPKernel,
+    Periodic,
+    RationalQuadratic,
+    White,
+)
 from sklearn_lvgp.utils.gradcheck import check_vjp
 
 
@@ -220,3 +230,66 @@ def test_make_rule_resolution_and_errors():
     name, rule = make_rule("monte_carlo", RBF(1.0), 2, n_samples=7,
                            random_state=np.random.RandomState(0))
     assert name == "monte_carlo" and rule.nodes.shape == (7, 2)
+
+
+STATIONARY = {
+    "rbf_ard": lambda Q: RBF(np.linspace(0.7, 1.6, Q), variance=1.3),
+    "rbf_iso": lambda Q: RBF(1.2, variance=0.8),
+    "matern12": lambda Q: Matern12(np.linspace(0.8, 1.5, Q)),
+    "matern32": lambda Q: Matern32(np.linspace(0.8, 1.5, Q), variance=2.0),
+    "matern52": lambda Q: Matern52(1.1),
+    "rq": lambda Q: RationalQuadratic(np.linspace(0.9, 1.3, Q), alpha=0.7),
+}
+
+
+@pytest.mark.parametrize("per_point", [False, True])
+@pytest.mark.parametrize("kernel_name", list(STATIONARY))
+def test_unscented_axis_points_equal_the_point_array(rng, monkeypatch, kernel_name, per_point):
+    """Stationary kernels under the unscented rule skip the (N, 2Q, Q) point array (distances
+    from each centre plus a one-coordinate correction); the result is the generic path's."""
+    N, M, Q = 23, 7, 4
+    mu, S, Z = _gaussians(rng, N, M, Q, 0.3)
+    S[3] = 0.0  # a deterministic row: its points coincide with the centre
+    kernel = STATIONARY[kernel_name](Q)
+    rule = unscented_rule(Q)
+    g0 = rng.standard_normal(N) if per_point else 0.7
+    g1 = rng.standard_normal((N, M))
+    g2 = rng.standard_normal((N, M, M) if per_point else (M, M))
+    fast, cache = psi_statistics(kernel, Z, mu, S, rule, per_point=per_point)
+    assert cache.inner.delta is not None
+    v_fast = psi_vjp(g0, g1, g2, cache)
+    monkeypatch.setattr(_pointset, "uses_axis_points", lambda kernel, rule: False)
+    ref, cache = psi_statistics(kernel, Z, mu, S, rule, per_point=per_point)
+    assert cache.inner.delta is None
+    v_ref = psi_vjp(g0, g1, g2, cache)
+    for a, b in zip(fast, ref, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    for name, a, b in zip(v_fast._fields, v_fast, v_ref, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11, err_msg=name)
+
+
+def test_axis_points_only_for_the_unscented_rule_and_stationary_kernels():
+    from sklearn_lvgp._psi._ut_stationary import uses_axis_points
+
+    assert uses_axis_points(RBF(1.0), unscented_rule(3))
+    assert uses_axis_points(RationalQuadratic(1.0), unscented_rule(1))
+    assert not uses_axis_points(Periodic(), unscented_rule(3))
+    assert not uses_axis_points(RBF(1.0) + White(0.1), unscented_rule(3))
+    assert not uses_axis_points(RBF(1.0), gauss_hermite_rule(2, 3))
+    moved = unscented_rule(3)._replace(nodes=unscented_rule(3).nodes[::-1].copy())
+    assert not uses_axis_points(RBF(1.0), moved)
+
+
+def test_unscented_stationary_path_builds_no_point_array(rng, monkeypatch):
+    """Forward and backward at Q = 12 without the (N, 2Q, Q) point array."""
+
+    def no_points(*args):
+        raise AssertionError("the point array was built")
+
+    monkeypatch.setattr(_pointset, "_points", no_points)
+    mu, S, Z = _gaussians(rng, 30, 5, 12, 0.2)
+    stats, cache = psi_statistics(Matern32(np.ones(12)), Z, mu, S, unscented_rule(12))
+    v = psi_vjp(1.0, np.ones((30, 5)), np.ones((5, 5)), cache)
+    assert np.all(np.isfinite(v.mu)) and np.all(np.isfinite(stats.Psi2))
+    with pytest.raises(AssertionError, match="point array"):
+        psi_statistics(Periodic(), Z, mu, S, unscented_rule(12))

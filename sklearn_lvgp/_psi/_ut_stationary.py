@@ -1,0 +1,68 @@
+"""Kernel rows of a stationary kernel at the unscented points, without the point array.
+
+:func:`._pointset.pointset_psi` evaluates ``k(x_nk, Z)`` for every point of a rule. For the
+unscented rule and a stationary kernel (RBF, Matérn, rational quadratic) the points differ from
+their centre in one coordinate each, so the ``2Q`` kernel rows of a data point cost ``O(M Q)``
+instead of ``O(M Q²)`` (formulas in :mod:`._ut_numba`). The Ψ-statistics are then linear in
+``Q`` apart from the ``Ψ2`` product, which is ``O(N Q M²)`` either way.
+"""
+
+import numpy as np
+
+from ..kernels._kernels_numba import RQ_KIND as _RQ
+from ..kernels._stationary import _Stationary
+from . import _ut_numba as _nb
+
+__all__ = ["uses_axis_points", "axis_point_rows", "axis_point_rows_vjp"]
+
+
+def uses_axis_points(kernel, rule):
+    """Whether ``rule`` has the unscented points ``±c e_q`` and ``kernel`` is stationary."""
+    nodes = rule.nodes
+    if not (rule.name == "unscented" and isinstance(kernel, _Stationary)
+            and kernel._kind is not None and nodes.ndim == 2):
+        return False
+    Q = nodes.shape[1]
+    eye = nodes[0, 0] * np.eye(Q)
+    return nodes.shape == (2 * Q, Q) and np.array_equal(nodes, np.vstack([eye, -eye]))
+
+
+def _inverse_sq_lengths(kernel, Q):
+    inv = kernel._inv_ls(Q)
+    return np.ascontiguousarray(inv * inv)
+
+
+def axis_point_rows(kernel, mu, delta, Z):
+    """``Ks[n, k] = k(x_nk, Z)`` (N, 2Q, M) at the unscented points, and the backward cache.
+
+    Parameters
+    ----------
+    kernel : stationary Kernel
+    mu, delta : ndarray of shape (N, Q)
+        Centres and half-widths ``sqrt(Q S)`` of the points.
+    Z : ndarray of shape (M, Q)
+        Inducing inputs.
+    """
+    N, Q = mu.shape
+    M = Z.shape[0]
+    w = _inverse_sq_lengths(kernel, Q)
+    ZT = np.ascontiguousarray(Z.T)
+    Ks = np.empty((N, 2 * Q, M))
+    Gs = np.empty_like(Ks)
+    Ga = np.empty_like(Ks) if kernel._kind == _RQ else np.empty((0, 0, 0))
+    _nb.ut_stationary_K(mu, delta, ZT, w, float(kernel.variance), kernel._kind,
+                        float(kernel._alpha()), Ks, Gs, Ga)
+    return Ks, (Gs, Ga, w, ZT)
+
+
+def axis_point_rows_vjp(kernel, dKs, Ks, cache, mu, delta):
+    """Backward pass of :func:`axis_point_rows`: ``dmu``, ``ddelta`` (N, Q), ``dZ`` (M, Q) and
+    the kernel's ``theta`` adjoint."""
+    Gs, Ga, w, ZT = cache
+    dmu, ddelta, dZ, dw, dlogvar, dlogalpha = _nb.ut_stationary_vjp(
+        np.ascontiguousarray(dKs), Ks, Gs, Ga, mu, delta, ZT, w)
+    dlogls = -2.0 * w * dw  # w = l^-2: dw / dlog l = -2 w
+    grads = {"variance": dlogvar, "alpha": dlogalpha,
+             "length_scale": np.sum(dlogls) if np.ndim(kernel.length_scale) == 0 else dlogls}
+    return dmu, ddelta, dZ, kernel._pack_theta_grad(grads)
+
