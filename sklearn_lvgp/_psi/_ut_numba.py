@@ -20,7 +20,13 @@ import numba as nb
 import numpy as np
 
 from .._jit import twin_jit
-from ..kernels._kernels_numba import _profile
+from ..kernels._kernels_numba import (
+    MATERN12_KIND,
+    MATERN32_KIND,
+    MATERN52_KIND,
+    RBF_KIND,
+    _profile_row,
+)
 
 __all__ = ["ut_stationary_K", "ut_stationary_vjp", "UT_BLOCK"]
 
@@ -43,53 +49,79 @@ def _centre_rows(mu, n, ZT, w, D, base):
             base[m] += wq * d * d
 
 
-@twin_jit(work=lambda mu, delta, ZT, w, variance, kind, alpha, Ks, Gs, Ga: Ks.size * 4)
-def ut_stationary_K(mu, delta, ZT, w, variance, kind, alpha, Ks, Gs, Ga):
+@nb.njit(inline="always")
+def _point_r2(base, D, q, s, wq, dq, row):
+    """``row[m] = r2`` of the point ``(q, s)``: the centre's plus the one-coordinate term."""
+    for m in range(row.shape[0]):
+        row[m] = max(base[m] + wq * dq * (2.0 * s * D[q, m] + dq), 0.0)
+
+
+@nb.njit(inline="always")
+def _slope_row(kind, dK, K, r2, alpha, C):
+    """``C[m] = dK[m] variance dg/dr2`` from the kernel row ``K = variance g`` and ``r2`` (no
+    ``exp``); returns ``sum_m dK[m] variance dg/dlog alpha`` (rational quadratic, else 0). One
+    loop per profile, so each vectorises."""
+    M = C.shape[0]
+    da = 0.0
+    if kind == RBF_KIND:
+        for m in range(M):
+            C[m] = -0.5 * dK[m] * K[m]
+    elif kind == MATERN12_KIND:  # dg/dr2 = -g / (2r); zero subgradient at r = 0
+        for m in range(M):
+            r = np.sqrt(r2[m])
+            C[m] = -0.5 * dK[m] * K[m] / r if r > 0.0 else 0.0
+    elif kind == MATERN32_KIND:
+        for m in range(M):
+            C[m] = -1.5 * dK[m] * K[m] / (1.0 + np.sqrt(3.0 * r2[m]))
+    elif kind == MATERN52_KIND:
+        for m in range(M):
+            r = np.sqrt(5.0 * r2[m])
+            C[m] = -(5.0 / 6.0) * dK[m] * K[m] * (1.0 + r) / (1.0 + r + 5.0 * r2[m] / 3.0)
+    else:  # rational quadratic
+        for m in range(M):
+            t = r2[m] / (2.0 * alpha)
+            b = 1.0 + t
+            wk = dK[m] * K[m]
+            da += wk * alpha * (t / b - np.log(b))
+            C[m] = -0.5 * wk / b
+    return da
+
+
+@twin_jit(work=lambda mu, delta, ZT, w, variance, kind, alpha, Ks: Ks.size * 4)
+def ut_stationary_K(mu, delta, ZT, w, variance, kind, alpha, Ks):
     """Kernel rows of the ``2Q`` unscented points of every row, written into ``Ks`` (N, 2Q, M).
 
-    Also writes ``Gs = variance dg/dr2`` (same shape), the slope the backward pass needs, and,
-    when ``Ga`` has the shape of ``Ks`` (the rational quadratic), ``Ga = variance dg/dlog alpha``.
-    ``w`` holds the inverse squared length scales (Q,).
+    ``w`` holds the inverse squared length scales (Q,). Per point, one vectorised pass forms
+    ``r2`` from the centre's distances and one applies the profile (as ``stationary_K`` does).
     """
     N, Q = mu.shape
-    M = ZT.shape[1]
-    with_alpha = Ga.shape[0] == N
     for b in nb.prange((N + UT_BLOCK - 1) // UT_BLOCK):
-        D = np.empty((Q, M))
-        base = np.empty(M)
+        D = np.empty((Q, ZT.shape[1]))
+        base = np.empty(ZT.shape[1])
         for n in range(b * UT_BLOCK, min(N, (b + 1) * UT_BLOCK)):
             _centre_rows(mu, n, ZT, w, D, base)
             for q in range(Q):
-                dq = delta[n, q]
-                wq = w[q]
                 for half in range(2):
-                    s = 1.0 if half == 0 else -1.0
-                    k = q + half * Q
-                    for m in range(M):
-                        r2 = base[m] + wq * dq * (2.0 * s * D[q, m] + dq)
-                        g, slope, ga = _profile(kind, max(r2, 0.0), alpha)
-                        Ks[n, k, m] = variance * g
-                        Gs[n, k, m] = variance * slope
-                        if with_alpha:
-                            Ga[n, k, m] = variance * ga
+                    row = Ks[n, q + half * Q]
+                    _point_r2(base, D, q, 1.0 - 2.0 * half, w[q], delta[n, q], row)
+                    _profile_row(kind, row, variance, alpha)
 
 
-@twin_jit(work=lambda dKs, Ks, Gs, Ga, mu, delta, ZT, w: dKs.size * 4)
-def ut_stationary_vjp(dKs, Ks, Gs, Ga, mu, delta, ZT, w):
+@twin_jit(work=lambda dKs, Ks, mu, delta, ZT, w, kind, alpha: dKs.size * 4)
+def ut_stationary_vjp(dKs, Ks, mu, delta, ZT, w, kind, alpha):
     """Backward pass of :func:`ut_stationary_K` given ``dKs`` (N, 2Q, M).
 
     Returns ``dmu``, ``ddelta`` (N, Q), ``dZ`` (M, Q), ``dw`` (Q,) (wrt the inverse squared
-    length scales), ``dlogvar`` and ``dlogalpha`` (zero unless ``Ga`` is given). With
-    ``C = dKs Gs`` (the adjoint of ``r2``) and ``Cb[m] = sum_k C[k, m]`` (of ``b_nm``):
-    ``d d_nmq = 2 w_q d Cb + 2 w_q delta sum_s s C[(q, s), m]``,
+    length scales), ``dlogvar`` and ``dlogalpha``. With ``C = dKs variance dg/dr2`` (the adjoint
+    of ``r2``, from ``Ks`` and the recomputed ``r2``: no ``exp``) and ``Cb[m] = sum_k C[k, m]``
+    (the adjoint of ``b_nm``): ``d d_nmq = 2 w_q (d Cb + delta sum_s s C[(q, s), m])``,
     ``d delta_nq = 2 w_q sum_m sum_s C[(q, s), m] (s d + delta)``,
     ``d w_q = sum_m (Cb d² + sum_s C[(q, s), m] delta (2 s d + delta))``;
-    ``dmu = sum_m d d``, ``dZ = -sum_n d d``.
+    ``dmu = sum_m d d``, ``dZ = -sum_n d d``, ``dlogvar = sum dKs Ks``.
     """
     N, Q = mu.shape
     M = ZT.shape[1]
     K = 2 * Q
-    with_alpha = Ga.shape[0] == N
     nblocks = (N + UT_BLOCK - 1) // UT_BLOCK
     dmu = np.empty((N, Q))
     ddelta = np.empty((N, Q))
@@ -100,6 +132,7 @@ def ut_stationary_vjp(dKs, Ks, Gs, Ga, mu, delta, ZT, w):
     for b in nb.prange(nblocks):
         D = np.empty((Q, M))
         base = np.empty(M)
+        r2 = np.empty(M)
         C = np.empty((K, M))
         Cb = np.empty(M)
         dZb = dZ_parts[b]
@@ -109,15 +142,17 @@ def ut_stationary_vjp(dKs, Ks, Gs, Ga, mu, delta, ZT, w):
             _centre_rows(mu, n, ZT, w, D, base)
             for m in range(M):
                 Cb[m] = 0.0
-            for k in range(K):
-                for m in range(M):
-                    a = dKs[n, k, m]
-                    c = a * Gs[n, k, m]
-                    C[k, m] = c
-                    Cb[m] += c
-                    dvar += a * Ks[n, k, m]
-                    if with_alpha:
-                        dalpha += a * Ga[n, k, m]
+            for q in range(Q):
+                for half in range(2):
+                    k = q + half * Q
+                    _point_r2(base, D, q, 1.0 - 2.0 * half, w[q], delta[n, q], r2)
+                    dalpha += _slope_row(kind, dKs[n, k], Ks[n, k], r2, alpha, C[k])
+                    Ck = C[k]
+                    dKk = dKs[n, k]
+                    Kk = Ks[n, k]
+                    for m in range(M):
+                        Cb[m] += Ck[m]
+                        dvar += dKk[m] * Kk[m]
             for q in range(Q):
                 wq = w[q]
                 dq = delta[n, q]

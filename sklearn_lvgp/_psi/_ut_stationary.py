@@ -9,7 +9,6 @@ instead of ``O(M Q²)`` (formulas in :mod:`._ut_numba`). The Ψ-statistics are t
 
 import numpy as np
 
-from ..kernels._kernels_numba import RQ_KIND as _RQ
 from ..kernels._stationary import _Stationary
 from . import _ut_numba as _nb
 
@@ -48,19 +47,17 @@ def axis_point_rows(kernel, mu, delta, Z):
     w = _inverse_sq_lengths(kernel, Q)
     ZT = np.ascontiguousarray(Z.T)
     Ks = np.empty((N, 2 * Q, M))
-    Gs = np.empty_like(Ks)
-    Ga = np.empty_like(Ks) if kernel._kind == _RQ else np.empty((0, 0, 0))
     _nb.ut_stationary_K(mu, delta, ZT, w, float(kernel.variance), kernel._kind,
-                        float(kernel._alpha()), Ks, Gs, Ga)
-    return Ks, (Gs, Ga, w, ZT)
+                        float(kernel._alpha()), Ks)
+    return Ks, (w, ZT)
 
 
 def axis_point_rows_vjp(kernel, dKs, Ks, cache, mu, delta):
     """Backward pass of :func:`axis_point_rows`: ``dmu``, ``ddelta`` (N, Q), ``dZ`` (M, Q) and
     the kernel's ``theta`` adjoint."""
-    Gs, Ga, w, ZT = cache
+    w, ZT = cache
     dmu, ddelta, dZ, dw, dlogvar, dlogalpha = _nb.ut_stationary_vjp(
-        np.ascontiguousarray(dKs), Ks, Gs, Ga, mu, delta, ZT, w)
+        np.ascontiguousarray(dKs), Ks, mu, delta, ZT, w, kernel._kind, float(kernel._alpha()))
     dlogls = -2.0 * w * dw  # w = l^-2: dw / dlog l = -2 w
     grads = {"variance": dlogvar, "alpha": dlogalpha,
              "length_scale": np.sum(dlogls) if np.ndim(kernel.length_scale) == 0 else dlogls}
