@@ -26,6 +26,7 @@ from ..kernels._kernels_numba import (
     MATERN52_KIND,
     RBF_KIND,
     _profile_row,
+    sum_block_partials,
 )
 
 __all__ = ["ut_stationary_K", "ut_stationary_vjp", "UT_BLOCK"]
@@ -175,13 +176,6 @@ def ut_stationary_vjp(dKs, Ks, mu, delta, ZT, w, kind, alpha):
                 dw_parts[b, q] += gw
         dvar_parts[b] = dvar
         dalpha_parts[b] = dalpha
-    dZT = np.zeros((Q, M))
-    dw = np.zeros(Q)
-    dlogvar = 0.0
-    dlogalpha = 0.0
-    for b in range(nblocks):
-        dZT += dZ_parts[b]
-        dw += dw_parts[b]
-        dlogvar += dvar_parts[b]
-        dlogalpha += dalpha_parts[b]
+    dZT, dw, dlogvar, dlogalpha = sum_block_partials(dZ_parts, dw_parts, dvar_parts,
+                                                     dalpha_parts)
     return dmu, ddelta, dZT.T.copy(), dw, dlogvar, dlogalpha

@@ -235,16 +235,24 @@ def stationary_K_vjp(dK, K, X, Z, inv_ls, variance, kind, alpha, cached):
                     dX[n, q] += t
                     dZ_part[b, m, q] -= t
                     dl_part[b, q] -= t * d
-    dZ = np.zeros((M, Q))
-    dl = np.zeros(Q)
-    dv = 0.0
-    da = 0.0
-    for b in range(nb_):
-        dZ += dZ_part[b]
-        dl += dl_part[b]
-        dv += dv_part[b]
-        da += da_part[b]
+    dZ, dl, dv, da = sum_block_partials(dZ_part, dl_part, dv_part, da_part)
     return dX, dZ, dl, dv, da
+
+
+@nb.njit(inline="always")
+def sum_block_partials(A_parts, v_parts, s_parts, t_parts):
+    """Sums over the leading (block) axis, block by block in order: the serial end of a
+    reduction over row blocks (the same order for any thread count)."""
+    A = np.zeros(A_parts.shape[1:])
+    v = np.zeros(v_parts.shape[1:])
+    s = 0.0
+    t = 0.0
+    for b in range(A_parts.shape[0]):
+        A += A_parts[b]
+        v += v_parts[b]
+        s += s_parts[b]
+        t += t_parts[b]
+    return A, v, s, t
 
 
 @twin_jit(work=lambda X, Z, *rest: 4 * X.shape[0] * Z.shape[0] * X.shape[1])
