@@ -36,11 +36,20 @@ def axis_point_rows(kernel, mu, delta, Z):
 
     Parameters
     ----------
-    kernel : stationary Kernel
+    kernel : Kernel
+        A stationary kernel (:func:`uses_axis_points`).
     mu, delta : ndarray of shape (N, Q)
-        Centres and half-widths ``sqrt(Q S)`` of the points.
+        Centres and half-widths ``sqrt(Q S)`` of the points (C-contiguous float64).
     Z : ndarray of shape (M, Q)
         Inducing inputs.
+
+    Returns
+    -------
+    Ks : ndarray of shape (N, 2Q, M)
+        Kernel rows; point ``k < Q`` is ``mu + delta_k e_k``, point ``Q + k`` is
+        ``mu - delta_k e_k``.
+    cache : tuple
+        Input of :func:`axis_point_rows_vjp`.
     """
     N, Q = mu.shape
     M = Z.shape[0]
