@@ -11,6 +11,8 @@ import types
 
 import numba
 
+from ._parallel import current_threads
+
 __all__ = ["twin_jit", "PARALLEL_MIN_WORK"]
 
 #: Estimated inner-loop iterations below which the serial twin is used.
@@ -36,9 +38,12 @@ class _Twins:
         self.__name__ = fn.__name__
 
     def __call__(self, *args):
-        # the work estimate first: it is cheaper than asking numba for its thread count
-        if self.work(*args) >= PARALLEL_MIN_WORK and numba.get_num_threads() > 1:
-            return self.parallel(*args)
+        # the work estimate first, then the thread count of the enclosing ``threads`` context
+        # (numba's own getter takes a lock; it is asked only outside such a context)
+        if self.work(*args) >= PARALLEL_MIN_WORK:
+            n = current_threads()
+            if (numba.get_num_threads() if n is None else n) > 1:
+                return self.parallel(*args)
         return self.serial(*args)
 
 

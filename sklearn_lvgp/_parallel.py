@@ -10,13 +10,28 @@ several Python threads at once (lmcinnes/umap issue #665). Use process-based par
 default ``loky`` backend) around estimators instead.
 """
 
+import threading
 from contextlib import contextmanager
 
 import numba
 from joblib import effective_n_jobs
 from threadpoolctl import threadpool_limits
 
-__all__ = ["threads", "resolve_n_jobs"]
+__all__ = ["threads", "resolve_n_jobs", "current_threads"]
+
+#: The thread count set by the innermost :func:`threads` context of each Python thread.
+_state = threading.local()
+
+
+def current_threads():
+    """Thread count of the innermost :func:`threads` context in this Python thread, or ``None``.
+
+    Jitted dispatch (:class:`sklearn_lvgp._jit._Twins`) reads this instead of asking numba:
+    ``numba.get_num_threads()`` takes a process-wide lock on every call (about 3 µs, seven
+    times per bound + gradient). Code that calls ``numba.set_num_threads`` itself inside a
+    ``threads`` context is not seen here.
+    """
+    return getattr(_state, "n", None)
 
 
 def resolve_n_jobs(n_jobs):
@@ -41,9 +56,12 @@ def threads(n_jobs):
     """
     n = resolve_n_jobs(n_jobs)
     previous = numba.get_num_threads()
+    outer = current_threads()
     try:
         numba.set_num_threads(n)
+        _state.n = n
         with threadpool_limits(limits=1, user_api="blas"):
             yield n
     finally:
+        _state.n = outer
         numba.set_num_threads(previous)

@@ -453,6 +453,34 @@ def test_serial_and_parallel_twins_agree_bitwise(make, rng):
         np.testing.assert_array_equal(a, b)
 
 
+def test_twin_dispatch_follows_the_threads_context(monkeypatch):
+    """Large work runs the parallel twin only when the enclosing ``threads`` context has more
+    than one thread; outside any context numba's own thread count decides."""
+    from sklearn_lvgp._jit import twin_jit
+    from sklearn_lvgp._parallel import current_threads, threads
+
+    calls = []
+
+    @twin_jit(work=lambda x: 10 ** 9)
+    def double(x):
+        return 2.0 * x
+
+    monkeypatch.setattr(double, "serial", lambda x: calls.append("serial") or 2.0 * x)
+    monkeypatch.setattr(double, "parallel", lambda x: calls.append("parallel") or 2.0 * x)
+    assert current_threads() is None
+    with threads(1):
+        assert current_threads() == 1
+        double(1.0)
+        if numba.config.NUMBA_NUM_THREADS >= 2:
+            with threads(2):
+                assert current_threads() == 2
+                double(1.0)
+            assert current_threads() == 1  # the inner context restores the outer count
+    assert current_threads() is None
+    expected = ["serial"] + (["parallel"] if numba.config.NUMBA_NUM_THREADS >= 2 else [])
+    assert calls == expected
+
+
 @pytest.mark.parametrize("offset", [0.0, 1e3])
 @pytest.mark.parametrize("same", [False, True])
 @pytest.mark.parametrize("name", ["RBF", "Matern32", "Matern52", "RationalQuadratic"])
