@@ -66,6 +66,20 @@ def _points(mu, sqrtS, nodes, a, b):
     return X.reshape(-1, mu.shape[1]), xi
 
 
+def _chunk_rows(kernel, Z, mu, sqrtS, rule, delta, a, b, kept=None):
+    """Kernel rows ``Ks`` (b-a, K, M) of the points of rows ``a:b`` and their backward cache,
+    plus the point array and nodes (``None`` on the axis-point path, which needs neither).
+    ``kept`` is the forward pass's ``(Ks, cache)`` of the chunk when it was kept."""
+    if delta is not None:  # unscented + stationary: no point array, O(M Q) per row
+        Ks, kcache = kept if kept else axis_point_rows(kernel, mu[a:b], delta[a:b], Z)
+        return Ks, kcache, None, None
+    X, xi = _points(mu, sqrtS, rule.nodes, a, b)
+    if kept:
+        return (*kept, X, xi)
+    Kflat, kcache = kernel.K_cached(X, Z)
+    return Kflat.reshape(b - a, rule.n_points, Z.shape[0]), kcache, X, xi
+
+
 def pointset_psi(kernel, Z, mu, S, rule, per_point=False):
     """Ψ-statistics by a point-set rule.
 
@@ -108,13 +122,7 @@ def pointset_psi(kernel, Z, mu, S, rule, per_point=False):
         diag_value = float(kernel.Kdiag(mu[:1])[0])
     delta = rule.nodes[0, 0] * sqrtS if uses_axis_points(kernel, rule) else None
     for a, b in chunks:
-        if delta is not None:  # no point array: O(M Q) per row instead of O(M Q²)
-            X = None
-            Ks, kcache = axis_point_rows(kernel, mu[a:b], delta[a:b], Z)
-        else:
-            X, _ = _points(mu, sqrtS, rule.nodes, a, b)
-            Kflat, kcache = kernel.K_cached(X, Z)
-            Ks = Kflat.reshape(b - a, K, M)
+        Ks, kcache, X, _ = _chunk_rows(kernel, Z, mu, sqrtS, rule, delta, a, b)
         if keep:
             kept.append((Ks, kcache))
         Psi1[a:b] = np.einsum("nkm,k->nm", Ks, w)
@@ -173,19 +181,8 @@ def pointset_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
     const_diag = kernel.diag_is_constant
     delta = cache.delta
     for i, (a, b) in enumerate(cache.chunks):
-        if delta is not None:
-            X = None
-            if cache.Ks:
-                Ks, kcache = cache.Ks[i]
-            else:
-                Ks, kcache = axis_point_rows(kernel, mu[a:b], delta[a:b], Z)
-        else:
-            X, xi = _points(mu, sqrtS, rule.nodes, a, b)
-            if cache.Ks:
-                Ks, kcache = cache.Ks[i]
-            else:
-                Kflat, kcache = kernel.K_cached(X, Z)
-                Ks = Kflat.reshape(b - a, K, M)
+        Ks, kcache, X, xi = _chunk_rows(kernel, Z, mu, sqrtS, rule, delta, a, b,
+                                        cache.Ks[i] if cache.Ks else None)
         if cache.per_point:
             KG = np.matmul(Ks, G2[a:b])
             ddiag = np.outer(d0[a:b], w).reshape(-1)
@@ -196,28 +193,23 @@ def pointset_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
         dKs += dL_dPsi1[a:b, None, :]
         dKs *= w[None, :, None]
         if delta is not None:
-            dmu[a:b], ddelta, dZc, th = axis_point_rows_vjp(kernel, dKs, Ks, kcache, mu[a:b],
-                                                            delta[a:b])
-            # const diag (stationary): only the hyperparameters see the psi0 adjoint
-            dtheta += kernel.vjp_diag(np.array([np.sum(ddiag)]), mu[:1]).theta + th
-            scale = rule.nodes[0, 0]  # delta = scale sqrt(S)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                dS[a:b] = np.where(sqrtS[a:b] > 0, ddelta * scale / (2.0 * sqrtS[a:b]), 0.0)
-            dZ += dZc
-            continue
-        v = kernel.vjp_cached(dKs.reshape(-1, M), kcache, overwrite_dK=True)
-        dX = v.X.reshape(b - a, K, Q)
+            dmu_c, ddelta, dZ_c, dth_c = axis_point_rows_vjp(kernel, dKs, Ks, kcache, mu[a:b],
+                                                             delta[a:b])
+            dxi = ddelta * rule.nodes[0, 0]  # delta = node * sqrt(S)
+        else:
+            v = kernel.vjp_cached(dKs.reshape(-1, M), kcache, overwrite_dK=True)
+            dX = v.X.reshape(b - a, K, Q)
+            if not const_diag:
+                vd = kernel.vjp_diag(ddiag, X)
+                dX = dX + vd.X.reshape(b - a, K, Q)
+                dtheta += vd.theta
+            dmu_c, dxi, dZ_c, dth_c = dX.sum(axis=1), (dX * xi).sum(axis=1), v.Z, v.theta
         if const_diag:
             # Kdiag does not depend on x: only its hyperparameters receive the adjoint
-            dtheta += kernel.vjp_diag(np.array([np.sum(ddiag)]), X[:1]).theta
-        else:
-            vd = kernel.vjp_diag(ddiag, X)
-            dX = dX + vd.X.reshape(b - a, K, Q)
-            dtheta += vd.theta
-        dmu[a:b] = dX.sum(axis=1)
-        dxi = (dX * xi).sum(axis=1)
+            dtheta += kernel.vjp_diag(np.array([np.sum(ddiag)]), mu[:1]).theta
+        dmu[a:b] = dmu_c
         with np.errstate(divide="ignore", invalid="ignore"):
             dS[a:b] = np.where(sqrtS[a:b] > 0, dxi / (2.0 * sqrtS[a:b]), 0.0)
-        dZ += v.Z
-        dtheta += v.theta
+        dZ += dZ_c
+        dtheta += dth_c
     return PsiVJP(dmu, dS, dZ, dtheta)
