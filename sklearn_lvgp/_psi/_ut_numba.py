@@ -20,14 +20,7 @@ import numba as nb
 import numpy as np
 
 from .._jit import twin_jit
-from ..kernels._kernels_numba import (
-    MATERN12_KIND,
-    MATERN32_KIND,
-    MATERN52_KIND,
-    RBF_KIND,
-    _profile_row,
-    sum_block_partials,
-)
+from ..kernels._kernels_numba import _profile_row, slope_weight_row, sum_block_partials
 
 __all__ = ["ut_stationary_K", "ut_stationary_vjp", "UT_BLOCK"]
 
@@ -55,37 +48,6 @@ def _point_r2(base, D, q, s, wq, dq, row):
     """``row[m] = r2`` of the point ``(q, s)``: the centre's plus the one-coordinate term."""
     for m in range(row.shape[0]):
         row[m] = max(base[m] + wq * dq * (2.0 * s * D[q, m] + dq), 0.0)
-
-
-@nb.njit(inline="always")
-def _slope_row(kind, dK, K, r2, alpha, C):
-    """``C[m] = dK[m] variance dg/dr2`` from the kernel row ``K = variance g`` and ``r2`` (no
-    ``exp``); returns ``sum_m dK[m] variance dg/dlog alpha`` (rational quadratic, else 0). One
-    loop per profile, so each vectorises."""
-    M = C.shape[0]
-    da = 0.0
-    if kind == RBF_KIND:
-        for m in range(M):
-            C[m] = -0.5 * dK[m] * K[m]
-    elif kind == MATERN12_KIND:  # dg/dr2 = -g / (2r); zero subgradient at r = 0
-        for m in range(M):
-            r = np.sqrt(r2[m])
-            C[m] = -0.5 * dK[m] * K[m] / r if r > 0.0 else 0.0
-    elif kind == MATERN32_KIND:
-        for m in range(M):
-            C[m] = -1.5 * dK[m] * K[m] / (1.0 + np.sqrt(3.0 * r2[m]))
-    elif kind == MATERN52_KIND:
-        for m in range(M):
-            r = np.sqrt(5.0 * r2[m])
-            C[m] = -(5.0 / 6.0) * dK[m] * K[m] * (1.0 + r) / (1.0 + r + 5.0 * r2[m] / 3.0)
-    else:  # rational quadratic
-        for m in range(M):
-            t = r2[m] / (2.0 * alpha)
-            b = 1.0 + t
-            wk = dK[m] * K[m]
-            da += wk * alpha * (t / b - np.log(b))
-            C[m] = -0.5 * wk / b
-    return da
 
 
 @twin_jit(work=lambda mu, delta, ZT, w, variance, kind, alpha, Ks: Ks.size * 4)
@@ -147,7 +109,7 @@ def ut_stationary_vjp(dKs, Ks, mu, delta, ZT, w, kind, alpha):
                 for half in range(2):
                     k = q + half * Q
                     _point_r2(base, D, q, 1.0 - 2.0 * half, w[q], delta[n, q], r2)
-                    dalpha += _slope_row(kind, dKs[n, k], Ks[n, k], r2, alpha, C[k])
+                    dalpha += slope_weight_row(kind, dKs[n, k], Ks[n, k], r2, alpha, 1.0, C[k])
                     Ck = C[k]
                     dKk = dKs[n, k]
                     Kk = Ks[n, k]

@@ -111,6 +111,46 @@ def stationary_K(X, ZT, inv_ls, variance, kind, alpha):
     return out
 
 
+@nb.njit(inline="always")
+def slope_weight_row(kind, dK, K, r2, alpha, scale, C):
+    """``C[m] = scale dK[m] variance dg/dr2`` along a row, from the kernel row ``K = variance g``
+    and its ``r2`` (no ``exp``); returns ``sum_m dK[m] variance dg/dlog(alpha)`` (the rational
+    quadratic's, else 0). One loop per profile, its branch outside, so each vectorises. ``C``
+    may be ``dK``: each entry of ``dK`` is read before the same entry of ``C`` is written.
+    Matérn 1/2 uses the zero subgradient at ``r = 0``. Used by :func:`stationary_slope_weights`
+    (``scale = 2``) and by the unscented axis points (``_psi/_ut_numba.py``, ``scale = 1``).
+    """
+    M = C.shape[0]
+    da = 0.0
+    if kind == RBF_KIND:  # dg/dr2 = -g / 2
+        c = -0.5 * scale
+        for m in range(M):
+            C[m] = c * dK[m] * K[m]
+    elif kind == MATERN12_KIND:  # dg/dr2 = -g / (2r)
+        c = -0.5 * scale
+        for m in range(M):
+            r = np.sqrt(r2[m])
+            C[m] = c * dK[m] * K[m] / r if r > 0.0 else 0.0
+    elif kind == MATERN32_KIND:
+        c = -1.5 * scale
+        for m in range(M):
+            C[m] = c * dK[m] * K[m] / (1.0 + np.sqrt(3.0 * r2[m]))
+    elif kind == MATERN52_KIND:
+        c = -(5.0 / 6.0) * scale
+        for m in range(M):
+            r = np.sqrt(5.0 * r2[m])
+            C[m] = c * dK[m] * K[m] * (1.0 + r) / (1.0 + r + 5.0 * r2[m] / 3.0)
+    else:  # rational quadratic
+        c = -0.5 * scale
+        for m in range(M):
+            t = r2[m] / (2.0 * alpha)
+            base = 1.0 + t
+            wk = dK[m] * K[m]
+            da += wk * alpha * (t / base - np.log(base))
+            C[m] = c * wk / base
+    return da
+
+
 @twin_jit(work=lambda dK, K, X, ZT, *rest: 2 * X.shape[0] * ZT.shape[1] * X.shape[1])
 def stationary_slope_weights(dK, K, X, ZT, inv_ls, kind, alpha, C):
     """Weights ``C = 2 dK variance dg/dr2`` of the product backward, from the forward ``K``.
@@ -132,35 +172,24 @@ def stationary_slope_weights(dK, K, X, ZT, inv_ls, kind, alpha, C):
         for n in nb.prange(N):
             for m in range(M):
                 C[n, m] = -dK[n, m] * K[n, m]
-    elif kind == MATERN32_KIND:
+    elif kind == MATERN32_KIND:  # one branch per profile: a constant kind in each loop
         for b in nb.prange(nbk):
             r2 = np.empty(M)
             for n in range(b * _WEIGHT_BLOCK, min(N, (b + 1) * _WEIGHT_BLOCK)):
                 _scaled_sq_dist_row(X, n, ZT, inv_ls, r2)
-                for m in range(M):
-                    C[n, m] = -3.0 * dK[n, m] * K[n, m] / (1.0 + np.sqrt(3.0 * r2[m]))
+                slope_weight_row(MATERN32_KIND, dK[n], K[n], r2, alpha, 2.0, C[n])
     elif kind == MATERN52_KIND:
         for b in nb.prange(nbk):
             r2 = np.empty(M)
             for n in range(b * _WEIGHT_BLOCK, min(N, (b + 1) * _WEIGHT_BLOCK)):
                 _scaled_sq_dist_row(X, n, ZT, inv_ls, r2)
-                for m in range(M):
-                    r = np.sqrt(5.0 * r2[m])
-                    C[n, m] = (-(5.0 / 3.0) * dK[n, m] * K[n, m] * (1.0 + r)
-                               / (1.0 + r + 5.0 * r2[m] / 3.0))
+                slope_weight_row(MATERN52_KIND, dK[n], K[n], r2, alpha, 2.0, C[n])
     elif kind == RQ_KIND:
         for b in nb.prange(nbk):
             r2 = np.empty(M)
             for n in range(b * _WEIGHT_BLOCK, min(N, (b + 1) * _WEIGHT_BLOCK)):
                 _scaled_sq_dist_row(X, n, ZT, inv_ls, r2)
-                acc = 0.0
-                for m in range(M):
-                    t = r2[m] / (2.0 * alpha)
-                    base = 1.0 + t
-                    wk = dK[n, m] * K[n, m]
-                    acc += wk * alpha * (t / base - np.log(base))
-                    C[n, m] = -wk / base
-                da_rows[n] = acc
+                da_rows[n] = slope_weight_row(RQ_KIND, dK[n], K[n], r2, alpha, 2.0, C[n])
     else:
         raise ValueError("stationary_slope_weights: no product backward for this profile "
                          "(Matérn 1/2 uses stationary_K_vjp)")
