@@ -1,32 +1,65 @@
-"""BLAS ``dtrsm`` callable from jitted code, for the small dense algebra of the collapsed bounds.
+"""BLAS ``dtrsm`` and LAPACK ``dpotrf`` callable from jitted code, for the small dense algebra of
+the collapsed bounds.
 
 numba's own ``np.dot`` reaches BLAS, but it has no triangular solve, and a Python-level BLAS call
 costs 5–7 µs of argument handling against well under a microsecond of arithmetic on the (M, M)
-and (M, D) systems (M in the tens) of a collapsed bound. The routine is scipy's
-``scipy.linalg.cython_blas.dtrsm``, reached through its exported C address.
+and (M, D) systems (M in the tens) of a collapsed bound. The routines are scipy's
+``scipy.linalg.cython_blas.dtrsm`` and ``scipy.linalg.cython_lapack.dpotrf``, reached through
+their exported C addresses.
 
-The routine is passed to jitted functions as an **argument** (:data:`DTRSM`), not read as a global:
-numba cannot cache a function that embeds a ctypes pointer as a constant (the address changes
-between processes), while an argument's address is a run-time value and the function caches.
+An address is passed to jitted functions as an **argument** (:data:`DTRSM`, :data:`DPOTRF`, plain
+integers), not read as a global: numba cannot cache a function that embeds an address as a
+constant (it changes between processes), while an argument is a run-time value and the function
+caches. It is an integer rather than a ctypes function object because numba types a ctypes
+argument anew on every call (2.8 µs against 0.5 µs for an array, measured); :func:`call_address`
+turns the integer back into a call.
 
-Every matrix handed to :func:`trsm_left` is F-contiguous (BLAS's column-major layout); the helpers
-that use it allocate their work arrays that way.
+Every matrix handed to :func:`trsm_left` or :func:`potrf_lower` is F-contiguous (BLAS's
+column-major layout); the helpers that use them allocate their work arrays that way.
 """
-
-import ctypes
 
 import numba as nb
 import numpy as np
-from numba.extending import get_cython_function_address
+from llvmlite import ir
+from numba.core import types
+from numba.extending import get_cython_function_address, intrinsic
 
-__all__ = ["DTRSM", "trsm_left"]
+__all__ = ["DPOTRF", "DTRSM", "call_address", "potrf_lower", "trsm_left"]
 
-_VOID = ctypes.c_void_p
 #: ``dtrsm(side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb)``; every argument a pointer.
-DTRSM = ctypes.CFUNCTYPE(None, *([_VOID] * 11))(
-    get_cython_function_address("scipy.linalg.cython_blas", "dtrsm"))
+DTRSM = get_cython_function_address("scipy.linalg.cython_blas", "dtrsm")
+#: ``dpotrf(uplo, n, a, lda, info)``; every argument a pointer.
+DPOTRF = get_cython_function_address("scipy.linalg.cython_lapack", "dpotrf")
 
 _LEFT, _LOWER, _NO, _TRANS = 76, 76, 78, 84  # 'L', 'L', 'N', 'T'
+
+
+@intrinsic
+def call_address(typingctx, address, arrays):
+    """Call the C function ``void f(void *, ...)`` at ``address`` with the data pointers of
+    ``arrays`` (a tuple of arrays; a view's pointer is its first element). Jitted code only.
+
+    The Fortran-style BLAS and LAPACK routines of scipy's Cython modules take every argument by
+    pointer, so their calls are of this one shape.
+    """
+    if not isinstance(address, types.Integer) or not isinstance(arrays, types.BaseTuple):
+        return None
+    if not all(isinstance(a, types.Array) for a in arrays):
+        return None
+    sig = types.void(address, arrays)
+
+    def codegen(context, builder, signature, args):
+        addr, tup = args
+        byte_ptr = ir.IntType(8).as_pointer()
+        ptrs = []
+        for i, aty in enumerate(signature.args[1]):
+            arr = context.make_array(aty)(context, builder, builder.extract_value(tup, i))
+            ptrs.append(builder.bitcast(arr.data, byte_ptr))
+        fnty = ir.FunctionType(ir.VoidType(), [byte_ptr] * len(ptrs))
+        builder.call(builder.inttoptr(addr, fnty.as_pointer()), ptrs)
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 @nb.njit(cache=True)
@@ -35,7 +68,7 @@ def trsm_left(fn, L, B, trans):
 
     Parameters
     ----------
-    fn : ctypes function
+    fn : int
         :data:`DTRSM`.
     L : ndarray of shape (m, m), F-contiguous
         Lower-triangular factor (its strict upper triangle is not read).
@@ -50,6 +83,58 @@ def trsm_left(fn, L, B, trans):
     flags = np.array([_LEFT, _LOWER, _TRANS if trans else _NO, _NO], dtype=np.uint8)
     dims = np.array([m, n], dtype=np.int32)
     one = np.ones(1)
-    fn(flags[0:].ctypes, flags[1:].ctypes, flags[2:].ctypes, flags[3:].ctypes,
-       dims[0:].ctypes, dims[1:].ctypes, one.ctypes, L.ctypes, dims[0:].ctypes,
-       B.ctypes, dims[0:].ctypes)
+    call_address(fn, (flags[0:], flags[1:], flags[2:], flags[3:], dims[0:], dims[1:], one, L,
+                      dims[0:], B, dims[0:]))
+
+
+@nb.njit(cache=True)
+def potrf_lower(fn, A, rel):
+    """Lower Cholesky factor of ``A + rel * mean(diag(A)) * I`` by LAPACK ``dpotrf``.
+
+    Parameters
+    ----------
+    fn : int
+        :data:`DPOTRF`.
+    A : ndarray of shape (m, m)
+        Symmetric matrix; only its lower triangle is read. Not modified.
+    rel : float
+        Jitter relative to the mean diagonal (a non-finite or non-positive mean counts as 1).
+
+    Returns
+    -------
+    L : ndarray of shape (m, m), F-contiguous
+        The factor, zero above the diagonal (meaningful only when ``status == 0``).
+    status : int
+        0: factorised, every entry finite; 1: not numerically positive definite (or a
+        non-finite factor); 2: ``A`` has a non-finite entry (nothing was factorised).
+    scale : float
+        The mean diagonal the jitter was scaled by; the absolute jitter is ``rel * scale``.
+    """
+    m = A.shape[0]
+    L = np.empty((m, m)).T
+    trace = 0.0
+    for j in range(m):
+        for i in range(m):
+            v = A[i, j]
+            if not np.isfinite(v):
+                return L, 2, 1.0
+            L[i, j] = v if i >= j else 0.0
+        trace += A[j, j]
+    scale = trace / m if m else 1.0
+    if not np.isfinite(scale) or scale <= 0.0:
+        scale = 1.0
+    if m == 0:
+        return L, 0, scale
+    add = rel * scale
+    for j in range(m):
+        L[j, j] += add
+    uplo = np.array([_LOWER], dtype=np.uint8)
+    dims = np.array([m, 0], dtype=np.int32)  # n, then LAPACK's info
+    call_address(fn, (uplo, dims[0:], L, dims[0:], dims[1:]))
+    if dims[1] != 0:
+        return L, 1, scale
+    for j in range(m):
+        for i in range(j, m):
+            if not np.isfinite(L[i, j]):
+                return L, 1, scale
+    return L, 0, scale

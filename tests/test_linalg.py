@@ -73,6 +73,41 @@ def test_cholesky_factor_is_lower_with_zero_upper_triangle(rng, order):
     assert used == pytest.approx(1e-8 * np.trace(A) / 6)
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_potrf_lower_from_jitted_code_matches_lapack(rng, order):
+    from scipy.linalg import lapack
+
+    from sklearn_lvgp._blas_numba import DPOTRF, potrf_lower
+
+    A = np.asarray(_spd(rng, 7), order=order)
+    A_copy = A.copy()
+    L, status, scale = potrf_lower(DPOTRF, A, 0.0)
+    expected, info = lapack.dpotrf(A, lower=1, clean=1)
+    assert status == 0 and info == 0
+    np.testing.assert_array_equal(L, expected)  # the same LAPACK routine, bit for bit
+    assert L.flags.f_contiguous
+    assert scale == pytest.approx(np.trace(A) / 7, rel=1e-15)
+    np.testing.assert_array_equal(A, A_copy)
+    L, status, _ = potrf_lower(DPOTRF, A, 1e-3)
+    np.testing.assert_allclose(L @ L.T, A + 1e-3 * scale * np.eye(7), rtol=1e-12)
+
+
+def test_potrf_lower_status_codes():
+    from sklearn_lvgp._blas_numba import DPOTRF, potrf_lower
+
+    assert potrf_lower(DPOTRF, -np.eye(3), 1e-6)[1] == 1  # not positive definite
+    upper_nan = np.eye(3)
+    upper_nan[0, 2] = np.nan  # never read by the factorisation, still rejected
+    assert potrf_lower(DPOTRF, upper_nan, 0.0)[1] == 2
+    assert potrf_lower(DPOTRF, np.diag([1.0, np.inf, 1.0]), 0.0)[1] == 2
+    L, status, scale = potrf_lower(DPOTRF, np.zeros((0, 0)), 1e-6)
+    assert L.shape == (0, 0) and status == 0 and scale == 1.0
+    # a non-positive mean diagonal scales the jitter by 1, as documented
+    L, status, scale = potrf_lower(DPOTRF, np.diag([-1.0, 0.5]), 2.0)
+    assert scale == 1.0 and status == 0
+    np.testing.assert_allclose(np.diag(L) ** 2, [1.0, 2.5])
+
+
 def test_solves_and_logdet(rng):
     A = _spd(rng, 4)
     L, used = cholesky_jitter(A, jitter=0.0)

@@ -87,6 +87,13 @@ def _init_param_names(cls):
     ))
 
 
+@functools.cache
+def _bounds_names(cls):
+    """``(name, transform, name + "_bounds")`` per hyperparameter of a kernel class (cached:
+    the layout is read on every evaluation, and the names never change)."""
+    return tuple((name, transform, f"{name}_bounds") for name, transform in cls._hyperparameters)
+
+
 class Kernel(ABC):
     """Base class of all kernels.
 
@@ -191,10 +198,11 @@ class Kernel(ABC):
         """``(name, transform, n_elements, fixed)`` per hyperparameter: :attr:`hyperparameters`
         without building the bounds (the per-evaluation paths need only this)."""
         out = []
-        for name, transform in self._hyperparameters:
-            raw = getattr(self, f"{name}_bounds")
-            out.append((name, transform, int(np.size(getattr(self, name))),
-                        isinstance(raw, str) and raw == "fixed"))
+        for name, transform, bounds_name in _bounds_names(type(self)):
+            raw = getattr(self, bounds_name)
+            value = getattr(self, name)
+            n = value.size if isinstance(value, np.ndarray) else int(np.size(value))
+            out.append((name, transform, n, isinstance(raw, str) and raw == "fixed"))
         return out
 
     @property
@@ -254,29 +262,18 @@ class Kernel(ABC):
         """Number of free hyperparameter scalars."""
         return sum(n for _, _, n, fixed in self._layout() if not fixed)
 
-    def _theta_mask(self):
-        """Index of each hyperparameter's slot in ``theta`` (``None`` when fixed)."""
-        slots, i = {}, 0
-        for name, _, n, fixed in self._layout():
-            if fixed:
-                slots[name] = None
-            else:
-                slots[name] = slice(i, i + n)
-                i += n
-        return slots
-
     def _pack_theta_grad(self, grads):
         """Assemble a ``theta`` gradient from per-hyperparameter gradients.
 
         ``grads`` maps a hyperparameter name to its gradient **already in transformed space**
         (e.g. ``d/d log(variance)``), summed to the hyperparameter's shape. Fixed ones are skipped.
         """
-        mask = self._theta_mask()
-        size = max((sl.stop for sl in mask.values() if sl is not None), default=0)
-        out = np.zeros(size)
-        for name, sl in mask.items():
-            if sl is not None:
-                out[sl] = np.asarray(grads[name], dtype=np.float64).reshape(-1)
+        layout = [h for h in self._layout() if not h[3]]
+        out = np.empty(sum(h[2] for h in layout))
+        i = 0
+        for name, _, n, _ in layout:
+            out[i:i + n] = np.asarray(grads[name], dtype=np.float64).reshape(-1)
+            i += n
         return out
 
     # ------------------------------------------------------------------------- the contract
