@@ -225,6 +225,21 @@ def rbf_psi(kernel, Z, mu, S, per_point=False):
     return stats, _RBFCache(kernel, Z, mu, S, var, p1, Psi1, two)
 
 
+def _sum_parts(parts, shapes):
+    """Elementwise sums of same-shaped tuples of fresh arrays (zeros of ``shapes`` if none).
+
+    The first tuple's arrays are owned by the caller (fresh outputs of the backward passes), so
+    the others are added into them instead of into new zero arrays.
+    """
+    if not parts:
+        return tuple(np.zeros(shape) for shape in shapes)
+    total = parts[0]
+    for part in parts[1:]:
+        for acc, x in zip(total, part, strict=True):
+            acc += x
+    return total
+
+
 def rbf_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
     """Backward pass of :func:`rbf_psi`.
 
@@ -250,25 +265,17 @@ def rbf_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
     M = c.Z.shape[0]
     g0, G1, G2 = check_psi_adjoints(dL_dpsi0, dL_dPsi1, dL_dPsi2, N, M)
     lam = c.psi1.lam
-    dmu = np.zeros((N, Q))
-    dS = np.zeros((N, Q))
-    dZ = np.zeros((M, Q))
-    dlam = np.zeros(Q)
     # the adjoint of the summed psi0 is a scalar (broadcast to every row): N times it
     scalar = dL_dpsi0 is not None and np.ndim(dL_dpsi0) == 0
     dlog_var = (N * float(dL_dpsi0) if scalar else float(np.sum(g0))) * c.var
+    parts = []  # (dmu, dS, dZ, dlam) of each statistic with an adjoint
     if G1 is not None:
         m1, s1, z1, l1, tot1 = rbf_psi1_backward(c.mu, c.Z, c.psi1.B, c.Psi1, G1)
-        dmu += m1
-        dS += s1
-        dZ += z1
-        dlam += l1 + 0.5 * tot1 / lam
+        parts.append((m1, s1, z1, l1 + 0.5 * tot1 / lam))
         dlog_var += tot1
     if G2 is not None:
         m2, s2, z2, la, lb, tot2 = two_rbf_psi2_vjp(symmetrise(G2), c.two)
-        dmu += m2
-        dS += s2
-        dZ += z2
-        dlam += la + lb
+        parts.append((m2, s2, z2, la + lb))
         dlog_var += 2.0 * tot2
+    dmu, dS, dZ, dlam = _sum_parts(parts, [(N, Q), (N, Q), (M, Q), (Q,)])
     return PsiVJP(dmu, dS, dZ, rbf_theta_grad(c.kernel, dlog_var, dlam, lam))

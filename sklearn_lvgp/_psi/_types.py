@@ -81,18 +81,33 @@ def first_invalid_psi_input(Z, mu, S):
         return 2
     if not _all_finite(S):
         return 3
-    for v in S.ravel():
-        if v < 0.0:
-            return 4
+    if _count_negative(S):
+        return 4
     return 0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, fastmath={"reassoc"})
 def _all_finite(a):
-    for v in a.ravel():
-        if not np.isfinite(v):
-            return False
-    return True
+    """Whether every entry is finite: ``sum(a * 0)`` is ``0`` then and NaN otherwise.
+
+    No early exit, so the loop vectorises; ``reassoc`` only lets the sum run in any order,
+    which cannot turn a NaN into a number (no ``nnan``/``ninf`` assumptions).
+    """
+    x = a.ravel()
+    acc = 0.0
+    for i in range(x.size):
+        acc += x[i] * 0.0
+    return acc == 0.0
+
+
+@nb.njit(cache=True)
+def _count_negative(a):
+    """Number of entries below zero (an integer sum: vectorises without fast-math)."""
+    x = a.ravel()
+    count = 0
+    for i in range(x.size):
+        count += x[i] < 0.0
+    return count
 
 
 def check_psi_adjoints(dL_dpsi0, dL_dPsi1, dL_dPsi2, N, M):
@@ -102,8 +117,12 @@ def check_psi_adjoints(dL_dpsi0, dL_dPsi1, dL_dPsi2, N, M):
     summed ``psi0``, is broadcast to every point), ``G1`` an (N, M) array or ``None`` and ``G2``
     a 3-D array or ``None``; ``G2`` is not symmetrised here.
     """
-    g0 = np.zeros(N) if dL_dpsi0 is None else np.broadcast_to(
-        np.asarray(dL_dpsi0, dtype=np.float64), (N,))
+    if dL_dpsi0 is None:
+        g0 = np.zeros(N)
+    elif np.ndim(dL_dpsi0) == 0:  # np.full: a third of broadcast_to's cost
+        g0 = np.full(N, float(dL_dpsi0))
+    else:
+        g0 = np.broadcast_to(np.asarray(dL_dpsi0, dtype=np.float64), (N,))
     G1 = None
     if dL_dPsi1 is not None:
         G1 = np.ascontiguousarray(dL_dPsi1, dtype=np.float64)
