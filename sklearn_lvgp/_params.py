@@ -104,13 +104,16 @@ class ParamPacker:
         """
         flat = np.empty(self.size)
         for b in self.blocks:
+            out = flat[self._slices[b.name]]
             g = np.asarray(grads[b.name], dtype=np.float64).reshape(-1)
+            if b.transform == "identity":
+                out[...] = g
+                continue
             v = np.asarray(values[b.name], dtype=np.float64).reshape(-1)
             if b.transform == "log":
-                g = g * v
-            elif b.transform == "softplus":
-                g = g * -np.expm1(-v)  # sigmoid(r) = 1 - exp(-softplus(r))
-            flat[self._slices[b.name]] = g
+                np.multiply(g, v, out=out)
+            else:  # softplus: sigmoid(r) = 1 - exp(-softplus(r))
+                np.multiply(g, -np.expm1(-v), out=out)
         return flat
 
     def slice(self, name):

@@ -319,6 +319,18 @@ def _add_rows(A, total):
 
 
 @nb.njit(cache=True)
+def pairs_to_matrix(vals, I, J, M, sym):
+    """``(M, M)`` matrix with ``vals[p]`` at ``(I[p], J[p])`` (and at ``(J[p], I[p])`` when
+    ``sym``), zeros elsewhere: one call in place of two fancy-index assignments."""
+    out = np.zeros((M, M))
+    for p in range(I.shape[0]):
+        out[I[p], J[p]] = vals[p]
+        if sym:
+            out[J[p], I[p]] = vals[p]
+    return out
+
+
+@nb.njit(cache=True)
 def two_rbf_row_factors(mu, E, ctr):
     """``F = [1, E, E (mu - ctr)]`` (N, 1 + 2Q): the per-row factors of the sums over ``n`` in
     the two-RBF backward pass (:func:`._two_rbf.two_rbf_backward`; ``ctr`` from

@@ -95,11 +95,7 @@ def two_rbf_forward(s, per_point=False):
                 out[a:b, s.J, s.I] = T
     if per_point:
         return out
-    out = np.zeros((s.M, s.M))
-    out[s.I, s.J] = colsum
-    if s.sym:
-        out[s.J, s.I] = colsum
-    return out
+    return _nb.pairs_to_matrix(colsum, s.I, s.J, s.M, s.sym)
 
 
 def two_rbf_backward(G, s):
