@@ -66,7 +66,7 @@ ensure_repo_on_path()
 from sklearn_lvgp import DeepGP  # noqa: E402
 from sklearn_lvgp._parallel import threads  # noqa: E402
 from sklearn_lvgp._svgp import SVGPLayer, layer_forward, layer_vjp  # noqa: E402
-from sklearn_lvgp._svgp._workspace import Workspace  # noqa: E402
+from sklearn_lvgp._workspace import Workspace  # noqa: E402
 from sklearn_lvgp.kernels import RBF, KernelVJP  # noqa: E402
 
 

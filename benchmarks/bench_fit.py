@@ -120,12 +120,18 @@ def make_objective(kernel_name, expectation, prob):
     x0 = packer.pack({"mu": mu, "S": S, "Z": Z, "theta": kernel.theta,
                       "noise": float(prob["noise"])})
     work = kernel.clone()
+    try:  # the fit's buffers, reused by every evaluation (library versions that have them)
+        from sklearn_lvgp._workspace import Workspace
+
+        extra = {"workspace": Workspace()}
+    except ImportError:
+        extra = {}
 
     def objective(flat):
         p = packer.unpack(flat)
         work.theta = p["theta"]
         # returns (elbo, grads) or (elbo, grads, posterior) depending on the library version
-        value, grads = est._elbo_and_grads(work, Y, p, rule, 1e-6)[:2]
+        value, grads = est._elbo_and_grads(work, Y, p, rule, 1e-6, **extra)[:2]
         return -value, -packer.pack_grad(grads, p)
 
     return objective, x0

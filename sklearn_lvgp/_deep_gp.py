@@ -34,8 +34,8 @@ from ._svgp import (
     tril_pack,
     tril_unpack,
 )
-from ._svgp._workspace import Workspace
 from ._validation import check_bool, check_float, check_int, check_option
+from ._workspace import Workspace
 from .base import _BaseLVGPRegressor
 from .kernels import RBF, Kernel
 from .metrics import kde_log_density
@@ -170,7 +170,7 @@ class _DSVI:
         ``2 D`` sigma points of :func:`~sklearn_lvgp._psi.unscented_rule`.
 
         ``propagation`` overrides the model's rule (``sample_y`` always samples).
-        ``workspaces`` (one :class:`~sklearn_lvgp._svgp._workspace.Workspace` per layer, or
+        ``workspaces`` (one :class:`~sklearn_lvgp._workspace.Workspace` per layer, or
         ``None``) lets a training loop reuse the layers' large buffers from step to step; the
         tape is then valid until the next call with the same workspaces.
 

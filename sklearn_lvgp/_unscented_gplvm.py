@@ -26,6 +26,7 @@ from ._validation import (
     check_n_inducing,
     check_option,
 )
+from ._workspace import Workspace
 from .base import _BaseLVGP
 from .kernels import RBF, Kernel
 
@@ -239,13 +240,14 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         x0 = packer.pack({"mu": mu0, "S": S0, "Z": Z0, "theta": kernel.theta, "noise": noise0})
         work = kernel.clone()
         mc_state = check_random_state(random_state.randint(np.iinfo(np.int32).max))
+        workspace = Workspace()  # the Ψ-statistics' large arrays, the same at every evaluation
 
         def objective(flat):
             p = packer.unpack(flat)
             work.theta = p["theta"]
             r = (monte_carlo_rule(self.n_samples, Q, mc_state, n_points=N) if stochastic
                  else rule)
-            value, grads, _ = self._elbo_and_grads(work, Y, p, r, jitter)
+            value, grads, _ = self._elbo_and_grads(work, Y, p, r, jitter, workspace=workspace)
             return -value, -packer.pack_grad(grads, p)
 
         if optimizer == "lbfgs":
@@ -282,10 +284,13 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         bounds[packer.slice("noise")] = [np.log(1e-10 * var_y), np.log(1e3 * var_y)]
         return [tuple(None if not np.isfinite(v) else v for v in row) for row in bounds]
 
-    def _elbo_and_grads(self, kernel, Y, p, rule, jitter, max_tries=0):
-        """ELBO (collapsed bound − KL), its gradient wrt each constrained block, the posterior."""
+    def _elbo_and_grads(self, kernel, Y, p, rule, jitter, max_tries=0, workspace=None):
+        """ELBO (collapsed bound − KL), its gradient wrt each constrained block, the posterior.
+
+        ``workspace``: buffers reused from one evaluation to the next (one fit's objective).
+        """
         mu, S, Z, s2 = p["mu"], p["S"], p["Z"], float(p["noise"])
-        stats, pcache = psi_statistics(kernel, Z, mu, S, rule)
+        stats, pcache = psi_statistics(kernel, Z, mu, S, rule, workspace=workspace)
         Kuu, kcache = kernel.K_cached(Z)
         F, post = collapsed_bound(Y, stats.psi0, stats.Psi1, stats.Psi2, Kuu, s2,
                                   jitter=jitter, max_tries=max_tries)

@@ -98,7 +98,7 @@ def make_rule(expectation, kernel, n_dims, *, gh_order=2, n_samples=32, random_s
     return "monte_carlo", monte_carlo_rule(n_samples, n_dims, random_state, n_points)
 
 
-def psi_statistics(kernel, Z, mu, S, rule, per_point=False):
+def psi_statistics(kernel, Z, mu, S, rule, per_point=False, workspace=None):
     """Ψ-statistics of ``kernel`` under q(x_n) = N(mu_n, diag(S_n)).
 
     Parameters
@@ -113,6 +113,11 @@ def psi_statistics(kernel, Z, mu, S, rule, per_point=False):
         From :func:`make_rule`.
     per_point : bool, default=False
         Per-point ``psi0`` (N,) and ``Psi2`` (N, M, M) instead of sums (for prediction).
+    workspace : Workspace, default=None
+        Buffers that an optimiser's objective reuses from one evaluation to the next
+        (:class:`sklearn_lvgp._workspace.Workspace`): the closed forms keep their large
+        intermediate arrays there. A cache built with a workspace is valid until the next call
+        with it, so run each backward pass before the next forward pass.
 
     Returns
     -------
@@ -127,7 +132,8 @@ def psi_statistics(kernel, Z, mu, S, rule, per_point=False):
     if rule != "analytic":
         raise ValueError(f"rule must be 'analytic' or a PointRule, got {rule!r}.")
     # sum_psi raises for a summand without a closed form (naming it and the alternative)
-    stats, inner = sum_psi(kernel.summands(), Z, mu, S, per_point=per_point)
+    stats, inner = sum_psi(kernel.summands(), Z, mu, S, per_point=per_point,
+                           workspace=workspace)
     return stats, _Cache(sum_psi_vjp, inner)
 
 

@@ -107,7 +107,7 @@ def _tilted_mean(mu, S, Z, lam, B):
     return (lam * mu[:, None, :] + S[:, None, :] * Z[None, :, :]) * B[:, None, :]
 
 
-def _rbf_linear_forward(kr, kl, Z, mu, S, per_point):
+def _rbf_linear_forward(kr, kl, Z, mu, S, per_point, workspace=None):
     N, Q = mu.shape
     lam = rbf_lengthscale_sq(kr, Q)
     p1 = rbf_psi1_setup(lam, float(kr.variance), S)
@@ -144,7 +144,7 @@ def _rbf_linear_backward(G, c):
     return dmu + m1, dS + s1, dZ + z1 + dZl, theta_r, theta_l
 
 
-def _linear_linear_forward(ka, kb, Z, mu, S, per_point):
+def _linear_linear_forward(ka, kb, Z, mu, S, per_point, workspace=None):
     Q = mu.shape[1]
     alpha = linear_alpha(ka, Q)
     beta = linear_alpha(kb, Q)
@@ -182,12 +182,12 @@ def _linear_linear_backward(G, c):
             linear_theta_grad(c.kb, dbeta, beta))
 
 
-def _rbf_rbf_forward(ka, kb, Z, mu, S, per_point):
+def _rbf_rbf_forward(ka, kb, Z, mu, S, per_point, workspace=None):
     Q = mu.shape[1]
     lam_a = rbf_lengthscale_sq(ka, Q)
     lam_b = rbf_lengthscale_sq(kb, Q)
     log_c = np.log(float(ka.variance)) + np.log(float(kb.variance))
-    setup = two_rbf_setup(lam_a, lam_b, log_c, Z, mu, S, sym=False)
+    setup = two_rbf_setup(lam_a, lam_b, log_c, Z, mu, S, sym=False, workspace=workspace)
     return two_rbf_psi2(setup, per_point), (setup, lam_a, lam_b)
 
 
@@ -207,7 +207,7 @@ _CROSS = {
 }
 
 
-def cross_psi2(ka, kb, Z, mu, S, per_point=False):
+def cross_psi2(ka, kb, Z, mu, S, per_point=False, workspace=None):
     """Cross term ``C_{mm'} = sum_n E[k_a(x_n, z_m) k_b(x_n, z_m')]`` of two kernels (§3.3).
 
     Parameters
@@ -222,6 +222,8 @@ def cross_psi2(ka, kb, Z, mu, S, per_point=False):
         Variances of ``q(x_n)`` (``S >= 0``).
     per_point : bool, default=False
         Return the per-point summands of shape (N, M, M) instead of their sum.
+    workspace : Workspace, default=None
+        Buffers reused across evaluations (the RBF×RBF term keeps its entries there).
 
     Returns
     -------
@@ -239,7 +241,7 @@ def cross_psi2(ka, kb, Z, mu, S, per_point=False):
         raise ValueError(f"No closed-form cross term for {ka!r} and {kb!r}.")
     forward, backward = _CROSS[key]
     first, second = (kb, ka) if transpose else (ka, kb)
-    C, data = forward(first, second, Z, mu, S, per_point)
+    C, data = forward(first, second, Z, mu, S, per_point, workspace)
     if transpose:
         C = np.ascontiguousarray(np.swapaxes(C, -1, -2))
     return C, _CrossCache(backward, ka, kb, transpose, Z, mu, S, data)
@@ -281,7 +283,12 @@ class _SumCache(NamedTuple):
     shape: tuple
 
 
-def sum_psi(kernels, Z, mu, S, per_point=False):
+def _part(workspace, name):
+    """The part ``name`` of a workspace, or ``None`` without one."""
+    return None if workspace is None else workspace.child(name)
+
+
+def sum_psi(kernels, Z, mu, S, per_point=False, workspace=None):
     """Closed-form Ψ-statistics of a sum of RBF and linear kernels (spec §3.3).
 
     Parameters
@@ -296,6 +303,9 @@ def sum_psi(kernels, Z, mu, S, per_point=False):
         Variances of ``q(x_n)`` (``S >= 0``).
     per_point : bool, default=False
         Return the per-point summands ``Psi2[n]`` of shape (N, M, M) instead of their sum.
+    workspace : Workspace, default=None
+        Buffers reused across evaluations (:class:`sklearn_lvgp._workspace.Workspace`); each
+        summand and cross term gets its own part of it.
 
     Returns
     -------
@@ -311,21 +321,23 @@ def sum_psi(kernels, Z, mu, S, per_point=False):
     """
     ks = _summands(kernels)
     if len(ks) == 1:  # a single summand: its own statistics (it checks the inputs)
-        stats, cache = _SINGLE[type(ks[0])][0](ks[0], Z, mu, S, per_point)
+        stats, cache = _SINGLE[type(ks[0])][0](ks[0], Z, mu, S, per_point, workspace)
         mu = np.asarray(mu)
         return stats, _SumCache(ks, [cache], [], (mu.shape[0], np.shape(Z)[0], mu.shape[1]))
     Z, mu, S = check_psi_inputs(Z, mu, S)
     caches, cross = [], []
     psi0, Psi1, Psi2 = 0.0, 0.0, 0.0
-    for k in ks:
-        stats, cache = _SINGLE[type(k)][0](k, Z, mu, S, per_point)
+    for i, k in enumerate(ks):
+        stats, cache = _SINGLE[type(k)][0](k, Z, mu, S, per_point,
+                                           _part(workspace, f"summand{i}"))
         caches.append(cache)
         psi0 = psi0 + stats.psi0
         Psi1 = Psi1 + stats.Psi1
         Psi2 = Psi2 + stats.Psi2
     for a in range(len(ks)):
         for b in range(a + 1, len(ks)):
-            C, cache = cross_psi2(ks[a], ks[b], Z, mu, S, per_point)
+            C, cache = cross_psi2(ks[a], ks[b], Z, mu, S, per_point,
+                                  _part(workspace, f"cross{a},{b}"))
             cross.append((a, b, cache))
             Psi2 = Psi2 + C + np.swapaxes(C, -1, -2)
     psi0 = psi0 if per_point else float(psi0)

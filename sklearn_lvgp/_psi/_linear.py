@@ -58,7 +58,7 @@ class _LinearCache(NamedTuple):
     ZA: np.ndarray
 
 
-def linear_psi(kernel, Z, mu, S, per_point=False):
+def linear_psi(kernel, Z, mu, S, per_point=False, workspace=None):
     """Closed-form Ψ-statistics of a linear kernel ``k(x, z) = sum_q alpha_q x_q z_q``.
 
     Parameters
@@ -73,6 +73,9 @@ def linear_psi(kernel, Z, mu, S, per_point=False):
         Variances of ``q(x_n)`` (``S >= 0``).
     per_point : bool, default=False
         Return the per-point summands ``Psi2[n]`` of shape (N, M, M) instead of their sum.
+    workspace : Workspace, default=None
+        Accepted for a signature shared with :func:`~._rbf.rbf_psi`; unused (the linear
+        statistics keep no large arrays).
 
     Returns
     -------

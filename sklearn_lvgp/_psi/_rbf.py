@@ -95,9 +95,10 @@ class TwoRBFSetup(NamedTuple):
     M: int
     sym: bool
     kept: list
+    workspace: object = None
 
 
-def two_rbf_setup(lam_a, lam_b, log_c, Z, mu, S, sym):
+def two_rbf_setup(lam_a, lam_b, log_c, Z, mu, S, sym, workspace=None):
     """Prepare ``C_{mm'} = sum_n E[k_a(x_n, z_m) k_b(x_n, z_m')]`` for two RBF kernels.
 
     Parameters
@@ -111,6 +112,9 @@ def two_rbf_setup(lam_a, lam_b, log_c, Z, mu, S, sym):
     sym : bool
         ``True`` when both kernels are the same (Ψ2 of one RBF): only pairs ``m <= m'`` are
         visited and ``lam_a`` is used for both.
+    workspace : Workspace, default=None
+        Where the forward pass keeps its entries (:class:`sklearn_lvgp._workspace.Workspace`,
+        reused from one evaluation to the next; see :mod:`._two_rbf`); ``None``: fresh arrays.
 
     Returns
     -------
@@ -123,7 +127,8 @@ def two_rbf_setup(lam_a, lam_b, log_c, Z, mu, S, sym):
     E, logk2, cmidT, DuT, pconst, tau, wa, wb = _nb.two_rbf_pair_terms(
         f64(lam_a), f64(lam_a if sym else lam_b), float(log_c), f64(Z), f64(S), I, J, sym)
     mult = _sym_mult(M) if sym else np.ones(I.shape[0])
-    return TwoRBFSetup(mu, E, logk2, I, J, cmidT, pconst, DuT, mult, wa, wb, tau, M, sym, [])
+    return TwoRBFSetup(mu, E, logk2, I, J, cmidT, pconst, DuT, mult, wa, wb, tau, M, sym, [],
+                       workspace)
 
 
 @functools.lru_cache(maxsize=32)
@@ -189,7 +194,7 @@ class _RBFCache(NamedTuple):
     two: TwoRBFSetup
 
 
-def rbf_psi(kernel, Z, mu, S, per_point=False):
+def rbf_psi(kernel, Z, mu, S, per_point=False, workspace=None):
     """Closed-form Ψ-statistics of an RBF kernel (spec §3.1).
 
     Parameters
@@ -204,6 +209,8 @@ def rbf_psi(kernel, Z, mu, S, per_point=False):
         Variances of ``q(x_n)`` (``S >= 0``; ``S = 0`` gives kernel values at ``mu``).
     per_point : bool, default=False
         Return the per-point summands ``Psi2[n]`` of shape (N, M, M) instead of their sum.
+    workspace : Workspace, default=None
+        Buffers for the kept Ψ2 entries, reused across evaluations (:func:`two_rbf_setup`).
 
     Returns
     -------
@@ -218,7 +225,7 @@ def rbf_psi(kernel, Z, mu, S, per_point=False):
     var = float(kernel.variance)
     p1 = rbf_psi1_setup(lam, var, S)
     Psi1 = rbf_psi1(mu, Z, p1)
-    two = two_rbf_setup(lam, lam, 2.0 * np.log(var), Z, mu, S, sym=True)
+    two = two_rbf_setup(lam, lam, 2.0 * np.log(var), Z, mu, S, sym=True, workspace=workspace)
     Psi2 = two_rbf_psi2(two, per_point)
     psi0 = np.full(N, var) if per_point else float(N * var)
     stats = PsiStats(psi0, Psi1, Psi2)

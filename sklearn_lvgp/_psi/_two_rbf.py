@@ -19,7 +19,12 @@ forward pass keeps every chunk's entries (in the setup's ``kept`` list) for the 
 otherwise one ``(rows, P)`` buffer is reused by every chunk, memory stays ``O(chunk · P)`` and
 the backward pass recomputes the entries. The entries are kept chunk by chunk because small
 arrays come from malloc's heap; one ``(N, P)`` block was measured at about 1000 minor page faults
-per call (``N = 1000, M = 20``) in one setting and at no gain in another. Per chunk, one jitted
+per call (``N = 1000, M = 20``) in one setting and at no gain in another. With a workspace in
+the setup (:class:`sklearn_lvgp._workspace.Workspace`, which ``UnscentedGPLVM`` keeps for a
+whole fit) the kept chunks are the workspace's, the same memory at every evaluation: freshly
+allocated chunks were measured at ~450 minor page faults per evaluation in some process states
+(glibc trimming the freed chunks at the top of the heap after each call; 1.33 → 1.94 ms).
+Per chunk, one jitted
 pass (:func:`._psi_numba.two_rbf_block`) writes the entries, vectorised over the pairs with
 :func:`~sklearn_lvgp._vexp_numba.vexp` (a scalar ``exp`` call per entry cost about five times as
 much), and sums their columns.
@@ -49,9 +54,9 @@ KEEP_ENTRIES = 2 ** 21
 
 
 def _blocks(N, P):
-    """Row ranges of the chunks and the buffer they are computed in."""
+    """Row ranges of the chunks and the shape of the largest."""
     rows = max(1, CHUNK_ENTRIES // max(1, P))
-    return [(a, min(N, a + rows)) for a in range(0, N, rows)], np.empty((min(N, rows), P))
+    return [(a, min(N, a + rows)) for a in range(0, N, rows)], (min(N, rows), P)
 
 
 def _entries(s, a, b, buf, colsum):
@@ -79,14 +84,21 @@ def two_rbf_forward(s, per_point=False):
     """
     N = s.mu.shape[0]
     P = s.I.shape[0]
-    blocks, buf = _blocks(N, P)
+    blocks, shape = _blocks(N, P)
     keep = N * P <= KEEP_ENTRIES
+    buf = None if keep else np.empty(shape)
     s.kept.clear()  # a repeated forward pass on the same setup replaces, not adds
     if per_point:
         out = np.zeros((N, s.M, s.M))
     colsum = np.zeros(P)
-    for a, b in blocks:
-        T = _entries(s, a, b, np.empty_like(buf) if keep else buf, colsum)
+    for i, (a, b) in enumerate(blocks):
+        if not keep:
+            chunk = buf
+        elif s.workspace is not None:
+            chunk = s.workspace.array(f"two_rbf_entries/{i}", (b - a, P))
+        else:
+            chunk = np.empty((b - a, P))
+        T = _entries(s, a, b, chunk, colsum)
         if keep:
             s.kept.append(T)
         if per_point:
@@ -130,8 +142,9 @@ def two_rbf_backward(G, s):
     F = _nb.two_rbf_row_factors(s.mu, s.E, ctr)
     sums_n = np.zeros((F.shape[1], P))
     sums_p = np.empty((s.mu.shape[0], F.shape[1]))
-    blocks, buf = _blocks(s.mu.shape[0], P)
+    blocks, shape = _blocks(s.mu.shape[0], P)
     kept = len(s.kept) == len(blocks)
+    buf = None if kept else np.empty(shape)
     scratch = np.zeros(P)  # the recomputed entries' column sums (not needed)
     for i, (a, b) in enumerate(blocks):
         w = s.kept[i] if kept else _entries(s, a, b, buf, scratch)

@@ -25,9 +25,9 @@ from .._linalg import (
     tril,
     tril_indices,
 )
+from .._workspace import Workspace
 from ._kl import kl_divergence, kl_divergence_vjp
 from ._mean_functions import ZeroMean
-from ._workspace import Workspace
 
 #: Largest ``D * M * P`` for which the forward keeps every ``B_d = L_d^T A`` for the backward.
 _MAX_CACHED_B = 2 ** 24
@@ -240,9 +240,9 @@ def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True, w
     whiten : bool, default=True
         Whitened parameterisation.
     workspace : Workspace, default=None
-        Buffers reused across calls (:mod:`._workspace`) for the kept ``B_d`` and the backward
-        pass's scratch; the returned cache is then valid until the next call with the same
-        workspace.
+        Buffers reused across calls (:mod:`sklearn_lvgp._workspace`) for the kept ``B_d`` and
+        the backward pass's scratch; the returned cache is then valid until the next call with
+        the same workspace.
 
     Returns
     -------

@@ -719,7 +719,7 @@ def test_training_workspaces_do_not_change_the_bound(rng, kw):
     Two evaluations at different parameters and batch sizes share the workspaces, as
     consecutive optimiser steps do (``fit`` passes them).
     """
-    from sklearn_lvgp._svgp._workspace import Workspace
+    from sklearn_lvgp._workspace import Workspace
 
     X, y = _toy()
     m = _fitted(X, y, **kw)

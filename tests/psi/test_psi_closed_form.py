@@ -395,3 +395,60 @@ def test_rbf_psi_is_translation_invariant_far_from_the_origin(rng, shift):
     got = rbf_psi_vjp(1.0, G1, G2, rbf_psi(kernel, Z + shift, mu + shift, S)[1])
     for a, b in zip(ref, got, strict=True):
         np.testing.assert_allclose(b, a, rtol=0, atol=1e-10 * np.max(np.abs(a)))
+
+
+# ------------------------------------------------------------------------- workspace buffers
+def _psi_and_vjp(kernel, Z, mu, S, rng_state, workspace):
+    from sklearn_lvgp._psi import psi_statistics, psi_vjp
+
+    stats, cache = psi_statistics(kernel, Z, mu, S, "analytic", workspace=workspace)
+    rs = np.random.RandomState(rng_state)
+    G1 = rs.standard_normal(stats.Psi1.shape)
+    G2 = rs.standard_normal(stats.Psi2.shape)
+    return stats, psi_vjp(-0.7, G1, G2 + G2.T, cache), cache
+
+
+@pytest.mark.parametrize("kernel", [
+    RBF(length_scale=np.array([0.8, 1.1, 1.4]), variance=1.2),
+    RBF(length_scale=np.array([0.8, 1.1, 1.4]), variance=1.2)
+    + RBF(length_scale=0.6, variance=0.5) + Linear(variances=0.3),
+])
+def test_workspace_gives_the_same_bits_and_reuses_its_memory(rng, kernel):
+    """The two-RBF entries kept in a workspace: same values and adjoints as fresh arrays, and
+    the second evaluation's chunks are the first's memory (several chunks: N = 700, M = 20)."""
+    from sklearn_lvgp._workspace import Workspace
+
+    Nw, Mw, Q = 700, 20, 3
+    Z = rng.standard_normal((Mw, Q))
+    ws = Workspace()
+    kept_first = None
+    for step in range(2):
+        mu = rng.standard_normal((Nw, Q))
+        S = rng.uniform(0.05, 0.5, (Nw, Q))
+        ref_stats, ref_vjp, _ = _psi_and_vjp(kernel, Z, mu, S, step, None)
+        stats, vjp, cache = _psi_and_vjp(kernel, Z, mu, S, step, ws)
+        for a, b in zip((*ref_stats, *ref_vjp), (*stats, *vjp), strict=True):
+            np.testing.assert_array_equal(a, b)
+        setups = [c.two for c in cache.inner.caches if hasattr(c, "two")]
+        setups += [c.data[0] for _, _, c in cache.inner.cross if hasattr(c.data[0], "kept")]
+        chunks = [T for s in setups for T in s.kept]
+        assert len(chunks) >= 2 * len(setups) and len(setups) >= 1
+        if kept_first is None:
+            kept_first = chunks
+            # every term keeps its own buffers
+            for i, a in enumerate(chunks):
+                assert not any(np.shares_memory(a, b) for b in chunks[i + 1:])
+        else:
+            assert all(np.shares_memory(a, b) for a, b in zip(kept_first, chunks, strict=True))
+
+
+def test_workspace_children_are_separate():
+    from sklearn_lvgp._workspace import Workspace
+
+    ws = Workspace()
+    a = ws.child("a").array("x", (3,))
+    b = ws.child("b").array("x", (3,))
+    c = ws.child("a").child("b").array("x", (3,))
+    assert not np.shares_memory(a, b) and not np.shares_memory(a, c)
+    assert np.shares_memory(a, ws.child("a").array("x", (2,)))
+    assert np.shares_memory(c, ws.array("a/b/x", (3,)))

@@ -368,7 +368,7 @@ def test_workspace_gives_the_same_bits(rng, whiten, keep_B, monkeypatch):
     recomputes ``B_d`` in the backward pass.
     """
     import sklearn_lvgp._svgp._layer as layer_module
-    from sklearn_lvgp._svgp._workspace import Workspace
+    from sklearn_lvgp._workspace import Workspace
 
     if not keep_B:
         monkeypatch.setattr(layer_module, "_MAX_CACHED_B", 0)
@@ -391,7 +391,7 @@ def test_workspace_gives_the_same_bits(rng, whiten, keep_B, monkeypatch):
 
 
 def test_workspace_reuses_and_grows():
-    from sklearn_lvgp._svgp._workspace import Workspace
+    from sklearn_lvgp._workspace import Workspace
 
     ws = Workspace()
     a = ws.array("B", (4, 5))

@@ -1,9 +1,11 @@
-"""Buffers that a training loop reuses across evaluations of one SVGP layer.
+"""Buffers that a training loop reuses across evaluations of its objective.
 
 An optimisation step of a sparse variational layer at ``P`` inputs allocates several ``(M, P)``
 arrays, and ``D`` of them for the per-output factors ``B_d = L_d^T A`` that the backward pass
-reuses. glibc returns such blocks to the kernel when they are freed (large blocks are
-``mmap``-ed), so every step page-faults them in again; on the reference VM that costs about 4 µs
+reuses; a GPLVM bound keeps the two-RBF Ψ2 entries, ``N M (M + 1) / 2`` numbers in chunks of
+256 KiB, for its backward pass. glibc returns such blocks to the kernel when they are freed
+(large blocks are ``mmap``-ed, and freed memory at the top of the heap is trimmed), so every
+step page-faults them in again; on the reference VM that costs about 4 µs
 per 4 KiB page, and far more when transparent huge pages are not available to the process
 (``doc/developers.rst``, "Fresh pages"). A :class:`Workspace` keeps those buffers between steps.
 
@@ -23,7 +25,7 @@ class Workspace:
 
     Examples
     --------
-    >>> from sklearn_lvgp._svgp._workspace import Workspace
+    >>> from sklearn_lvgp._workspace import Workspace
     >>> ws = Workspace()
     >>> a = ws.array("B", (2, 3))
     >>> b = ws.array("B", (3, 2))  # same memory, new shape
@@ -56,5 +58,29 @@ class Workspace:
             self._flat[name] = flat
         return flat[:size].reshape(shape)
 
+    def child(self, prefix):
+        """A view of this workspace whose buffer names all start with ``prefix``.
+
+        For callees that name their buffers without knowing who else uses the workspace (the
+        terms of a sum kernel, say): each gets its own prefix.
+        """
+        return _Scoped(self, f"{prefix}/")
+
     def __getstate__(self):
         return {"_flat": {}}
+
+
+class _Scoped:
+    """:meth:`Workspace.child`: the same buffers under prefixed names."""
+
+    def __init__(self, root, prefix):
+        self._root = root
+        self._prefix = prefix
+
+    def array(self, name, shape):
+        """:meth:`Workspace.array` of ``prefix + name``."""
+        return self._root.array(self._prefix + name, shape)
+
+    def child(self, prefix):
+        """A further-prefixed view (:meth:`Workspace.child`)."""
+        return _Scoped(self._root, f"{self._prefix}{prefix}/")
