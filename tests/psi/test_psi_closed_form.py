@@ -452,3 +452,33 @@ def test_workspace_children_are_separate():
     assert not np.shares_memory(a, b) and not np.shares_memory(a, c)
     assert np.shares_memory(a, ws.child("a").array("x", (2,)))
     assert np.shares_memory(c, ws.array("a/b/x", (3,)))
+
+
+# ------------------------------------------------------------------------------ input checks
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("which", ["Z", "mu", "S"])
+def test_psi_inputs_non_finite_named_wherever_it_sits(rng, bad, which):
+    """The vectorised finiteness check (a sum of ``x * 0``) finds a non-finite value in the
+    vector body and in the scalar remainder of its loop alike."""
+    from sklearn_lvgp._psi._types import check_psi_inputs
+
+    arrays = {"Z": rng.standard_normal((7, 3)), "mu": rng.standard_normal((37, 3)),
+              "S": rng.uniform(0.1, 1.0, (37, 3))}
+    for pos in (0, 5, -1):
+        bad_arrays = {k: v.copy() for k, v in arrays.items()}
+        bad_arrays[which].flat[pos] = bad
+        with pytest.raises(ValueError, match=f"{which} contains NaN or infinite"):
+            check_psi_inputs(bad_arrays["Z"], bad_arrays["mu"], bad_arrays["S"])
+
+
+def test_psi_inputs_accept_extremes_and_reject_negative_variances(rng):
+    from sklearn_lvgp._psi._types import check_psi_inputs
+
+    Z = np.full((4, 2), 1e308)  # finite; their sum would overflow, their products with 0 do not
+    mu = np.full((9, 2), -1e308)
+    S = np.zeros((9, 2))
+    S[3, 1] = -0.0
+    check_psi_inputs(Z, mu, S)
+    S[8, 1] = -1e-300
+    with pytest.raises(ValueError, match="non-negative"):
+        check_psi_inputs(Z, mu, S)
