@@ -24,10 +24,9 @@ the setup (:class:`sklearn_lvgp._workspace.Workspace`, which ``UnscentedGPLVM`` 
 whole fit) the kept chunks are the workspace's, the same memory at every evaluation: freshly
 allocated chunks were measured at ~450 minor page faults per evaluation in some process states
 (glibc trimming the freed chunks at the top of the heap after each call; 1.33 → 1.94 ms).
-Per chunk, one jitted
-pass (:func:`._psi_numba.two_rbf_block`) writes the entries, vectorised over the pairs with
-:func:`~sklearn_lvgp._vexp_numba.vexp` (a scalar ``exp`` call per entry cost about five times as
-much), and sums their columns.
+Per chunk, one jitted pass (:func:`._psi_numba.two_rbf_block`) writes the entries, vectorised
+over the pairs with :func:`~sklearn_lvgp._vexp_numba.vexp` (a scalar ``exp`` call per entry cost
+about five times as much), and sums their columns.
 The backward pass needs only weighted sums of the adjoint-weighted entries ``w[n, p]``: over
 ``n`` with the per-row factors ``1, E, E mu`` (``Fᵀ w``; they give ``dZ``) and over ``p`` with
 ``1, c, c²`` (``w Cᵀ``; they give ``dmu`` and ``dS``). One jitted pass per chunk forms both
