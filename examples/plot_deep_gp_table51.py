@@ -108,6 +108,13 @@ SCHEME = os.environ.get("LVGP_T51_SCHEME", "hl")
 N_KDE = int(os.environ.get("LVGP_T51_KDE", 2000))
 REPEATS = int(os.environ.get("LVGP_T51_REPEATS", 1))
 YACHT = os.environ.get("LVGP_T51_YACHT", "clean")
+for knob, value, allowed in (("LVGP_T51_SCHEME", SCHEME, ("hl", "bb")),
+                             ("LVGP_T51_YACHT", YACHT, ("clean", "bb_fwf")),
+                             ("LVGP_T51_PROTOCOL", PROTOCOL, ("reduced", "thesis"))):
+    if value not in allowed:
+        raise ValueError(f"{knob} must be one of {allowed}, got {value!r}.")
+if REPEATS < 1:
+    raise ValueError(f"LVGP_T51_REPEATS must be at least 1, got {REPEATS}.")
 TAG = os.environ.get("LVGP_T51_TAG", "")
 N_JOBS = int(os.environ.get("LVGP_T51_JOBS", 1))
 OUT = Path(__file__).resolve().parent / "output" if "__file__" in globals() else Path("output")

@@ -321,10 +321,11 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         S0 = self.latent_variance_[nearest]
         packer = ParamPacker([("mu", (n, Q)), ("S", (n, Q), "log")])
         rule = self._rule_shared()
+        workspace = Workspace()  # as in fit: the same Ψ2 buffers at every evaluation
 
         def objective(flat):
             p = packer.unpack(flat)
-            value, adj, cache = self._heldout(Ystar, p["mu"], p["S"], rule)
+            value, adj, cache = self._heldout(Ystar, p["mu"], p["S"], rule, workspace)
             pv = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, cache)
             dkl_mu, dkl_S = gaussian_kl_vjp(p["mu"], p["S"])
             grads = {"mu": pv.mu - dkl_mu, "S": pv.S - dkl_S}
@@ -336,8 +337,9 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         p = packer.unpack(res.x)
         return p["mu"], p["S"]
 
-    def _heldout(self, Ystar, mu, S, rule):
-        stats, cache = psi_statistics(self.kernel_, self.inducing_inputs_, mu, S, rule)
+    def _heldout(self, Ystar, mu, S, rule, workspace=None):
+        stats, cache = psi_statistics(self.kernel_, self.inducing_inputs_, mu, S, rule,
+                                      workspace=workspace)
         value, adj = heldout_bound(Ystar, stats.psi0, stats.Psi1, stats.Psi2, self._post)
         return value - gaussian_kl(mu, S), adj, cache
 
