@@ -96,7 +96,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from sklearn_lvgp import DeepGP
-from sklearn_lvgp.datasets import load_uci_hl
+from sklearn_lvgp.datasets import load_uci_hl, shuffle_test_mask
 from sklearn_lvgp.kernels import RBF
 
 #: Table 5.1, column 1 (GP): mean (standard error) over 5 splits, standardised units.
@@ -198,13 +198,8 @@ def split_rows(tests, split):
     """Boolean test mask of one split (``hl``: published; ``bb``: the shuffle of seed ``split``)."""
     if SCHEME == "hl":
         return tests[:, split]
-    n = tests.shape[0]
-    ind = np.arange(n)
     # bayesian_benchmarks.data.Dataset with BASE_SEED = 0: the legacy global generator
-    np.random.RandomState(split).shuffle(ind)
-    mask = np.zeros(n, dtype=bool)
-    mask[ind[int(n * 0.9):]] = True
-    return mask
+    return shuffle_test_mask(tests.shape[0], split)
 
 
 def make_model(n_features, s, random_state):

@@ -9,6 +9,7 @@ from sklearn_lvgp.datasets import (
     load_oil_flow,
     load_uci_hl,
     load_usps,
+    shuffle_test_mask,
     uci_hl_splits,
 )
 from sklearn_lvgp.utils.evaluation import knn_accuracy, most_relevant
@@ -99,3 +100,27 @@ def test_uci_hl_splits_iterates_the_published_splits(shared_data, name):
         uci_hl_splits(name, first=-1)  # checked at the call, not at the first iteration
     with pytest.raises(ValueError, match="unknown uci_hl dataset"):
         uci_hl_splits("housing")
+
+
+def test_shuffle_test_mask_is_the_reference_code_split():
+    # RandomState(0).permutation(10) is [2 8 4 9 1 6 7 3 0 5]: the first int(0.9 * 10) train
+    np.testing.assert_array_equal(np.flatnonzero(shuffle_test_mask(10, 0)), [5])
+    # RandomState(3).permutation(10) ends in 8
+    np.testing.assert_array_equal(np.flatnonzero(shuffle_test_mask(10, 3)), [8])
+    assert shuffle_test_mask(8192, 0).sum() == 820  # the notebook's kin8nm: 7372 / 820 rows
+
+
+def test_uci_hl_splits_shuffle_scheme(shared_data):
+    if not (shared_data / "uci_hl" / "yacht.csv.gz").is_file():
+        pytest.skip("uci_hl/yacht.csv.gz not found")
+    X, y, _ = load_uci_hl("yacht")
+    got = list(uci_hl_splits("yacht", first=2, n_splits=2, scheme="shuffle"))
+    assert [s for s, *_ in got] == [2, 3]
+    split, X_tr, y_tr, X_te, y_te = got[1]
+    test = shuffle_test_mask(X.shape[0], 3)
+    np.testing.assert_array_equal(X_te, X[test])
+    np.testing.assert_array_equal(y_tr, y[~test])
+    published = next(uci_hl_splits("yacht", first=3, n_splits=1))
+    assert not np.array_equal(published[4], y_te)  # a different split from the published one
+    with pytest.raises(ValueError, match="scheme"):
+        uci_hl_splits("yacht", scheme="random")

@@ -15,6 +15,7 @@ from ._loaders import (
     load_oil_flow,
     load_uci_hl,
     load_usps,
+    shuffle_test_mask,
     uci_hl_splits,
 )
 from ._moons import make_ldgd_moons
@@ -22,4 +23,5 @@ from ._synthetic_dvmgp import make_two_parabolas, two_parabolas_split
 
 __all__ = ["UCI_HL_DATASETS", "bimodal_conditional_log_density", "data_home", "load_airline",
            "load_oil_flow", "load_uci_hl", "load_usps", "make_bimodal_conditional",
-           "make_ldgd_moons", "make_two_parabolas", "two_parabolas_split", "uci_hl_splits"]
+           "make_ldgd_moons", "make_two_parabolas", "shuffle_test_mask", "two_parabolas_split",
+           "uci_hl_splits"]

@@ -134,8 +134,8 @@ def load_uci_hl(name):
     return data[:, :-1], data[:, -1], tests
 
 
-def uci_hl_splits(name, first=0, n_splits=None):
-    """The published train/test splits of a ``uci_hl`` set, one after another (Fig. 2.4 protocol).
+def uci_hl_splits(name, first=0, n_splits=None, scheme="published"):
+    """Train/test splits of a ``uci_hl`` set, one after another (Fig. 2.4 protocol).
 
     Input columns whose standard deviation over the training rows of split 0 is exactly zero
     are dropped for every split: they carry no information and would make standardisation
@@ -152,6 +152,12 @@ def uci_hl_splits(name, first=0, n_splits=None):
     n_splits : int or None, default=None
         Number of splits; ``None`` means all from ``first`` on. Clipped at the number the set
         has (20; protein 5).
+    scheme : {"published", "shuffle"}, default="published"
+        ``"published"``: the Hernández-Lobato & Adams splits stored in the file.
+        ``"shuffle"``: split ``s`` shuffles the row indices with ``RandomState(s)`` and trains
+        on the first ``int(0.9 n)`` (the reference DSDGP code's ``datasets.py`` and seed 003
+        spec §7.1; the file's rows are in UCI order). Its split 0 is the split of the 2017
+        reference notebook and of ``bayesian_benchmarks``.
 
     Returns
     -------
@@ -164,8 +170,38 @@ def uci_hl_splits(name, first=0, n_splits=None):
         raise ValueError(f"first must be >= 0, got {first}.")
     if n_splits is not None and int(n_splits) < 0:
         raise ValueError(f"n_splits must be >= 0 or None, got {n_splits}.")
+    if scheme not in ("published", "shuffle"):
+        raise ValueError(f"scheme must be 'published' or 'shuffle', got {scheme!r}.")
     X, y, tests = load_uci_hl(name)
+    if scheme == "shuffle":
+        tests = np.column_stack([shuffle_test_mask(X.shape[0], s) for s in range(tests.shape[1])])
     X = X[:, X[~tests[:, 0]].std(axis=0) > 0]
     stop = tests.shape[1] if n_splits is None else min(first + int(n_splits), tests.shape[1])
     return ((s, X[~tests[:, s]], y[~tests[:, s]], X[tests[:, s]], y[tests[:, s]])
             for s in range(first, stop))
+
+
+def shuffle_test_mask(n, split):
+    """Test rows of a 90/10 split made by shuffling with ``RandomState(split)``.
+
+    The scheme of the reference DSDGP code (``datasets.py``) and of ``bayesian_benchmarks``:
+    shuffle ``arange(n)`` with ``numpy.random.RandomState(split)`` and train on the first
+    ``int(0.9 n)`` indices.
+
+    Parameters
+    ----------
+    n : int
+        Number of rows, in the data set's original order.
+    split : int
+        Seed of the shuffle.
+
+    Returns
+    -------
+    test : ndarray of shape (n,), dtype=bool
+        True for the test rows.
+    """
+    order = np.arange(n)
+    np.random.RandomState(split).shuffle(order)
+    test = np.ones(n, dtype=bool)
+    test[order[:int(0.9 * n)]] = False
+    return test

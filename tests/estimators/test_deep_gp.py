@@ -7,16 +7,17 @@ import warnings
 import numpy as np
 import pytest
 from scipy.special import logsumexp
+from scipy.stats import norm
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF as SkRBF
 from sklearn.gaussian_process.kernels import ConstantKernel, WhiteKernel
 
-from sklearn_lvgp import DeepGP
+from sklearn_lvgp import DeepGP, SparseGPRegressor
 from sklearn_lvgp._linalg import JitterWarning
 from sklearn_lvgp._parallel import threads
 from sklearn_lvgp._stochastic import DivergenceError, run_adam
 from sklearn_lvgp._svgp import IdentityMean, tril_pack, tril_unpack
-from sklearn_lvgp.datasets import load_uci_hl
+from sklearn_lvgp.datasets import load_uci_hl, uci_hl_splits
 from sklearn_lvgp.kernels import RBF
 from sklearn_lvgp.utils.gradcheck import check_grad
 
@@ -621,6 +622,56 @@ def test_kin8nm_split0_sgp_and_dgp2(shared_data):
     assert 0.93 <= ll_sgp <= 1.05
     assert 1.25 <= ll_dgp <= 1.36
     assert ll_dgp >= ll_sgp + 0.2
+
+
+def _kin8nm_notebook_split(shared_data):
+    """kin8nm split 0 as the 2017 reference notebook made it (``datasets.py``: shuffle with
+    ``RandomState(0)``, first 7372 rows train), from which the spec's windows come."""
+    if not (shared_data / "uci_hl" / "kin8nm.csv.gz").is_file():
+        pytest.skip("uci_hl/kin8nm.csv.gz not found")
+    _, X, y, Xt, yt = next(uci_hl_splits("kin8nm", 0, 1, scheme="shuffle"))
+    assert X.shape == (7372, 8) and Xt.shape == (820, 8)  # the notebook's "N: 7372, Ns: 820"
+    return X, y, Xt, yt
+
+
+@pytest.mark.slow
+def test_kin8nm_dgp2_in_the_spec_window_on_the_notebook_split(shared_data):
+    """§9.2 item 4 on the split the windows were measured on: DGP 2 in [1.25, 1.34] as written.
+
+    Measured: DGP 2 1.319 (RMSE 0.0648; notebook 1.302 / 0.0657), SGP 1.026 (RMSE 0.0850;
+    notebook 0.973 / 0.0869). The SGP is above its window for the reason
+    ``test_kin8nm_notebook_split_collapsed_bound`` pins down.
+    """
+    X, y, Xt, yt = _kin8nm_notebook_split(shared_data)
+    sgp = DeepGP(n_layers=1, max_iter=5000, random_state=0).fit(X, y)
+    dgp = DeepGP(n_layers=2, max_iter=5000, random_state=0).fit(X, y)
+    ll_sgp = sgp.score_samples(Xt, yt).mean()
+    ll_dgp = dgp.score_samples(Xt, yt).mean()
+    assert 1.25 <= ll_dgp <= 1.34
+    assert 0.93 <= ll_sgp <= 1.05
+    assert ll_dgp >= ll_sgp + 0.2
+
+
+@pytest.mark.slow
+def test_kin8nm_notebook_split_collapsed_bound(shared_data):
+    """Why the SGP lands above the spec's [0.93, 1.00]: the reference stopped short of the optimum.
+
+    The notebook's collapsed SGP (GPflow SGPR, 100 k-means inducing inputs, unit RBF-ARD, noise
+    0.01, L-BFGS) printed an objective of 4570.07 (negative bound) and a test LL of 0.974 on
+    this split, with its ``datasets.py`` scaling (training mean, *test* standard deviation, of
+    X and y). The same model and start here reach 3609.5 (GPy 1.15: 3610.6) and test LL 1.036
+    (GPy 1.038): the window's upper end is the reference run's optimum, not the model's.
+    """
+    X, y, Xt, yt = _kin8nm_notebook_split(shared_data)
+    mx, sx = X.mean(axis=0), Xt.std(axis=0) + 1e-6
+    my, sy = y.mean(), yt.std() + 1e-6
+    m = SparseGPRegressor(kernel=RBF(length_scale=np.ones(8)), n_inducing=100,
+                          noise_variance_init=0.01, max_iter=10000, random_state=0)
+    m.fit((X - mx) / sx, (y - my) / sy)
+    mu, sd = m.predict((Xt - mx) / sx, return_std=True)
+    ll = norm.logpdf(yt, my + sy * mu, sy * sd).mean()
+    assert -m.log_marginal_likelihood_value_ < 3700.0  # the notebook: 4570.07
+    assert ll > 1.02  # the notebook: 0.974
 
 
 @pytest.mark.slow

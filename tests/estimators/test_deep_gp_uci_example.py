@@ -20,7 +20,8 @@ def run_example(shared_data, tmp_path, monkeypatch):
     monkeypatch.setenv("LVGP_UCI_OUT", str(tmp_path))
     monkeypatch.setenv("LVGP_UCI_DATASETS", "yacht")
     monkeypatch.setenv("LVGP_UCI_ITERS", "2")
-    for knob in ("LVGP_UCI_RESUME", "LVGP_UCI_MERGE", "LVGP_UCI_NATGRAD", "LVGP_UCI_BATCH"):
+    for knob in ("LVGP_UCI_RESUME", "LVGP_UCI_MERGE", "LVGP_UCI_NATGRAD", "LVGP_UCI_BATCH",
+                 "LVGP_UCI_SCHEME"):
         monkeypatch.delenv(knob, raising=False)
 
     def run(**knobs):
@@ -45,7 +46,7 @@ def test_resume_skips_recorded_fits_and_merge_takes_the_union(run_example):
     first = _records(out / "deep_gp_uci_a.json")
     assert [r["split"] for r in first["SGP"]] == [0]
     assert json.loads((out / "deep_gp_uci_a.json").read_text())["protocol"] == {
-        "steps": 2, "batch": 10000, "natgrad": None}
+        "steps": 2, "batch": 10000, "natgrad": None, "splits": "published"}
 
     run(TAG="_a", SPLITS=1, MODELS="SGP,DGP2", RESUME=1)
     resumed = _records(out / "deep_gp_uci_a.json")
@@ -75,3 +76,24 @@ def test_unknown_model_is_refused(run_example):
     run, _ = run_example
     with pytest.raises(ValueError, match="unknown models"):
         run(TAG="_a", MODELS="SGP,DGP9")
+
+
+def test_split_scheme_is_part_of_the_protocol(run_example):
+    run, out = run_example
+    run(TAG="_p", SPLITS=1, MODELS="SGP")
+    run(TAG="_s", SPLITS=1, MODELS="SGP", SCHEME="shuffle")
+    doc = json.loads((out / "deep_gp_uci_s.json").read_text())
+    assert doc["protocol"]["splits"] == "shuffle" and "shuffle splits" in doc["settings"]
+    assert _records(out / "deep_gp_uci_s.json")["SGP"][0]["ll"] != \
+        _records(out / "deep_gp_uci_p.json")["SGP"][0]["ll"]  # another test set
+    with pytest.raises(ValueError, match="was run with"):
+        run(TAG="_all", MERGE="deep_gp_uci_p.json,deep_gp_uci_s.json")
+    # files written before the scheme was recorded hold published splits
+    old = json.loads((out / "deep_gp_uci_p.json").read_text())
+    del old["protocol"]["splits"]
+    (out / "deep_gp_uci_old.json").write_text(json.dumps(old))
+    run(TAG="_all", MERGE="deep_gp_uci_old.json,deep_gp_uci_p.json")
+    with pytest.raises(ValueError, match="was run with"):
+        run(TAG="_all2", MERGE="deep_gp_uci_old.json", SCHEME="shuffle")
+    with pytest.raises(ValueError, match="LVGP_UCI_SCHEME"):
+        run(TAG="_x", SCHEME="hl")
