@@ -108,6 +108,10 @@ def test_shuffle_test_mask_is_the_reference_code_split():
     # RandomState(3).permutation(10) ends in 8
     np.testing.assert_array_equal(np.flatnonzero(shuffle_test_mask(10, 3)), [8])
     assert shuffle_test_mask(8192, 0).sum() == 820  # the notebook's kin8nm: 7372 / 820 rows
+    with pytest.raises(ValueError, match="split must be >= 0"):
+        shuffle_test_mask(10, -1)
+    with pytest.raises(TypeError, match="n must be an int"):
+        shuffle_test_mask(10.5, 0)
 
 
 def test_uci_hl_splits_shuffle_scheme(shared_data):

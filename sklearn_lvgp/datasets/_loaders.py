@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._validation import check_int, check_option
+
 __all__ = ["data_home", "load_oil_flow", "load_uci_hl", "load_usps", "UCI_HL_DATASETS"]
 
 _ENV = "SKLEARN_LVGP_DATA"
@@ -170,8 +172,7 @@ def uci_hl_splits(name, first=0, n_splits=None, scheme="published"):
         raise ValueError(f"first must be >= 0, got {first}.")
     if n_splits is not None and int(n_splits) < 0:
         raise ValueError(f"n_splits must be >= 0 or None, got {n_splits}.")
-    if scheme not in ("published", "shuffle"):
-        raise ValueError(f"scheme must be 'published' or 'shuffle', got {scheme!r}.")
+    check_option("scheme", scheme, ("published", "shuffle"))
     X, y, tests = load_uci_hl(name)
     if scheme == "shuffle":
         tests = np.column_stack([shuffle_test_mask(X.shape[0], s) for s in range(tests.shape[1])])
@@ -200,6 +201,8 @@ def shuffle_test_mask(n, split):
     test : ndarray of shape (n,), dtype=bool
         True for the test rows.
     """
+    n = check_int("n", n, min_value=0)
+    split = check_int("split", split, min_value=0)
     order = np.arange(n)
     np.random.RandomState(split).shuffle(order)
     test = np.ones(n, dtype=bool)
