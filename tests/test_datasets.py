@@ -98,6 +98,10 @@ def test_uci_hl_splits_iterates_the_published_splits(shared_data, name):
     assert list(uci_hl_splits(name, first=25)) == []
     with pytest.raises(ValueError, match="first"):
         uci_hl_splits(name, first=-1)  # checked at the call, not at the first iteration
+    with pytest.raises(ValueError, match="n_splits"):
+        uci_hl_splits(name, n_splits=-2)
+    with pytest.raises(TypeError, match="first must be an int"):
+        uci_hl_splits(name, first=1.5)
     with pytest.raises(ValueError, match="unknown uci_hl dataset"):
         uci_hl_splits("housing")
 

@@ -167,17 +167,14 @@ def uci_hl_splits(name, first=0, n_splits=None, scheme="published"):
         ``(split, X_train, y_train, X_test, y_test)`` per split, raw units. Arguments and the
         data file are checked when the function is called, not at the first iteration.
     """
-    first = int(first)
-    if first < 0:
-        raise ValueError(f"first must be >= 0, got {first}.")
-    if n_splits is not None and int(n_splits) < 0:
-        raise ValueError(f"n_splits must be >= 0 or None, got {n_splits}.")
+    first = check_int("first", first, min_value=0)
+    n_splits = check_int("n_splits", n_splits, min_value=0, allow_none=True)
     check_option("scheme", scheme, ("published", "shuffle"))
     X, y, tests = load_uci_hl(name)
     if scheme == "shuffle":
         tests = np.column_stack([shuffle_test_mask(X.shape[0], s) for s in range(tests.shape[1])])
     X = X[:, X[~tests[:, 0]].std(axis=0) > 0]
-    stop = tests.shape[1] if n_splits is None else min(first + int(n_splits), tests.shape[1])
+    stop = tests.shape[1] if n_splits is None else min(first + n_splits, tests.shape[1])
     return ((s, X[~tests[:, s]], y[~tests[:, s]], X[tests[:, s]], y[tests[:, s]])
             for s in range(first, stop))
 

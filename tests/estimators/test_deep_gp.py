@@ -663,7 +663,7 @@ def test_kin8nm_natgrad_after_adam_like_the_reference_notebook(shared_data):
     trained model at ≥ 1.25 and must not damage it: they once collapsed q(u) here (LL 1.320 →
     −0.348) because Adam's momentum from the warm start kept moving the block natgrad owns.
     """
-    X, y, Xt, yt = _kin8nm(shared_data)
+    X, y, Xt, yt = _kin8nm(shared_data, "shuffle")
     dgp = DeepGP(n_layers=2, whiten=False, n_samples=5, batch_size=1000, max_iter=5100,
                  warm_start=True, random_state=0).fit(X, y)
     ll_adam = dgp.score_samples(Xt, yt).mean()
