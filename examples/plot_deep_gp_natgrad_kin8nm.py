@@ -13,13 +13,14 @@ with Adam alone for 100 steps, then for 5000 more, and only then does the natura
 run its "100 iterations" and "5000 iterations" on those already trained models. This example
 replays that sequence with ``warm_start`` (settings of the notebook's cells: unwhitened
 ``q(u)``, 5 samples per point in training, minibatch 1000, Adam 0.01, RBF-ARD, 100 inducing
-points, inner ``q_sqrt`` × 1e-5), and, as a control, runs natural gradients on a **fresh** model
-for 100 steps.
+points, inner ``q_sqrt`` × 1e-5, likelihood variance starting at 1: the cells build
+``Gaussian()`` without setting it, and 1 is GPflow's default), and, as a control, runs natural
+gradients on a **fresh** model for 100 steps.
 
 Differences from the notebook: ``warm_start`` keeps Adam's moment estimates between calls (the
 notebook builds a new Adam optimiser per cell); no ``White(1e-5)`` term is added to the inner
-kernels; our defaults are used for what the cells do not set (noise variance 0.05, training-set
-standardisation of inputs and targets).
+kernels; inputs and targets are standardised with training-set statistics (the notebook's
+``datasets.py`` divides by the test set's standard deviation).
 
 The split is the notebook's: its ``datasets.py`` shuffles the rows with ``RandomState(0)`` and
 trains on the first 7372 (it prints "N: 7372, Ns: 820"), which is
@@ -68,8 +69,8 @@ print(f"kin8nm split 0 ({SCHEME}): N: {len(Xtr)}, Ns: {len(Xte)}")
 
 def make_model(depth, gamma=None):
     """DeepGP with the settings of the notebook's DGP cells."""
-    return DeepGP(n_layers=depth, n_inducing=100, whiten=False, n_samples=5,
-                  n_predict_samples=100, batch_size=1000, learning_rate=0.01,
+    return DeepGP(n_layers=depth, n_inducing=100, whiten=False, likelihood_variance=1.0,
+                  n_samples=5, n_predict_samples=100, batch_size=1000, learning_rate=0.01,
                   natgrad_gamma=gamma, warm_start=True, random_state=0)
 
 
