@@ -660,9 +660,9 @@ def test_kin8nm_natgrad_after_adam_like_the_reference_notebook(shared_data):
     The reference notebook's NGD cell runs on models its Adam cells had already trained for
     5100 steps (``examples/plot_deep_gp_natgrad_kin8nm.py``); this replays that order with the
     cells' settings (unwhitened, S = 5, minibatch 1000, GPflow's default noise variance 1) on
-    the notebook's split. The 100 NGD iterations must keep the
-    trained model at ≥ 1.25 and must not damage it: they once collapsed q(u) here (LL 1.320 →
-    −0.348) because Adam's momentum from the warm start kept moving the block natgrad owns.
+    the notebook's split. The 100 NGD iterations must keep the trained model at ≥ 1.25 and must
+    not damage it: they once collapsed q(u) here (LL 1.320 → −0.348) because Adam's momentum
+    from the warm start kept moving the block natgrad owns.
     """
     X, y, Xt, yt = _kin8nm(shared_data, "shuffle")
     dgp = DeepGP(n_layers=2, whiten=False, likelihood_variance=1.0, n_samples=5,
