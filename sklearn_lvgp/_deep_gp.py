@@ -347,7 +347,9 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         ``None`` is an ARD :class:`~sklearn_lvgp.kernels.RBF` with unit length scales and
         variance (seed 003 §2.4).
     n_inducing : int, default=100
-        Inducing inputs per layer (k-means centres of the standardised inputs).
+        Inducing inputs per layer (k-means centres of the standardised inputs). It may exceed
+        the number of samples: the stochastic bound does not tie inducing inputs to data, so
+        the missing ones start at standard-normal draws.
     whiten : bool, default=True
         Whitened ``q(u)`` (``u = L_u v``, prior ``N(0, I)``).
     likelihood_variance : float, default=0.05
@@ -707,8 +709,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
             The updated model.
         """
         first = not hasattr(self, "_x")
-        X, y = validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True,
-                             reset=first)
+        X, y = self._validate_fit_data(X, y, reset=first)
         self._check_params(X, y)
         check_int("verbose", self.verbose, min_value=0)
         Y = y.reshape(len(y), -1) if y.ndim == 1 else y

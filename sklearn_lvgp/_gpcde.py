@@ -92,7 +92,8 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         Covariance on ``[h, w]``; ``None`` is an ARD :class:`~sklearn_lvgp.kernels.RBF` with
         length scales ``sqrt(D_h + D_w)`` and unit variance.
     n_inducing : int, default=100
-        Inducing inputs (k-means on the inputs, latent columns ``N(0, 1)``).
+        Inducing inputs (k-means on the inputs, latent columns ``N(0, 1)``). It may exceed the
+        number of samples: the missing input columns start at standard-normal draws.
     whiten : bool, default=True
         Whitened ``q(u)``.
     likelihood_variance : float, default=0.01

@@ -68,3 +68,25 @@ def check_finite_array(name, A, shape=None):
     if not np.all(np.isfinite(A)):
         raise ValueError(f"{name} contains NaN or infinity.")
     return A
+
+
+def check_numeric_targets(y):
+    """Regression targets as numbers: numeric strings are parsed, other strings are refused.
+
+    ``validate_data(..., y_numeric=True)`` converts object arrays only; a numpy string array
+    (``dtype('<U…')``) passes through and would fail deep inside the first reduction with a
+    numpy type error. Strings that parse as numbers are accepted as numbers, as scikit-learn's
+    linear regressors do.
+    """
+    if y.dtype.kind not in "USV":
+        return y
+    try:
+        y = y.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"y must be numeric for a regressor; got strings that are not numbers (dtype "
+            f"{y.dtype}, first value {str(y.flat[0])!r}). Encode the targets as numbers."
+        ) from None
+    if not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinity.")
+    return y

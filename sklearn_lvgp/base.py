@@ -6,7 +6,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
 from ._parallel import threads
-from ._validation import check_int
+from ._validation import check_int, check_numeric_targets
 
 __all__ = ["_BaseLVGP", "_BaseLVGPRegressor"]
 
@@ -60,13 +60,15 @@ class _BaseLVGP(BaseEstimator):
 class _BaseLVGPRegressor(_BaseLVGP):
     """Template for the regressors: numeric (multi-output) targets, checked the same way."""
 
-    def _validate_fit_data(self, X, y):
-        return validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True)
+    def _validate_fit_data(self, X, y, reset=True):
+        X, y = validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True,
+                             reset=reset)
+        return X, check_numeric_targets(y)
 
     @staticmethod
     def _check_targets(y, n_rows, n_targets):
         """``y`` as a finite (n_rows, n_targets) float array, or a clear error."""
-        Y = np.array(y, dtype=np.float64)
+        Y = np.array(check_numeric_targets(np.asarray(y)), dtype=np.float64)
         Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
         if Y.shape != (n_rows, n_targets):
             raise ValueError(f"y must have {n_rows} rows and {n_targets} target column(s), "

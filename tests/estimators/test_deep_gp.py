@@ -474,6 +474,14 @@ def test_batch_size_larger_than_data_is_clipped_to_full_batch():
     np.testing.assert_array_equal(a, b)
 
 
+def test_more_inducing_points_than_samples_is_allowed():
+    """Documented choice: the stochastic bound does not tie Z to the data, so M > n fits."""
+    X, y = _toy(n=8)
+    m = _fitted(X, y, n_layers=2, n_inducing=12, max_iter=20)
+    assert [layer.Z.shape[0] for layer in m.layers_] == [12, 12]
+    assert np.all(np.isfinite(m.predict(X))) and np.all(np.isfinite(m.score_samples(X, y)))
+
+
 class _ExplodingRBF(RBF):
     """An RBF kernel whose cross-covariance turns NaN after a number of calls."""
 
