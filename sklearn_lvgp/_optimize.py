@@ -1,6 +1,7 @@
 """Optimiser drivers: L-BFGS-B for deterministic objectives, Adam for stochastic ones.
 
-Both minimise ``fun(x) -> (value, grad)``. A :class:`~sklearn_lvgp._linalg.CholeskyError` or a
+Both minimise ``fun(x) -> (value, grad)``. A :class:`~sklearn_lvgp._linalg.CholeskyError`, a
+Python floating-point exception (``ArithmeticError``: a scalar overflow or division by zero) or a
 non-finite value inside the objective is turned into a large *finite* penalty (far above the best
 value seen) so the line search backs off: scipy's L-BFGS-B treats ``+inf`` or ``nan`` as converged
 or abnormal and stops at once. The best finite iterate is always the one returned. Non-convergence
@@ -44,7 +45,7 @@ class _GuardedObjective:
     def __call__(self, x):
         try:
             f, g = self.fun(x)
-        except CholeskyError as exc:
+        except (CholeskyError, ArithmeticError) as exc:
             self.n_failed += 1
             self.last_error = exc
             return self._penalty(), np.zeros_like(x)
@@ -57,7 +58,6 @@ class _GuardedObjective:
             self.best_x = np.array(x, copy=True)
         return f, g
 
-
     def _penalty(self):
         if not np.isfinite(self.best_f):
             return 1e300
@@ -67,8 +67,10 @@ class _GuardedObjective:
 def _no_finite_point(guard, name):
     msg = f"{name}: the objective was not finite at any evaluated point"
     if guard.last_error is not None:
-        msg += f" ({guard.last_error})"
-    return FloatingPointError(msg + ".")
+        msg += f" ({type(guard.last_error).__name__}: {guard.last_error})"
+    return FloatingPointError(
+        msg + ". Check the scale of the data (standardise it; normalize_y=True for the targets "
+        "of a regressor) or increase jitter.")
 
 
 def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0, name="objective"):
@@ -173,7 +175,7 @@ def minimize_adam(fun, x0, *, learning_rate=0.01, max_iter=1000, tol=None, beta1
         try:
             f, g = fun(x)
             ok = np.isfinite(f) and np.all(np.isfinite(g))
-        except CholeskyError:
+        except (CholeskyError, ArithmeticError):
             ok = False
         if not ok:
             # undo the step that led here and retry with the next random draw

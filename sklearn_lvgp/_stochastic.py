@@ -6,8 +6,8 @@ iteration, each with its own minibatch), optional early stopping on a held-out s
 object so ``warm_start`` / ``partial_fit`` continue where the previous run stopped. Randomness
 comes from one ``RandomState``, so runs are reproducible.
 
-Unlike :func:`~sklearn_lvgp._optimize.minimize_adam`, a non-finite objective or a failed
-factorisation is never retried: it raises :class:`DivergenceError` naming the step, so a broken
+Unlike :func:`~sklearn_lvgp._optimize.minimize_adam`, a non-finite objective, a failed
+factorisation or a Python floating-point exception (``ArithmeticError``) is never retried: it raises :class:`DivergenceError` naming the step, so a broken
 model is never returned silently.
 """
 
@@ -247,6 +247,9 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
             f, g = objective(x, idx)
         except CholeskyError as exc:
             raise _diverged(name, step, "a Cholesky factorisation failed", f" ({exc})") from exc
+        except ArithmeticError as exc:
+            raise _diverged(name, step, "a floating-point operation failed",
+                            f" ({type(exc).__name__}: {exc})") from exc
         if not np.isfinite(f):
             raise _diverged(name, step, f"the ELBO estimate is {-f}")
         if not np.all(np.isfinite(g)):

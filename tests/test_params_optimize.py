@@ -79,6 +79,29 @@ def test_lbfgsb_backs_off_from_failures_and_returns_best_point():
     assert res.fun < 2.0 - 0.5  # moved well away from the start instead of stopping there
 
 
+@pytest.mark.parametrize("error", [OverflowError, ZeroDivisionError, FloatingPointError])
+def test_lbfgsb_backs_off_from_python_float_exceptions(error):
+    # a Python scalar overflow or a numba float division by zero inside an objective is a
+    # non-finite value, not a crash of the estimator
+    def fenced(x):
+        if x[0] > 0.5:
+            raise error("out of range")
+        return _quadratic(x)
+
+    with pytest.warns(ConvergenceWarning):
+        res = minimize_lbfgsb(fenced, np.zeros(2), max_iter=200)
+    assert res.x[0] <= 0.5 and res.fun < 2.0 - 0.5
+
+    def always(x):
+        raise error("out of range")
+
+    with pytest.raises(FloatingPointError, match=f"not finite at any evaluated point "
+                                                 f"\\({error.__name__}: out of range\\)"):
+        minimize_lbfgsb(always, np.zeros(2), max_iter=5)
+    with pytest.raises(FloatingPointError, match="Adam step 11"):
+        minimize_adam(always, np.zeros(2), max_iter=50)
+
+
 def test_lbfgsb_raises_when_nothing_is_finite():
     def broken(x):
         return np.nan, np.zeros_like(x)

@@ -516,6 +516,20 @@ def test_driver_divergence_message():
                  learning_rate=0.1, random_state=np.random.RandomState(0))
 
 
+def test_driver_names_the_step_of_a_python_float_exception():
+    def objective(x, idx):
+        if objective.calls == 4:
+            raise ZeroDivisionError("division by zero")
+        objective.calls += 1
+        return float(x @ x), 2 * x
+
+    objective.calls = 0
+    with pytest.raises(DivergenceError, match=r"a floating-point operation failed at "
+                                              r"optimisation step 5 \(ZeroDivisionError"):
+        run_adam(objective, np.ones(3), n_data=5, batch_size=5, max_iter=10,
+                 learning_rate=0.1, random_state=np.random.RandomState(0))
+
+
 def test_tril_pack_roundtrip(rng):
     A = np.tril(rng.standard_normal((3, 4, 4)))
     np.testing.assert_array_equal(tril_unpack(tril_pack(A), 4), A)

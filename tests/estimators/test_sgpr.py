@@ -287,6 +287,14 @@ def test_nan_rejected(data, bad):
         SparseGPRegressor(n_inducing=5).fit(X, y)
 
 
+def test_targets_at_an_overflowing_scale_ask_for_normalize_y(data):
+    X, y = data
+    with pytest.raises(FloatingPointError, match=r"\(OverflowError.*normalize_y=True"):
+        SparseGPRegressor(n_inducing=5, max_iter=5).fit(X, 1e150 * y)
+    model = SparseGPRegressor(n_inducing=5, max_iter=5, normalize_y=True).fit(X, 1e150 * y)
+    assert np.all(np.isfinite(model.predict(X)))
+
+
 def test_score_samples_subset_and_order_invariant(fitted, data):
     X, y = data
     full = fitted.score_samples(X, y)
