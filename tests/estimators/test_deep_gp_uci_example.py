@@ -61,6 +61,9 @@ def test_resume_skips_recorded_fits_and_merge_takes_the_union(run_example):
     table = (out / "deep_gp_uci_all.md").read_text()
     assert "[n] per cell" in table  # SGP has 2 splits, DGP 2 one
     assert "DGP2 − SGP" in table
+    # progress: 2 of yacht's 20 published splits for the SGP, 1 for DGP 2, with hours left
+    row = next(line for line in table.splitlines() if line.startswith("| yacht | 2/20 · "))
+    assert row.split(" | ")[2].startswith("1/20 · ") and row.count("h left") == 2
 
 
 def test_merge_refuses_another_protocol(run_example):
