@@ -287,6 +287,7 @@ def test_nan_rejected(data, bad):
         SparseGPRegressor(n_inducing=5).fit(X, y)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_targets_at_an_overflowing_scale_ask_for_normalize_y(data):
     X, y = data
     with pytest.raises(FloatingPointError, match=r"\(OverflowError.*normalize_y=True"):
