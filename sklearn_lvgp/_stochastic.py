@@ -7,8 +7,8 @@ object so ``warm_start`` / ``partial_fit`` continue where the previous run stopp
 comes from one ``RandomState``, so runs are reproducible.
 
 Unlike :func:`~sklearn_lvgp._optimize.minimize_adam`, a non-finite objective, a failed
-factorisation or a Python floating-point exception (``ArithmeticError``) is never retried: it raises :class:`DivergenceError` naming the step, so a broken
-model is never returned silently.
+factorisation or a Python floating-point exception (``ArithmeticError``) is never retried: it
+raises :class:`DivergenceError` naming the step, so a broken model is never returned silently.
 """
 
 import time
