@@ -87,6 +87,4 @@ def check_numeric_targets(y):
             f"y must be numeric for a regressor; got strings that are not numbers (dtype "
             f"{y.dtype}, first value {str(y.flat[0])!r}). Encode the targets as numbers."
         ) from None
-    if not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or infinity.")
-    return y
+    return check_finite_array("y", y)

@@ -80,9 +80,10 @@ def test_lbfgsb_backs_off_from_failures_and_returns_best_point():
 
 
 @pytest.mark.parametrize("error", [OverflowError, ZeroDivisionError, FloatingPointError])
-def test_lbfgsb_backs_off_from_python_float_exceptions(error):
+def test_drivers_handle_python_float_exceptions(error):
     # a Python scalar overflow or a numba float division by zero inside an objective is a
-    # non-finite value, not a crash of the estimator
+    # non-finite value, not a crash of the estimator: L-BFGS-B backs off, and both drivers
+    # raise a clear error when no point is finite
     def fenced(x):
         if x[0] > 0.5:
             raise error("out of range")
