@@ -18,6 +18,7 @@ from ._optimize import minimize_lbfgsb
 from ._parallel import threads
 from ._params import ParamPacker, softplus_inverse
 from ._psi import unscented_rule
+from ._scaling import column_moments
 from ._stochastic import AdamState, run_adam
 from ._svgp import (
     LinearMean,
@@ -586,13 +587,9 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
 
     # -------------------------------------------------------------------------- building
     def _standardise(self, X, Y):
-        self.X_mean_ = X.mean(axis=0)
-        sx = X.std(axis=0)
-        self.X_scale_ = np.where(sx > 0, sx, 1.0)
+        self.X_mean_, self.X_scale_ = column_moments(X)
         if self.normalize_y:
-            self.y_mean_ = Y.mean(axis=0)
-            sy = Y.std(axis=0)
-            self.y_scale_ = np.where(sy > 0, sy, 1.0)
+            self.y_mean_, self.y_scale_ = column_moments(Y)
         else:
             self.y_mean_ = np.zeros(Y.shape[1])
             self.y_scale_ = np.ones(Y.shape[1])

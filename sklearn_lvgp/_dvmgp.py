@@ -26,6 +26,7 @@ from ._objectives._dvmgp_bound import (
 from ._optimize import minimize_adam, minimize_lbfgsb
 from ._parallel import threads
 from ._params import ParamPacker
+from ._scaling import column_moments
 from ._svgp._likelihoods import gaussian_log_density
 from ._validation import (
     check_bool,
@@ -299,8 +300,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
     def _moments(A, normalize):
         if not normalize:
             return np.zeros(A.shape[1]), np.ones(A.shape[1])
-        scale = np.std(A, axis=0)
-        return A.mean(axis=0), np.where(scale > 0, scale, 1.0)
+        return column_moments(A)
 
     def _optimise(self, packer, x0, Xs, Ys, jitter, budget, fix_noise, var_y):
         noise_slice = packer.slice("noise")

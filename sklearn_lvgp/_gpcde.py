@@ -31,6 +31,7 @@ from ._init import kmeans_inducing
 from ._optimize import minimize_lbfgsb
 from ._parallel import threads
 from ._params import softplus_inverse
+from ._scaling import column_moments
 from ._stochastic import run_adam
 from ._svgp import marginals, prior_factor
 from ._validation import check_bool, check_float, check_int, check_option
@@ -416,13 +417,9 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
     def _fit(self, X, y, random_state):
         Y = y.reshape(len(y), -1) if y.ndim == 1 else y
         self._y_ndim = y.ndim
-        self.X_mean_ = X.mean(axis=0)
-        sx = X.std(axis=0)
-        self.X_scale_ = np.where(sx > 0, sx, 1.0)
+        self.X_mean_, self.X_scale_ = column_moments(X)
         if self.normalize_y:
-            self.y_mean_ = Y.mean(axis=0)
-            sy = Y.std(axis=0)
-            self.y_scale_ = np.where(sy > 0, sy, 1.0)
+            self.y_mean_, self.y_scale_ = column_moments(Y)
         else:
             self.y_mean_, self.y_scale_ = np.zeros(Y.shape[1]), np.ones(Y.shape[1])
         Xs = (X - self.X_mean_) / self.X_scale_

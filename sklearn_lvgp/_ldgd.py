@@ -25,6 +25,7 @@ from ._optimize import minimize_lbfgsb
 from ._parallel import threads
 from ._params import softplus_inverse
 from ._psi import unscented_rule
+from ._scaling import column_scales
 from ._stochastic import run_adam
 from ._svgp import marginals, prior_factor
 from ._validation import check_bool, check_float, check_int, check_option
@@ -272,9 +273,7 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         N, D = X.shape
         K = self.classes_.size
         self.mean_ = X.mean(axis=0) if self.y_scaling != "none" else np.zeros(D)
-        sd = X.std(axis=0)
-        self.scale_ = (np.where(sd > 0, sd, 1.0) if self.y_scaling == "standardize"
-                       else np.ones(D))
+        self.scale_ = column_scales(X) if self.y_scaling == "standardize" else np.ones(D)
         Yr = self._scale(X)
         Yc = np.zeros((N, K))
         Yc[np.arange(N), y] = 1.0
@@ -357,8 +356,7 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
     def _initial_inducing(mu0, M, random_state):
         if M <= mu0.shape[0]:
             return select_inducing(mu0, M, random_state)
-        spread = np.std(mu0, axis=0)
-        return random_state.standard_normal((M, mu0.shape[1])) * np.where(spread > 0, spread, 1.0)
+        return random_state.standard_normal((M, mu0.shape[1])) * column_scales(mu0)
 
     def _store(self, prob, x, y):
         p = prob.unpack(x)

@@ -33,6 +33,7 @@ from ._optimize import minimize_lbfgsb
 from ._parallel import threads
 from ._params import ParamPacker, softplus_inverse
 from ._psi import EXPECTATIONS, make_rule, psi_statistics, psi_vjp
+from ._scaling import column_moments, column_scales
 from ._svgp._likelihoods import gaussian_log_density
 from ._validation import (
     check_bool,
@@ -359,9 +360,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
 
     def _initial_kernel(self, X, var_y):
         if self.kernel is None:
-            spread = np.std(X, axis=0)
-            spread = np.where(spread > 0, spread, 1.0)
-            return RBF(length_scale=spread, variance=var_y)
+            return RBF(length_scale=column_scales(X), variance=var_y)
         return self.kernel
 
     def _fit(self, X, y, random_state, X_var=None):
@@ -370,9 +369,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         N, Qx = X.shape
         X_var = None if X_var is None else self._check_X_var(X_var, X.shape)
         if self.normalize_y:
-            self.y_mean_ = Y.mean(axis=0)
-            std = Y.std(axis=0)
-            self.y_std_ = np.where(std > 0, std, 1.0)
+            self.y_mean_, self.y_std_ = column_moments(Y)
         else:
             self.y_mean_ = np.zeros(Y.shape[1])
             self.y_std_ = np.ones(Y.shape[1])

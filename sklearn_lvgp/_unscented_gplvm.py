@@ -18,6 +18,7 @@ from ._optimize import minimize_adam, minimize_lbfgsb
 from ._parallel import threads
 from ._params import ParamPacker
 from ._psi import EXPECTATIONS, PointRule, make_rule, monte_carlo_rule, psi_statistics, psi_vjp
+from ._scaling import column_scales
 from ._validation import (
     check_bool,
     check_finite_array,
@@ -214,9 +215,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         var_y = var_y if var_y > 0 else 1.0
         if self.kernel is None:
             # default: ARD RBF matched to the data scale and the spread of the initial latents
-            spread = np.std(mu0, axis=0)
-            spread = np.where(spread > 0, spread, 1.0)
-            kernel = RBF(length_scale=spread, variance=var_y)
+            kernel = RBF(length_scale=column_scales(mu0), variance=var_y)
         else:
             kernel = self.kernel
         kernel = kernel.initialize(Q, random_state)

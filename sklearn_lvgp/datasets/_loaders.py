@@ -142,8 +142,9 @@ def uci_hl_splits(name, first=0, n_splits=None, scheme="published"):
     Input columns whose standard deviation over the training rows of split 0 is exactly zero
     are dropped for every split: they carry no information and would make standardisation
     divide by zero. In naval one column is dropped; a second constant column keeps a standard
-    deviation of 2e-13 from rounding in the mean, and standardising maps it to a constant
-    column (the rule of the runs recorded so far, kept so that their results stay comparable).
+    deviation of 2e-13 from rounding in the mean and is kept (the rule of the runs recorded so
+    far, kept so that their results stay comparable). The estimators treat a column that is
+    constant up to rounding as constant when they standardise (scale 1), so it carries nothing.
 
     Parameters
     ----------
