@@ -19,8 +19,9 @@ def data_home():
     Returns
     -------
     path : pathlib.Path
-        ``$SKLEARN_LVGP_DATA`` if set, else the first existing of ``./../shared/data`` and
-        ``<repository>/../shared/data``.
+        The first existing folder of ``$SKLEARN_LVGP_DATA`` (when set), ``./../shared/data``
+        and ``<repository>/../shared/data``: a variable naming a missing folder falls through
+        to the other two.
 
     Raises
     ------
