@@ -49,7 +49,8 @@ class StochasticResult(NamedTuple):
     Attributes
     ----------
     x : ndarray
-        Final parameters (the best held-out iterate when early stopping fired).
+        Final parameters; with ``validation``, the best held-out state of the checks (and of
+        the last iterate), whether early stopping fired or ``max_iter`` was reached.
     n_iter : int
         Iterations run in this call.
     history : ndarray
@@ -192,7 +193,8 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
     bounds : ndarray of shape (n_params, 2) or None
         Box constraints applied by clipping after each step.
     validation : callable or None
-        ``validation(x) -> score`` (higher is better) for early stopping.
+        ``validation(x) -> score`` (higher is better) for early stopping; the run returns the
+        best checked state.
     validation_every : int, default=100
         Iterations between held-out checks.
     n_iter_no_change : int, default=5
@@ -285,7 +287,15 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
                     stopped = True
                     x = best_x
                     break
+    restored = False
+    if best_x is not None and not stopped:
+        # max_iter reached: keep the best checked state, as sklearn's MLP early stopping does;
+        # the last iterate is scored too when the last step was not a check
+        final = val_hist[-1] if it % validation_every == 0 else float(validation(x))
+        if best_val > final:
+            x, restored = best_x, True
     if verbose:
         print(f"[{name}] done: {it} iterations in {time.perf_counter() - t0:.2f}s"  # noqa: T201
-              + (" (early stopping)" if stopped else ""))
+              + (" (early stopping)" if stopped else "")
+              + (" (best held-out state restored)" if restored else ""))
     return StochasticResult(x, it, history[:it], stopped, np.asarray(val_hist))

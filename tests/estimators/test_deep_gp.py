@@ -530,6 +530,41 @@ def test_driver_names_the_step_of_a_python_float_exception():
                  learning_rate=0.1, random_state=np.random.RandomState(0))
 
 
+def _wandering_objective(x, idx):
+    # minimum at 0 in x[0]; x[1] drifts at a constant gradient, so the held-out score below
+    # peaks mid-run (at x[1] = -1) and the last iterate is worse
+    return float(x[0] ** 2 + x[1]), np.array([2 * x[0], 1.0])
+
+
+def _peaked_score(x):
+    return -float((x[1] + 1.0) ** 2)
+
+
+@pytest.mark.parametrize("max_iter", [300, 250])  # last step is a check / is not
+def test_run_adam_keeps_best_checked_state_when_max_iter_ends_the_run(max_iter):
+    checks = []
+
+    def validation(x):
+        checks.append(x.copy())
+        return _peaked_score(x)
+
+    res = run_adam(_wandering_objective, np.array([0.0, 0.0]), n_data=4, batch_size=4,
+                   max_iter=max_iter, learning_rate=0.01, random_state=np.random.RandomState(0),
+                   validation=validation, n_iter_no_change=100)
+    assert not res.stopped_early and res.n_iter == max_iter
+    scores = [_peaked_score(c) for c in checks]
+    assert len(checks) == 3  # steps 100, 200 (, 300), and the last iterate when off a check
+    np.testing.assert_array_equal(res.x, checks[int(np.argmax(scores))])
+    assert res.x[1] == pytest.approx(-1.0, abs=0.05)  # after ~100 steps of 0.01
+
+
+def test_run_adam_keeps_last_iterate_when_it_scores_best():
+    res = run_adam(_wandering_objective, np.array([0.0, 0.0]), n_data=4, batch_size=4,
+                   max_iter=250, learning_rate=0.01, random_state=np.random.RandomState(0),
+                   validation=lambda x: -float(x[1]), n_iter_no_change=100)
+    assert res.x[1] == pytest.approx(-2.5, abs=0.05)
+
+
 def test_tril_pack_roundtrip(rng):
     A = np.tril(rng.standard_normal((3, 4, 4)))
     np.testing.assert_array_equal(tril_unpack(tril_pack(A), 4), A)
