@@ -10,47 +10,13 @@ scale 1, as in scikit-learn's ``StandardScaler``.
 import numpy as np
 
 
-def constant_columns(A):
-    """Which columns of ``A`` are constant up to the rounding error of their variance.
-
-    The computed variance of ``n`` equal values ``c`` is bounded by
-    ``n·eps·var + (n·|c|·eps)²`` (the error bound of the two-pass algorithm, Chan, Golub &
-    LeVeque 1983); a column whose variance is within it is treated as constant.
-
-    Parameters
-    ----------
-    A : ndarray of shape (n_samples, n_columns)
-        Data, float64.
-
-    Returns
-    -------
-    constant : ndarray of shape (n_columns,), dtype=bool
-        True for the constant columns.
-    """
-    n = A.shape[0]
-    eps = np.finfo(np.float64).eps
-    var = A.var(axis=0)
-    return var <= n * eps * var + (n * A.mean(axis=0) * eps) ** 2
-
-
-def column_scales(A):
-    """Standard deviation of each column, 1 for columns that are constant up to rounding.
-
-    Parameters
-    ----------
-    A : ndarray of shape (n_samples, n_columns)
-        Data, float64.
-
-    Returns
-    -------
-    scale : ndarray of shape (n_columns,)
-        Positive scales.
-    """
-    return np.where(constant_columns(A), 1.0, A.std(axis=0))
-
-
 def column_moments(A):
-    """Mean and scale (:func:`column_scales`) of each column, for ``(A - mean) / scale``.
+    """Mean and scale of each column, for ``(A - mean) / scale``.
+
+    The scale is the standard deviation, or 1 for a column that is constant up to rounding:
+    the computed variance of ``n`` equal values ``c`` is bounded by ``n·eps·var + (n·|c|·eps)²``
+    (the error bound of the two-pass algorithm, Chan, Golub & LeVeque 1983), and a column whose
+    variance is within it is treated as constant.
 
     Parameters
     ----------
@@ -64,4 +30,14 @@ def column_moments(A):
     scale : ndarray of shape (n_columns,)
         Positive scales.
     """
-    return A.mean(axis=0), column_scales(A)
+    n = A.shape[0]
+    eps = np.finfo(np.float64).eps
+    mean = A.mean(axis=0)
+    var = A.var(axis=0)
+    constant = var <= n * eps * var + (n * mean * eps) ** 2
+    return mean, np.where(constant, 1.0, np.sqrt(var))
+
+
+def column_scales(A):
+    """The ``scale`` of :func:`column_moments` alone (initial length scales, spreads)."""
+    return column_moments(A)[1]
