@@ -44,7 +44,10 @@ def snapshot_steps(every, last, last_every):
 
 
 def parse_gamma(text):
-    """``natgrad_gamma`` from ``--natgrad``: None, a float, or ``g0:g1:K`` as a tuple."""
+    """``natgrad_gamma`` from ``--natgrad``: None, a float, or ``g0:g1:K`` as a tuple.
+
+    Only the format is checked here; ``DeepGP`` validates the values.
+    """
     if text is None:
         return None
     parts = text.split(":")
@@ -106,7 +109,7 @@ def main(argv=None):
     finally:
         deep_gp_module.run_adam = original
     print(f"{args.dataset} split {args.split} DGP {args.layers}, natgrad γ {gamma}: "  # noqa: T201
-          f"fit {seconds:.0f} s")  # noqa: T201
+          f"fit {seconds:.0f} s")
     rows = []
     for step in sorted(snaps):
         model._x = snaps[step]

@@ -35,7 +35,7 @@ from ._svgp import (
     tril_pack,
     tril_unpack,
 )
-from ._validation import check_bool, check_float, check_int, check_option
+from ._validation import check_bool, check_float, check_int, check_natgrad_gamma, check_option
 from ._workspace import Workspace
 from .base import _BaseLVGPRegressor
 from .kernels import RBF, Kernel
@@ -381,7 +381,8 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     natgrad_gamma : float, tuple (gamma0, gamma1, K) or None, default=None
         If set, the last layer's ``q(u)`` is updated by natural-gradient steps of this size
         (alternating with the Adam steps, which then leave it alone); a tuple is a log-linear
-        warm-up from ``gamma0`` to ``gamma1`` over ``K`` steps. Adam only.
+        warm-up from ``gamma0`` to ``gamma1`` over ``K`` steps (spec §4.3). Steps must be in
+        (0, 1] and ``K >= 1``. Adam only.
     early_stopping : bool, default=False
         Hold out ``validation_fraction`` of the rows and stop when their mean log predictive
         density has not improved for ``n_iter_no_change`` checks (every 100 steps). The fit
@@ -543,14 +544,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                      ("constant", "staircase"))
         check_int("batch_size", self.batch_size, min_value=1, allow_none=True)
         check_int("max_iter", self.max_iter, min_value=1)
-        if self.natgrad_gamma is not None:
-            if np.ndim(self.natgrad_gamma) == 0:
-                check_float("natgrad_gamma", self.natgrad_gamma, 0.0, exclusive_min=True)
-                if self.natgrad_gamma > 1:
-                    raise ValueError(f"natgrad_gamma must be in (0, 1], got "
-                                     f"{self.natgrad_gamma}.")
-            elif len(self.natgrad_gamma) != 3:
-                raise ValueError("natgrad_gamma must be a float or (gamma0, gamma1, K).")
+        if check_natgrad_gamma(self.natgrad_gamma) is not None:
             if self.optimizer != "adam":
                 raise ValueError("natgrad_gamma is used with optimizer='adam' only.")
         check_bool("early_stopping", self.early_stopping)

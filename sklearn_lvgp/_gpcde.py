@@ -34,7 +34,7 @@ from ._params import softplus_inverse
 from ._scaling import column_moments
 from ._stochastic import run_adam
 from ._svgp import marginals, prior_factor
-from ._validation import check_bool, check_float, check_int, check_option
+from ._validation import check_bool, check_float, check_int, check_natgrad_gamma, check_option
 from .base import _BaseLVGPRegressor
 from .kernels import RBF, Kernel
 from .kernels._stationary import _Stationary
@@ -101,7 +101,9 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         Initial noise variance (standardised units when ``normalize_y``).
     natgrad_gamma : float, tuple (gamma0, gamma1, K) or None, default=0.1
         Natural-gradient step size for ``q(u)`` (alternating with the Adam steps, which then
-        leave ``q(u)`` alone); a tuple is a log-linear warm-up. ``None``: Adam on ``q(u)`` too.
+        leave ``q(u)`` alone); a tuple ``(gamma0, gamma1, K)`` is a log-linear warm-up from
+        ``gamma0`` to ``gamma1`` over ``K`` steps. Steps must be in (0, 1] and ``K >= 1``.
+        ``None``: Adam on ``q(u)`` too.
         With ``optimizer="lbfgs"`` only one ``gamma = 1`` step is taken, to start from the
         optimal ``q(u)``.
     optimizer : {"adam", "lbfgs"}, default="adam"
@@ -250,14 +252,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         check_bool("whiten", self.whiten)
         check_float("likelihood_variance", self.likelihood_variance, 0.0, exclusive_min=True)
         check_option("optimizer", self.optimizer, ("adam", "lbfgs"))
-        if self.natgrad_gamma is not None:
-            if np.ndim(self.natgrad_gamma) == 0:
-                check_float("natgrad_gamma", self.natgrad_gamma, 0.0, exclusive_min=True)
-                if self.natgrad_gamma > 1:
-                    raise ValueError(f"natgrad_gamma must be in (0, 1], got "
-                                     f"{self.natgrad_gamma}.")
-            elif len(self.natgrad_gamma) != 3:
-                raise ValueError("natgrad_gamma must be a float, (gamma0, gamma1, K) or None.")
+        check_natgrad_gamma(self.natgrad_gamma)
         check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
         check_option("learning_rate_schedule", self.learning_rate_schedule,
                      ("constant", "staircase"))

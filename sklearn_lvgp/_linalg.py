@@ -37,7 +37,8 @@ class JitterWarning(UserWarning):
     """Jitter larger than the requested one had to be added to make a matrix positive definite."""
 
 
-def cholesky_jitter(A, jitter=1e-6, max_tries=5, name="K", parameter="jitter", warn=True):
+def cholesky_jitter(A, jitter=1e-6, max_tries=5, name="K", parameter="jitter", increase=True,
+                    warn=True):
     """Lower Cholesky factor of ``A + jitter * mean(diag(A)) * I`` with escalation.
 
     The requested jitter (relative to the mean diagonal) is always added first. If that fails, the
@@ -55,6 +56,9 @@ def cholesky_jitter(A, jitter=1e-6, max_tries=5, name="K", parameter="jitter", w
         Name of the matrix, used in warnings and errors.
     parameter : str, default="jitter"
         The estimator parameter a user should change, named in the error.
+    increase : bool, default=True
+        Whether the error advises raising ``parameter`` (jitter) or lowering it (a step size
+        such as ``natgrad_gamma``).
     warn : bool, default=True
         Whether to emit :class:`JitterWarning` on escalation.
 
@@ -100,8 +104,8 @@ def cholesky_jitter(A, jitter=1e-6, max_tries=5, name="K", parameter="jitter", w
             )
     raise CholeskyError(
         f"{name} is not positive definite even with relative jitter {rel / 10:.1e} "
-        f"after {max_tries} escalations. Increase `{parameter}`, use fewer or better-spread "
-        "inducing points, or a larger noise variance."
+        f"after {max_tries} escalations. {'Increase' if increase else 'Lower'} `{parameter}`, "
+        "use fewer or better-spread inducing points, or a larger noise variance."
     )
 
 

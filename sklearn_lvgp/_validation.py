@@ -5,7 +5,7 @@ import numbers
 import numpy as np
 
 __all__ = ["check_int", "check_float", "check_option", "check_bool", "check_n_inducing",
-           "check_finite_array"]
+           "check_natgrad_gamma", "check_finite_array"]
 
 
 def check_int(name, value, min_value=None, allow_none=False):
@@ -48,6 +48,31 @@ def check_bool(name, value):
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a bool, got {value!r}.")
     return bool(value)
+
+
+def check_natgrad_gamma(gamma):
+    """Validate a natural-gradient step: None, a float in (0, 1], or ``(gamma0, gamma1, K)``.
+
+    The tuple is the log-linear warm-up of :func:`sklearn_lvgp._stochastic.gamma_at`: both steps
+    in (0, 1] (a step above 1 can make the q(u) precision indefinite) and ``K >= 1`` steps.
+    """
+    if gamma is None:
+        return None
+    if np.ndim(gamma) == 0:
+        value = check_float("natgrad_gamma", gamma, 0.0, exclusive_min=True)
+        if value > 1:
+            raise ValueError(f"natgrad_gamma must be in (0, 1], got {value}.")
+        return value
+    if np.ndim(gamma) != 1 or len(gamma) != 3:
+        raise ValueError(f"natgrad_gamma must be a float, (gamma0, gamma1, K) or None, "
+                         f"got {gamma!r}.")
+    steps = []
+    for name, value in zip(("gamma0", "gamma1"), gamma[:2], strict=True):
+        value = check_float(f"natgrad_gamma's {name}", value, 0.0, exclusive_min=True)
+        if value > 1:
+            raise ValueError(f"natgrad_gamma's {name} must be in (0, 1], got {value}.")
+        steps.append(value)
+    return steps[0], steps[1], check_int("natgrad_gamma's K", gamma[2], min_value=1)
 
 
 def check_n_inducing(n_inducing, n_samples, estimator_name):

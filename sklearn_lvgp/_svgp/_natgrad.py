@@ -59,11 +59,12 @@ def from_natural_params(theta1, Theta2, jitter=0.0):
     for d in range(D):
         prec = -2.0 * Theta2[d]
         prec = 0.5 * (prec + prec.T)
-        Lp, _ = cholesky_jitter(prec, jitter, name="q(u) precision", parameter="natgrad_gamma")
+        Lp, _ = cholesky_jitter(prec, jitter, name="q(u) precision", parameter="natgrad_gamma",
+                                increase=False)
         S = cho_solve(Lp, np.eye(M))
         q_mu[:, d] = cho_solve(Lp, theta1[:, d])
         q_sqrt[d], _ = cholesky_jitter(0.5 * (S + S.T), jitter, name="q(u) covariance",
-                                       parameter="natgrad_gamma")
+                                       parameter="natgrad_gamma", increase=False)
     return q_mu, q_sqrt
 
 
