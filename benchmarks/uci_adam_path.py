@@ -20,6 +20,11 @@ q(u), either a fixed γ (``0.1``) or the log-linear warm-up ``g0:g1:K`` of spec 
 example ``1e-4:0.1:40``, the schedule named there for naval). The natural-gradient step of
 iteration k runs before its Adam step, so the state recorded "after k - 1 steps" already holds
 the k-th natural-gradient update of the last layer.
+
+``--early-stopping`` also departs from it: ``DeepGP(early_stopping=True)`` with its defaults
+(10 % of the training rows held out, a check every 100 steps, patience 5), the remedy the
+``DeepGP`` notes name for Adam's excursions. The state the fit returns (the best checked one)
+is scored as ``"returned"``, next to the states along the path; the held-out scores are saved.
 """
 
 import argparse
@@ -58,10 +63,17 @@ def parse_gamma(text):
     return float(parts[0]), float(parts[1]), int(parts[2])
 
 
-def recording_run_adam(run_adam, steps, snaps, elbo):
-    """``run_adam`` that copies the parameters after each step in ``steps``; same path."""
+def recording_run_adam(run_adam, steps, snaps, elbo, outcome=None):
+    """``run_adam`` that copies the parameters after each step in ``steps``; same path.
+
+    Without a held-out check the returned state is the last iterate, kept as step
+    ``n_iter``. With one (early stopping) it is the best checked state: it is kept in
+    ``outcome`` with the step it was checked at (found by comparing it with a copy taken at
+    every check), the held-out scores and whether early stopping fired.
+    """
     def run(objective, x0, **kwargs):
         calls = [0]
+        checked = []
 
         def observed(x, idx):
             calls[0] += 1
@@ -71,10 +83,32 @@ def recording_run_adam(run_adam, steps, snaps, elbo):
             elbo.append(-float(value))
             return value, grad
 
+        validation = kwargs.get("validation")
+        if validation is not None:
+            def check(x):  # called after the update of step calls
+                checked.append((calls[0], x.copy()))
+                return validation(x)
+            kwargs["validation"] = check
+
         result = run_adam(observed, x0, **kwargs)
-        snaps[calls[0]] = result.x.copy()
+        if validation is None:
+            snaps[calls[0]] = result.x.copy()
+        elif outcome is not None:
+            steps_equal = [step for step, x in checked if np.array_equal(x, result.x)]
+            outcome.update(x=result.x.copy(), n_iter=int(result.n_iter),
+                           step=steps_equal[0] if steps_equal else int(result.n_iter),
+                           stopped_early=bool(result.stopped_early),
+                           validation_history=[float(v) for v in result.validation_history])
         return result
     return run
+
+
+def score(model, x, X_test, y_test):
+    """Test LL and RMSE of ``model`` at parameters ``x`` (the protocol's 100 stored paths)."""
+    model._x = x
+    ll = float(model.score_samples(X_test, y_test).mean())
+    rmse = float(np.sqrt(np.mean((model.predict(X_test) - y_test) ** 2)))
+    return ll, rmse
 
 
 def main(argv=None):
@@ -86,6 +120,7 @@ def main(argv=None):
     parser.add_argument("--last", type=int, default=100)
     parser.add_argument("--last-every", type=int, default=5)
     parser.add_argument("--natgrad", default=None)
+    parser.add_argument("--early-stopping", action="store_true")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     gamma = parse_gamma(args.natgrad)
@@ -97,24 +132,33 @@ def main(argv=None):
     # the protocol's settings: examples/plot_deep_gp_uci.py, make_model
     model = DeepGP(n_layers=args.layers, n_inducing=100, learning_rate=0.01, batch_size=10000,
                    max_iter=N_ITER, n_samples=1, n_predict_samples=100,
-                   natgrad_gamma=gamma, random_state=0)
-    snaps, elbo = {}, []
+                   natgrad_gamma=gamma, early_stopping=args.early_stopping, random_state=0)
+    snaps, elbo, outcome = {}, [], {}
     original = deep_gp_module.run_adam
     deep_gp_module.run_adam = recording_run_adam(
-        original, snapshot_steps(args.every, args.last, args.last_every), snaps, elbo)
+        original, snapshot_steps(args.every, args.last, args.last_every), snaps, elbo, outcome)
     try:
         start = time.perf_counter()
         model.fit(X, y)
         seconds = time.perf_counter() - start
     finally:
         deep_gp_module.run_adam = original
-    print(f"{args.dataset} split {args.split} DGP {args.layers}, natgrad γ {gamma}: "  # noqa: T201
-          f"fit {seconds:.0f} s")
+    print(f"{args.dataset} split {args.split} DGP {args.layers}, natgrad γ {gamma}, "  # noqa: T201
+          f"early stopping {args.early_stopping}: fit {seconds:.0f} s, {model.n_iter_} steps")
+    returned = None
+    if args.early_stopping:
+        step = outcome["step"]
+        ll, rmse = score(model, outcome["x"], X_test, y_test)
+        returned = {"step": step, "test_ll": ll, "rmse": rmse,
+                    "stopped_early": outcome["stopped_early"],
+                    "validation_history": outcome["validation_history"]}
+        print(f"returned: state after {step} steps (stopped early: "  # noqa: T201
+              f"{outcome['stopped_early']}): test LL {ll: .4f}  RMSE {rmse:.6f}")
+        print("held-out scores every 100 steps: "  # noqa: T201
+              + " ".join(f"{v:.3f}" for v in outcome["validation_history"]))
     rows = []
     for step in sorted(snaps):
-        model._x = snaps[step]
-        ll = float(model.score_samples(X_test, y_test).mean())
-        rmse = float(np.sqrt(np.mean((model.predict(X_test) - y_test) ** 2)))
+        ll, rmse = score(model, snaps[step], X_test, y_test)
         seen = elbo[step] if step < len(elbo) else None
         rows.append({"step": step, "test_ll": ll, "rmse": rmse, "next_elbo_estimate": seen})
         print(f"after {step:5d} steps: test LL {ll: .4f}  RMSE {rmse:.6f}  "  # noqa: T201
@@ -122,8 +166,9 @@ def main(argv=None):
     if args.out:
         with open(args.out, "w") as fh:
             json.dump({"dataset": args.dataset, "split": args.split, "layers": args.layers,
-                       "natgrad_gamma": gamma, "fit_seconds": seconds, "snapshots": rows,
-                       "elbo_estimates": elbo}, fh)
+                       "natgrad_gamma": gamma, "early_stopping": args.early_stopping,
+                       "fit_seconds": seconds, "n_iter": int(model.n_iter_),
+                       "returned": returned, "snapshots": rows, "elbo_estimates": elbo}, fh)
     return 0
 
 
