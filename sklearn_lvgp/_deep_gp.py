@@ -456,7 +456,10 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     20 steps and recur every 100-150 steps, and the ELBO estimate falls from 2.5e4 to -5e4
     during one. The 5000th step landed in one: test log-likelihood 2.42, against 6.93 fifteen
     steps earlier (``benchmarks/RESULTS.md``). With ``early_stopping=True`` the fit keeps the
-    state with the best held-out score instead of the last one.
+    state with the best held-out score instead of the last one. On naval DGP 3, splits 0 and 1
+    with the protocol's other settings, that gave test log-likelihoods 6.84 and 6.84, against
+    2.42 and 6.45 for the protocol's last iterate (SGP 6.42 and 6.89); natural-gradient steps
+    on the last layer gave 6.66 and 5.81.
 
     References
     ----------
