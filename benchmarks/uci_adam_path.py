@@ -63,7 +63,7 @@ def parse_gamma(text):
     return float(parts[0]), float(parts[1]), int(parts[2])
 
 
-def recording_run_adam(run_adam, steps, snaps, elbo, outcome=None):
+def recording_run_adam(run_adam, steps, snaps, elbo, outcome):
     """``run_adam`` that copies the parameters after each step in ``steps``; same path.
 
     Without a held-out check the returned state is the last iterate, kept as step
@@ -93,10 +93,11 @@ def recording_run_adam(run_adam, steps, snaps, elbo, outcome=None):
         result = run_adam(observed, x0, **kwargs)
         if validation is None:
             snaps[calls[0]] = result.x.copy()
-        elif outcome is not None:
-            steps_equal = [step for step, x in checked if np.array_equal(x, result.x)]
-            outcome.update(x=result.x.copy(), n_iter=int(result.n_iter),
-                           step=steps_equal[0] if steps_equal else int(result.n_iter),
+        else:
+            # run_adam returns a checked state (it checks the last iterate too when the last
+            # step was not a check), so exactly one copy matches
+            step, = (step for step, x in checked if np.array_equal(x, result.x))
+            outcome.update(x=result.x.copy(), n_iter=int(result.n_iter), step=step,
                            stopped_early=bool(result.stopped_early),
                            validation_history=[float(v) for v in result.validation_history])
         return result

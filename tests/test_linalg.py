@@ -54,12 +54,12 @@ def test_cholesky_raises_naming_matrix_and_parameter():
             cholesky_jitter(A, jitter=1e-6, max_tries=2, name="K_uu")
 
 
-
 def test_cholesky_error_advises_lowering_a_step_size():
     with pytest.raises(CholeskyError, match=r"q\(u\) precision.*Lower `natgrad_gamma`"):
         with pytest.warns(JitterWarning):
             cholesky_jitter(-np.eye(3), max_tries=2, name="q(u) precision",
                             parameter="natgrad_gamma", increase=False)
+
 
 def test_cholesky_rejects_nan():
     with pytest.raises(CholeskyError, match="NaN"):
