@@ -9,7 +9,8 @@ saw. It also writes the whole ELBO-estimate history.
 Usage::
 
     SKLEARN_LVGP_DATA=../shared/data python benchmarks/uci_adam_path.py naval 0 3 \
-        [--every 250] [--last 100] [--last-every 5] [--natgrad GAMMA] [--out PATH.json]
+        [--every 250] [--last 100] [--last-every 5] [--natgrad GAMMA] [--early-stopping] \
+        [--schedule constant|staircase|cosine] [--out PATH.json]
 
 Arguments: data set, published split, number of layers. Snapshots are taken every ``--every``
 steps and every ``--last-every`` steps in the last ``--last`` steps. One fit of naval DGP 3
@@ -25,6 +26,10 @@ the k-th natural-gradient update of the last layer.
 (10 % of the training rows held out, a check every 100 steps, patience 5), the remedy the
 ``DeepGP`` notes name for Adam's excursions. The state the fit returns (the best checked one)
 is scored as ``"returned"``, next to the states along the path; the held-out scores are saved.
+
+``--schedule`` sets ``learning_rate_schedule`` (the protocol's is ``constant``). ``cosine``
+anneals Adam's rate from 0.01 to 0.0001 over the 5000 steps, so the last steps are small: the
+remedy for a last iterate caught in an excursion that keeps to one fit of the full 5000 steps.
 """
 
 import argparse
@@ -122,6 +127,8 @@ def main(argv=None):
     parser.add_argument("--last-every", type=int, default=5)
     parser.add_argument("--natgrad", default=None)
     parser.add_argument("--early-stopping", action="store_true")
+    parser.add_argument("--schedule", default="constant",
+                        choices=("constant", "staircase", "cosine"))
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     gamma = parse_gamma(args.natgrad)
@@ -133,7 +140,8 @@ def main(argv=None):
     # the protocol's settings: examples/plot_deep_gp_uci.py, make_model
     model = DeepGP(n_layers=args.layers, n_inducing=100, learning_rate=0.01, batch_size=10000,
                    max_iter=N_ITER, n_samples=1, n_predict_samples=100,
-                   natgrad_gamma=gamma, early_stopping=args.early_stopping, random_state=0)
+                   learning_rate_schedule=args.schedule, natgrad_gamma=gamma,
+                   early_stopping=args.early_stopping, random_state=0)
     snaps, elbo, outcome = {}, [], {}
     original = deep_gp_module.run_adam
     deep_gp_module.run_adam = recording_run_adam(
@@ -145,7 +153,8 @@ def main(argv=None):
     finally:
         deep_gp_module.run_adam = original
     print(f"{args.dataset} split {args.split} DGP {args.layers}, natgrad γ {gamma}, "  # noqa: T201
-          f"early stopping {args.early_stopping}: fit {seconds:.0f} s, {model.n_iter_} steps")
+          f"early stopping {args.early_stopping}, schedule {args.schedule}: "
+          f"fit {seconds:.0f} s, {model.n_iter_} steps")
     returned = None
     if args.early_stopping:
         step = outcome["step"]
@@ -168,6 +177,7 @@ def main(argv=None):
         with open(args.out, "w") as fh:
             json.dump({"dataset": args.dataset, "split": args.split, "layers": args.layers,
                        "natgrad_gamma": gamma, "early_stopping": args.early_stopping,
+                       "schedule": args.schedule,
                        "fit_seconds": seconds, "n_iter": int(model.n_iter_),
                        "returned": returned, "snapshots": rows, "elbo_estimates": elbo}, fh)
     return 0

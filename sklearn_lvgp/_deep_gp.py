@@ -370,9 +370,12 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         ``q(u)`` for the initial hyperparameters (one natural-gradient step with γ = 1).
     learning_rate : float, default=0.01
         Adam step size.
-    learning_rate_schedule : {"constant", "staircase"}, default="constant"
+    learning_rate_schedule : {"constant", "staircase", "cosine"}, default="constant"
         ``"staircase"`` multiplies the learning rate and ``natgrad_gamma`` by 0.98 every 1000
-        steps.
+        steps. ``"cosine"`` anneals both along half a cosine from their initial values at the
+        first step to 1 % of them at step ``max_iter`` and keeps them there; steps are counted
+        across ``warm_start`` fits and :meth:`partial_fit` calls, so a continued fit runs at the
+        annealed rate.
     batch_size : int or None, default=10000
         Rows per step; ``None`` or a value at least ``n_samples`` (rows) means the full batch.
         A larger value is clipped to the number of rows (documented, no error).
@@ -544,7 +547,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         check_option("optimizer", self.optimizer, ("adam", "lbfgs"))
         check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
         check_option("learning_rate_schedule", self.learning_rate_schedule,
-                     ("constant", "staircase"))
+                     ("constant", "staircase", "cosine"))
         check_int("batch_size", self.batch_size, min_value=1, allow_none=True)
         check_int("max_iter", self.max_iter, min_value=1)
         if check_natgrad_gamma(self.natgrad_gamma) is not None:
@@ -803,10 +806,11 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
 
             res = run_adam(objective, self._x, n_data=N, batch_size=bs, max_iter=max_iter,
                            learning_rate=self.learning_rate, random_state=rs,
-                           schedule=self.learning_rate_schedule, natgrad=natgrad,
-                           gamma=self.natgrad_gamma, frozen=frozen, bounds=model.bounds(),
-                           validation=validation, n_iter_no_change=self.n_iter_no_change,
-                           state=self._state, verbose=self.verbose, name="DeepGP")
+                           schedule=self.learning_rate_schedule, horizon=self.max_iter,
+                           natgrad=natgrad, gamma=self.natgrad_gamma, frozen=frozen,
+                           bounds=model.bounds(), validation=validation,
+                           n_iter_no_change=self.n_iter_no_change, state=self._state,
+                           verbose=self.verbose, name="DeepGP")
             self._x = res.x
             self.n_iter_ += res.n_iter
             self._elbo_hist.extend((-res.history).tolist())

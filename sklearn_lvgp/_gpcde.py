@@ -111,8 +111,10 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         Gaussian ``q(w)`` with ``expectation="unscented"``, and no input projection.
     learning_rate : float, default=0.01
         Adam step size.
-    learning_rate_schedule : {"constant", "staircase"}, default="constant"
+    learning_rate_schedule : {"constant", "staircase", "cosine"}, default="constant"
         ``"staircase"`` multiplies the rate (and ``natgrad_gamma``) by 0.98 every 1000 steps.
+        ``"cosine"`` anneals both along half a cosine to 1 % of their initial values at step
+        ``max_iter``.
     batch_size : int or None, default=512
         Rows per step (full batch when ``None`` or at least the number of rows).
     max_iter : int, default=2000
@@ -255,7 +257,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         check_natgrad_gamma(self.natgrad_gamma)
         check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
         check_option("learning_rate_schedule", self.learning_rate_schedule,
-                     ("constant", "staircase"))
+                     ("constant", "staircase", "cosine"))
         check_int("batch_size", self.batch_size, min_value=1, allow_none=True)
         check_int("max_iter", self.max_iter, min_value=1)
         if np.ndim(self.encoder_hidden) != 1:

@@ -68,7 +68,8 @@ class StochasticResult(NamedTuple):
     validation_history: np.ndarray
 
 
-def learning_rate_at(base, step, schedule, decay_rate=0.98, decay_steps=1000):
+def learning_rate_at(base, step, schedule, decay_rate=0.98, decay_steps=1000, horizon=None,
+                     floor=0.01):
     """Learning rate at (1-based) ``step``.
 
     Parameters
@@ -77,10 +78,17 @@ def learning_rate_at(base, step, schedule, decay_rate=0.98, decay_steps=1000):
         Initial rate.
     step : int
         Global step count.
-    schedule : {"constant", "staircase"}
+    schedule : {"constant", "staircase", "cosine"}
         ``"staircase"`` multiplies by ``decay_rate`` every ``decay_steps`` steps (spec §4.3, IWVI).
+        ``"cosine"`` anneals from ``base`` at step 1 to ``floor * base`` at step ``horizon``
+        along half a cosine (Loshchilov & Hutter 2017, without restarts) and stays there.
     decay_rate : float, default=0.98
     decay_steps : int, default=1000
+        Staircase parameters.
+    horizon : int or None, default=None
+        Steps of the cosine annealing (required for ``"cosine"``).
+    floor : float, default=0.01
+        Final fraction of ``base`` for ``"cosine"``.
 
     Returns
     -------
@@ -88,10 +96,16 @@ def learning_rate_at(base, step, schedule, decay_rate=0.98, decay_steps=1000):
     """
     if schedule == "constant":
         return float(base)
+    if schedule == "cosine":
+        if horizon is None:
+            raise ValueError("the cosine schedule needs its horizon (number of steps).")
+        frac = min(step - 1, horizon - 1) / max(horizon - 1, 1)
+        return float(base) * (floor + (1.0 - floor) * 0.5 * (1.0 + np.cos(np.pi * frac)))
     return float(base) * decay_rate ** ((step - 1) // decay_steps)
 
 
-def gamma_at(gamma, step, schedule="constant", decay_rate=0.98, decay_steps=1000):
+def gamma_at(gamma, step, schedule="constant", decay_rate=0.98, decay_steps=1000,
+             horizon=None):
     """Natural-gradient step size at (1-based) ``step``.
 
     Parameters
@@ -101,10 +115,12 @@ def gamma_at(gamma, step, schedule="constant", decay_rate=0.98, decay_steps=1000
         ``gamma1`` (spec §4.3).
     step : int
         Global step count.
-    schedule : {"constant", "staircase"}
+    schedule : {"constant", "staircase", "cosine"}
         Applied on top, as for the learning rate.
     decay_rate, decay_steps : float, int
         Staircase parameters.
+    horizon : int or None
+        Cosine horizon, see :func:`learning_rate_at`.
 
     Returns
     -------
@@ -116,7 +132,7 @@ def gamma_at(gamma, step, schedule="constant", decay_rate=0.98, decay_steps=1000
         g0, g1, K = float(gamma[0]), float(gamma[1]), float(gamma[2])
         t = step - 1
         g = g0 * (g1 / g0) ** (t / K) if t < K else g1
-    return learning_rate_at(g, step, schedule, decay_rate, decay_steps)
+    return learning_rate_at(g, step, schedule, decay_rate, decay_steps, horizon)
 
 
 def minibatches(state, n_data, batch_size, random_state):
@@ -156,8 +172,8 @@ def _diverged(name, step, what, detail=""):
 
 
 def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, random_state,
-             schedule="constant", decay_rate=0.98, decay_steps=1000, natgrad=None, gamma=None,
-             frozen=None, bounds=None, validation=None, validation_every=100,
+             schedule="constant", decay_rate=0.98, decay_steps=1000, horizon=None, natgrad=None,
+             gamma=None, frozen=None, bounds=None, validation=None, validation_every=100,
              n_iter_no_change=5, tol=1e-4, state=None, beta1=0.9, beta2=0.999, eps=1e-8,
              verbose=0, name="objective"):
     """Minimise a minibatch objective with Adam, optionally interleaving natural-gradient steps.
@@ -179,10 +195,13 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
         Adam step size.
     random_state : numpy.random.RandomState
         Source of minibatch permutations.
-    schedule : {"constant", "staircase"}, default="constant"
+    schedule : {"constant", "staircase", "cosine"}, default="constant"
         Learning-rate (and γ) schedule, see :func:`learning_rate_at`.
     decay_rate, decay_steps : float, int
         Staircase parameters.
+    horizon : int or None, default=None
+        Global steps over which ``"cosine"`` anneals; ``None`` means ``max_iter``. Steps are
+        counted from the start of ``state``, so a warm start continues at the annealed rate.
     natgrad : callable or None
         ``natgrad(x, idx, gamma) -> x_new`` run before each Adam step on its own minibatch.
     gamma : float or tuple or None
@@ -223,6 +242,8 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
     x = np.array(x0, dtype=np.float64)
     if state is None:
         state = AdamState(x.size)
+    if horizon is None:
+        horizon = int(max_iter)
     lower = upper = None
     if bounds is not None:
         lower, upper = bounds[:, 0], bounds[:, 1]
@@ -238,7 +259,8 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
         if natgrad is not None:
             idx = minibatches(state, n_data, batch_size, random_state)
             try:
-                x = natgrad(x, idx, gamma_at(gamma, step, schedule, decay_rate, decay_steps))
+                g_step = gamma_at(gamma, step, schedule, decay_rate, decay_steps, horizon)
+                x = natgrad(x, idx, g_step)
             except CholeskyError as exc:
                 raise _diverged(name, step, "the natural-gradient step failed", f" ({exc})") \
                     from exc
@@ -267,7 +289,7 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
             state.m[frozen] = 0.0
         mhat = state.m / (1.0 - beta1 ** step)
         vhat = state.v / (1.0 - beta2 ** step)
-        lr = learning_rate_at(learning_rate, step, schedule, decay_rate, decay_steps)
+        lr = learning_rate_at(learning_rate, step, schedule, decay_rate, decay_steps, horizon)
         x = x - lr * mhat / (np.sqrt(vhat) + eps)
         if lower is not None:
             x = np.clip(x, lower, upper)

@@ -751,6 +751,60 @@ def test_schedules():
     assert gamma_at(0.3, 10) == 0.3
 
 
+def test_cosine_schedule_anneals_to_its_floor_at_the_horizon_and_stays():
+    from sklearn_lvgp._stochastic import gamma_at, learning_rate_at
+
+    H = 101
+    rates = np.array([learning_rate_at(0.01, t, "cosine", horizon=H) for t in range(1, 131)])
+    assert rates[0] == pytest.approx(0.01)
+    assert rates[50] == pytest.approx(0.01 * (0.01 + 0.99 * 0.5))  # step 51: half way
+    assert rates[H - 1] == pytest.approx(1e-4)
+    np.testing.assert_allclose(rates[H:], 1e-4)
+    assert np.all(np.diff(rates) <= 0)
+    assert gamma_at(0.1, H, "cosine", horizon=H) == pytest.approx(1e-3)
+    with pytest.raises(ValueError, match="horizon"):
+        learning_rate_at(0.01, 5, "cosine")
+
+
+def test_run_adam_steps_follow_the_cosine_schedule_across_a_warm_start():
+    from sklearn_lvgp._stochastic import AdamState, learning_rate_at
+
+    # a constant gradient makes each Adam step exactly (up to eps) the learning rate
+    def linear(x, idx):
+        return float(x[0]), np.array([1.0])
+
+    state = AdamState(1)
+    kw = dict(n_data=4, batch_size=4, learning_rate=0.1, random_state=np.random.RandomState(0),
+              schedule="cosine", horizon=30, state=state)
+    first = run_adam(linear, np.zeros(1), max_iter=20, **kw)
+    second = run_adam(linear, first.x, max_iter=20, **kw)
+    expected = [learning_rate_at(0.1, t, "cosine", horizon=30) for t in range(1, 41)]
+    assert first.x[0] == pytest.approx(-sum(expected[:20]), rel=1e-6)
+    assert second.x[0] - first.x[0] == pytest.approx(-sum(expected[20:]), rel=1e-6)
+    # without a horizon the run anneals over its own max_iter
+    lone = run_adam(linear, np.zeros(1), max_iter=20, n_data=4, batch_size=4,
+                    learning_rate=0.1, random_state=np.random.RandomState(0), schedule="cosine")
+    assert lone.x[0] == pytest.approx(
+        -sum(learning_rate_at(0.1, t, "cosine", horizon=20) for t in range(1, 21)), rel=1e-6)
+
+
+def test_deep_gp_cosine_schedule_anneals_over_max_iter(monkeypatch):
+    import sklearn_lvgp._deep_gp as module
+
+    seen = []
+
+    def spy(*args, **kwargs):
+        seen.append((kwargs["schedule"], kwargs["horizon"], kwargs["max_iter"]))
+        return run_adam(*args, **kwargs)
+
+    monkeypatch.setattr(module, "run_adam", spy)
+    X, y = _toy()
+    model = _fitted(X, y, learning_rate_schedule="cosine", max_iter=4, batch_size=10)
+    model.partial_fit(X, y)
+    assert seen == [("cosine", 4, 4), ("cosine", 4, 2)]
+    assert np.isfinite(model.score(X, y))
+
+
 def test_minibatches_are_shuffled_epochs_without_replacement():
     from sklearn_lvgp._stochastic import AdamState, minibatches
 
