@@ -34,6 +34,8 @@ Environment knobs (the full protocol takes days on a laptop CPU):
   smaller than 500 rows the inducing inputs are the rows plus standard-normal fill-in rows);
 * ``LVGP_UCI_BATCH`` — minibatch size (default 10000);
 * ``LVGP_UCI_NATGRAD`` — natural-gradient γ for the last layer (default: none, Adam only);
+* ``LVGP_UCI_SCHEDULE`` — ``learning_rate_schedule`` of every fit: ``constant`` (default, the
+  protocol), ``staircase`` or ``cosine`` (anneals Adam's rate to 1 % of it at the last step);
 * ``LVGP_UCI_SCHEME`` — ``published`` (default): the Hernández-Lobato & Adams splits;
   ``shuffle``: split ``s`` shuffles the rows with ``RandomState(s)`` and trains on the first
   90 %, as the reference code's ``datasets.py`` does (spec §7.1; its split 0 is the reference
@@ -80,6 +82,7 @@ N_ITER = int(os.environ.get("LVGP_UCI_ITERS", 5000))
 MODELS = os.environ.get("LVGP_UCI_MODELS", "SGP,DGP2,DGP3,DGP4,UT-DGP2").split(",")
 BATCH = int(os.environ.get("LVGP_UCI_BATCH", 10000))
 GAMMA = os.environ.get("LVGP_UCI_NATGRAD")
+SCHEDULE = os.environ.get("LVGP_UCI_SCHEDULE", "constant")
 SCHEME = os.environ.get("LVGP_UCI_SCHEME", "published")
 TAG = os.environ.get("LVGP_UCI_TAG", "")
 RESUME = os.environ.get("LVGP_UCI_RESUME", "0") == "1"
@@ -89,13 +92,17 @@ OUT = Path(os.environ.get("LVGP_UCI_OUT", HERE / "output"))
 OUT.mkdir(parents=True, exist_ok=True)
 RESULTS_FILE = OUT / f"deep_gp_uci{TAG}.json"
 #: What makes two runs comparable (their models and splits may differ).
-PROTOCOL = {"steps": N_ITER, "batch": BATCH, "natgrad": GAMMA, "splits": SCHEME}
+PROTOCOL = {"steps": N_ITER, "batch": BATCH, "natgrad": GAMMA, "splits": SCHEME,
+            "schedule": SCHEDULE}
 #: Test log-likelihood of the 2017 reference notebook on its kin8nm split 0 (spec §7.1; its SGP
 #: and SGP 500 are collapsed SGPs fitted by L-BFGS).
 PAPER_KIN8NM = {"SGP": 0.973, "SGP500": 1.135, "DGP2": 1.302, "DGP3": 1.330, "DGP4": 1.331,
                 "DGP5": 1.336}
 if SCHEME not in ("published", "shuffle"):
     raise ValueError(f"LVGP_UCI_SCHEME must be 'published' or 'shuffle', got {SCHEME!r}.")
+if SCHEDULE not in ("constant", "staircase", "cosine"):
+    raise ValueError("LVGP_UCI_SCHEDULE must be 'constant', 'staircase' or 'cosine', "
+                     f"got {SCHEDULE!r}.")
 unknown = sorted(set(MODELS) - set(ORDER))
 if unknown:
     raise ValueError(f"LVGP_UCI_MODELS: unknown models {unknown}; expected names from {ORDER}.")
@@ -105,8 +112,8 @@ def make_model(name):
     """One model of the comparison with the protocol's settings."""
     depth = 2 if name == "UT-DGP2" else (1 if name.startswith("SGP") else int(name[3:]))
     return DeepGP(n_layers=depth, n_inducing=500 if name == "SGP500" else 100,
-                  learning_rate=0.01, batch_size=BATCH, max_iter=N_ITER, n_samples=1,
-                  n_predict_samples=100,
+                  learning_rate=0.01, learning_rate_schedule=SCHEDULE, batch_size=BATCH,
+                  max_iter=N_ITER, n_samples=1, n_predict_samples=100,
                   propagation="unscented" if name.startswith("UT") else "monte_carlo",
                   natgrad_gamma=None if GAMMA is None else float(GAMMA), random_state=0)
 
@@ -120,15 +127,16 @@ def make_model(name):
 def protocol_of(doc, path):
     """Protocol of a results file; files written before it was recorded carry a sentence.
 
-    Files written before the split scheme was recorded used the published splits.
+    Files written before the split scheme or the schedule was recorded used the published
+    splits and a constant learning rate.
     """
     if "protocol" in doc:
-        return {"splits": "published", **doc["protocol"]}
+        return {"splits": "published", "schedule": "constant", **doc["protocol"]}
     m = re.match(r"(\d+) steps, batch (\d+), natgrad γ (\S+),", doc.get("settings", ""))
     if m is None:
         raise ValueError(f"{path.name}: no protocol recorded.")
     return {"steps": int(m[1]), "batch": int(m[2]), "natgrad": None if m[3] == "None" else m[3],
-            "splits": "published"}
+            "splits": "published", "schedule": "constant"}
 
 
 def load_results(path):
@@ -137,14 +145,14 @@ def load_results(path):
     if protocol_of(doc, path) != PROTOCOL:
         raise ValueError(f"{path.name} was run with {protocol_of(doc, path)}, not {PROTOCOL}; "
                          "set LVGP_UCI_ITERS / LVGP_UCI_BATCH / LVGP_UCI_NATGRAD / "
-                         "LVGP_UCI_SCHEME to match.")
+                         "LVGP_UCI_SCHEME / LVGP_UCI_SCHEDULE to match.")
     return doc["results"]
 
 
 def save_results(path, results, models):
     """Write the results atomically (a stopped run never leaves a truncated file)."""
     settings = (f"{N_ITER} steps, batch {BATCH}, natgrad γ {GAMMA}, models {','.join(models)}, "
-                f"{SCHEME} splits")
+                f"{SCHEME} splits, {SCHEDULE} learning rate")
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps({"settings": settings, "protocol": PROTOCOL, "results": results},
                               indent=1))

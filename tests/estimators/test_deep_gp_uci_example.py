@@ -21,7 +21,7 @@ def run_example(shared_data, tmp_path, monkeypatch):
     monkeypatch.setenv("LVGP_UCI_DATASETS", "yacht")
     monkeypatch.setenv("LVGP_UCI_ITERS", "2")
     for knob in ("LVGP_UCI_RESUME", "LVGP_UCI_MERGE", "LVGP_UCI_NATGRAD", "LVGP_UCI_BATCH",
-                 "LVGP_UCI_SCHEME"):
+                 "LVGP_UCI_SCHEME", "LVGP_UCI_SCHEDULE"):
         monkeypatch.delenv(knob, raising=False)
 
     def run(**knobs):
@@ -46,7 +46,8 @@ def test_resume_skips_recorded_fits_and_merge_takes_the_union(run_example):
     first = _records(out / "deep_gp_uci_a.json")
     assert [r["split"] for r in first["SGP"]] == [0]
     assert json.loads((out / "deep_gp_uci_a.json").read_text())["protocol"] == {
-        "steps": 2, "batch": 10000, "natgrad": None, "splits": "published"}
+        "steps": 2, "batch": 10000, "natgrad": None, "splits": "published",
+        "schedule": "constant"}
 
     run(TAG="_a", SPLITS=1, MODELS="SGP,DGP2", RESUME=1)
     resumed = _records(out / "deep_gp_uci_a.json")
@@ -100,3 +101,22 @@ def test_split_scheme_is_part_of_the_protocol(run_example):
         run(TAG="_all2", MERGE="deep_gp_uci_old.json", SCHEME="shuffle")
     with pytest.raises(ValueError, match="LVGP_UCI_SCHEME"):
         run(TAG="_x", SCHEME="hl")
+
+
+def test_learning_rate_schedule_is_part_of_the_protocol(run_example):
+    run, out = run_example
+    run(TAG="_c", SPLITS=1, MODELS="SGP", ITERS=3)
+    run(TAG="_k", SPLITS=1, MODELS="SGP", ITERS=3, SCHEDULE="cosine")
+    doc = json.loads((out / "deep_gp_uci_k.json").read_text())
+    assert doc["protocol"]["schedule"] == "cosine" and "cosine learning rate" in doc["settings"]
+    assert _records(out / "deep_gp_uci_k.json")["SGP"][0]["ll"] != \
+        _records(out / "deep_gp_uci_c.json")["SGP"][0]["ll"]  # annealed steps 2 and 3
+    with pytest.raises(ValueError, match="was run with"):
+        run(TAG="_all", MERGE="deep_gp_uci_c.json,deep_gp_uci_k.json", ITERS=3)
+    # files written before the schedule was recorded ran at a constant rate
+    old = json.loads((out / "deep_gp_uci_c.json").read_text())
+    del old["protocol"]["schedule"]
+    (out / "deep_gp_uci_old.json").write_text(json.dumps(old))
+    run(TAG="_all", MERGE="deep_gp_uci_old.json,deep_gp_uci_c.json", ITERS=3)
+    with pytest.raises(ValueError, match="LVGP_UCI_SCHEDULE"):
+        run(TAG="_x", SCHEDULE="linear")
