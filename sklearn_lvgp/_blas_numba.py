@@ -62,7 +62,7 @@ def call_address(typingctx, address, arrays):
     return sig, codegen
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def trsm_left(fn, L, B, trans):
     """Overwrite the F-contiguous ``B`` (m, n) with ``L^-1 B`` (or ``L^-T B`` when ``trans``).
 
@@ -87,7 +87,7 @@ def trsm_left(fn, L, B, trans):
                       dims[0:], B, dims[0:]))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def potrf_lower(fn, A, rel):
     """Lower Cholesky factor of ``A + rel * mean(diag(A)) * I`` by LAPACK ``dpotrf``.
 

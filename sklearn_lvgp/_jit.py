@@ -31,8 +31,8 @@ class _Twins:
     """Callable pair: ``serial`` and ``parallel`` dispatchers plus a work estimate."""
 
     def __init__(self, fn, work):
-        self.serial = numba.njit(parallel=False, cache=True)(_renamed(fn, "_serial"))
-        self.parallel = numba.njit(parallel=True, cache=True)(_renamed(fn, "_parallel"))
+        self.serial = numba.njit(parallel=False, cache=True, nogil=True)(_renamed(fn, "_serial"))
+        self.parallel = numba.njit(parallel=True, cache=True, nogil=True)(_renamed(fn, "_parallel"))
         self.work = work
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__

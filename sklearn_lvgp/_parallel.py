@@ -17,7 +17,7 @@ import numba
 from joblib import effective_n_jobs
 from threadpoolctl import threadpool_limits
 
-__all__ = ["threads", "resolve_n_jobs", "current_threads"]
+__all__ = ["threads", "resolve_n_jobs", "current_threads", "serial_section"]
 
 #: The thread count set by the innermost :func:`threads` context of each Python thread.
 _state = threading.local()
@@ -65,3 +65,19 @@ def threads(n_jobs):
     finally:
         _state.n = outer
         numba.set_num_threads(previous)
+
+
+@contextmanager
+def serial_section():
+    """Context in which the jitted twins of this Python thread take their serial branch.
+
+    The chunk executor (:mod:`sklearn_lvgp._engine`) runs every chunk inside one: its threads
+    are the parallelism, so no chunk opens a numba parallel region of its own. BLAS limits are
+    left as they are (one thread inside :func:`threads`).
+    """
+    outer = current_threads()
+    try:
+        _state.n = 1
+        yield 1
+    finally:
+        _state.n = outer

@@ -7,32 +7,26 @@ configured expectation rule (the S ≠ 0 case; seed 001 §4.2). Test inputs may 
 ``predict(X, X_var=...)`` returns the exact first two moments of spec §5.2.
 """
 
-import math
 
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._engine import CollapsedKernelBound, CollapsedPsiBound
 from ._init import select_inducing
 from ._linalg import (
     cholesky_jitter,
-    logdet_from_chol,
-    solve_lower,
-    solve_upper,
     symmetrise,
 )
 from ._objectives._collapsed import (
-    CollapsedPosterior,
     _weight_matrices,
-    collapsed_bound,
-    collapsed_bound_vjp,
     predictive_moments,
 )
 from ._optimize import minimize_lbfgsb
 from ._parallel import threads
 from ._params import ParamPacker, softplus_inverse
-from ._psi import EXPECTATIONS, make_rule, psi_statistics, psi_vjp
+from ._psi import EXPECTATIONS, make_rule, psi_statistics
 from ._scaling import column_moments, column_scales
 from ._svgp._likelihoods import gaussian_log_density
 from ._validation import (
@@ -52,7 +46,7 @@ _PREDICT_CHUNK = 256
 
 
 def sgpr_bound_and_grads(kernel, X, Y, Z, noise_variance, *, X_var=None, rule="analytic",
-                         jitter=1e-6, max_tries=0, need_Z=True):
+                         jitter=1e-6, max_tries=0, need_Z=True, bound=None):
     """Collapsed SGPR bound and its gradient wrt Z, the kernel's θ and the noise variance.
 
     Parameters
@@ -77,6 +71,8 @@ def sgpr_bound_and_grads(kernel, X, Y, Z, noise_variance, *, X_var=None, rule="a
         Jitter escalations allowed (0 inside an optimiser).
     need_Z : bool
         Whether the Z adjoint is wanted.
+    bound : CollapsedKernelBound or CollapsedPsiBound, default=None
+        The fit's chunked bound of ``(X, Y)`` (reused across evaluations); ``None`` makes one.
 
     Returns
     -------
@@ -88,85 +84,20 @@ def sgpr_bound_and_grads(kernel, X, Y, Z, noise_variance, *, X_var=None, rule="a
     post : CollapsedPosterior
         The optimal q(u) (spec §5.1).
     """
+    if bound is None:
+        bound = _make_bound(X, Y, X_var)
     if X_var is None:
-        return _deterministic_bound_and_grads(kernel, X, Y, Z, noise_variance, jitter=jitter,
-                                              max_tries=max_tries, need_Z=need_Z)
-    Kuu = kernel.K(Z)
-    stats, pcache = psi_statistics(kernel, Z, X, X_var, rule)
-    F, post = collapsed_bound(Y, stats.psi0, stats.Psi1, stats.Psi2, Kuu, noise_variance,
-                              jitter=jitter, max_tries=max_tries)
-    adj = collapsed_bound_vjp(post)
-    kvu = kernel.vjp(adj.Kuu, Z)
-    with np.errstate(divide="ignore", invalid="ignore"):  # dS is unused (S is data)
-        pv = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, pcache)
-    dZ = pv.Z + kvu.X if need_Z else None
-    return (float(F), {"Z": dZ, "theta": pv.theta + kvu.theta, "noise": adj.noise_variance},
-            post)
+        return bound.evaluate(kernel, Z, noise_variance, jitter=jitter, max_tries=max_tries,
+                              need_Z=need_Z)
+    F, grads, post = bound.evaluate(kernel, Z, X, X_var, noise_variance, rule, jitter=jitter,
+                                    max_tries=max_tries, need_S=False)
+    return (float(F), {"Z": grads["Z"] if need_Z else None, "theta": grads["theta"],
+                       "noise": grads["noise"]}, post)
 
 
-def _sandwich(L, X):
-    """``L^-T X L^-1`` for lower-triangular ``L``."""
-    return solve_upper(L, solve_upper(L, X).T).T
-
-
-def _deterministic_bound_and_grads(kernel, X, Y, Z, noise_variance, *, jitter, max_tries,
-                                   need_Z):
-    """Titsias' bound for deterministic inputs from A = L⁻¹K_uf/σ (the factor of Ψ2/σ²).
-
-    Same value and posterior as :func:`collapsed_bound` with Ψ2 = K_fuᵀK_fu, but B = I + AAᵀ and
-    the trace term Σ_n (k_nn/σ² − ‖a_n‖²) are formed from A rather than from L⁻¹Ψ2L⁻ᵀ, whose
-    rounding error grows with cond(K_uu) · ‖Ψ2‖ (it dominated the bound near crowded inducing
-    inputs: RESULTS.md, ``sgpr_fit`` observation 7). Gradient: the adjoint of A is
-    G_A = D (I − B⁻¹) A + v (Yᵀ − vᵀA) / σ² with v = B⁻¹AY; then dK_uf = L⁻ᵀG_A/σ and, since F
-    depends on A only through AᵀA (G_A Aᵀ is symmetric), dK_uu = −½ L⁻ᵀ G_A Aᵀ L⁻¹
-    = −½ L⁻ᵀ (D (B − 2I + B⁻¹) + vvᵀ/σ²) L⁻¹. The value is the same algebra as spec §2.2.
-    """
-    N, D = Y.shape
-    M = Z.shape[0]
-    s2 = float(noise_variance)
-    sigma = math.sqrt(s2)
-    Kuu = kernel.K(Z)
-    Kfu = kernel.K(X, Z)
-    kdiag = kernel.Kdiag(X)
-    L, abs_jit = cholesky_jitter(Kuu, jitter, max_tries=max_tries, name="K_uu",
-                                 warn=max_tries > 0)
-    scale = float(np.mean(np.diag(Kuu)))
-    rel = abs_jit / scale if scale > 0 else 0.0
-    eye = np.eye(M)
-    A = solve_lower(L, Kfu.T) / sigma
-    B = symmetrise(eye + A @ A.T)
-    LB, _ = cholesky_jitter(B, 0.0, max_tries=max_tries,
-                            name="B = I + L^-1 Psi2 L^-T / noise", warn=max_tries > 0)
-    AY = A @ Y
-    c = solve_lower(LB, AY) / sigma
-    YY = float(np.sum(Y * Y))
-    cc = float(np.sum(c * c))
-    aa = np.einsum("mn,mn->n", A, A)
-    resid = float(np.sum(kdiag / s2 - aa))  # (ψ0 − tr Kuu⁻¹Ψ2) / σ²
-    F = (-0.5 * N * D * math.log(2.0 * math.pi * s2) - 0.5 * D * logdet_from_chol(LB)
-         - 0.5 * YY / s2 + 0.5 * cc - 0.5 * D * resid)
-    v = solve_upper(LB, c) * sigma  # B⁻¹AY
-    LBinv = solve_lower(LB, eye)
-    Binv = LBinv.T @ LBinv
-    G = solve_upper(L, v) / sigma  # Kuu⁻¹-weighted posterior mean weights
-    # dK_fu = (D Aᵀ(I − B⁻¹) + (Y − Aᵀv) vᵀ/σ²) L⁻¹ / σ
-    W = solve_upper(L, D * (eye - Binv)).T / sigma
-    dKfu = A.T @ W + (Y - A.T @ v) @ (G.T / s2)
-    # dK_uu = −½ L⁻ᵀ (D (B − 2I + B⁻¹) + vvᵀ/σ²) L⁻¹
-    dKuu = -0.5 * symmetrise(_sandwich(L, D * (B - 2.0 * eye + Binv)) + (G @ G.T))
-    if rel:
-        dKuu = dKuu + rel * np.trace(dKuu) / M * eye
-    dnoise = (-0.5 * N * D / s2 + 0.5 * YY / s2 ** 2 + 0.5 * D * resid / s2
-              + 0.5 * D * (M - float(np.trace(Binv))) / s2 - 0.5 * cc / s2
-              - 0.5 * float(np.sum(v * v)) / s2 ** 2)
-    kv = kernel.vjp(np.ascontiguousarray(dKfu), X, Z)
-    kd = kernel.vjp_diag(np.full(N, -0.5 * D / s2), X)
-    kvu = kernel.vjp(dKuu, Z)
-    dZ = kv.Z + kvu.X if need_Z else None
-    post = CollapsedPosterior(L, LB, c, G, Binv, float(np.sum(aa)), s2, rel, N, D, YY,
-                              float(np.sum(kdiag)), Kfu, Y)
-    return (float(F), {"Z": dZ, "theta": kv.theta + kd.theta + kvu.theta,
-                       "noise": float(dnoise)}, post)
+def _make_bound(X, Y, X_var):
+    """The chunked collapsed bound of ``(X, Y)``: deterministic inputs or N(X_n, X_var_n)."""
+    return CollapsedKernelBound(X, Y) if X_var is None else CollapsedPsiBound(Y)
 
 
 class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
@@ -418,10 +349,12 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             work.theta = np.log(p["theta"]) if softplus else p["theta"]
             return p, p.get("Z", Z0), float(p["noise"])
 
+        bound = _make_bound(X, Yn, X_var)  # chunked map-reduce, reused by every evaluation
+
         def objective(flat):
             p, Z, s2 = unpack(flat)
             F, grads, _ = sgpr_bound_and_grads(work, X, Yn, Z, s2, X_var=X_var, rule=rule,
-                                               jitter=jitter, need_Z=optimize_Z)
+                                               jitter=jitter, need_Z=optimize_Z, bound=bound)
             if softplus:
                 grads["theta"] = grads["theta"] / p["theta"]
             return -F, -packer.pack_grad({k: grads[k] for k in p}, p)
@@ -442,7 +375,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             x_final, self.n_iter_ = x0, 0
         _, Z, s2 = unpack(x_final)
         F, _, post = sgpr_bound_and_grads(work, X, Yn, Z, s2, X_var=X_var, rule=rule,
-                                          jitter=jitter, max_tries=6, need_Z=False)
+                                          jitter=jitter, max_tries=6, need_Z=False, bound=bound)
         self.kernel_ = work
         self.noise_variance_ = s2
         self.inducing_inputs_ = np.array(Z, copy=True)

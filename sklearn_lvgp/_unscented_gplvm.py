@@ -5,14 +5,10 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._engine import CollapsedPsiBound
 from ._init import pca_latents, select_inducing
 from ._linalg import cholesky_jitter
-from ._objectives._collapsed import (
-    collapsed_bound,
-    collapsed_bound_vjp,
-    heldout_bound,
-    predictive_moments,
-)
+from ._objectives._collapsed import heldout_bound, predictive_moments
 from ._objectives._kl import gaussian_kl, gaussian_kl_vjp, standard_normal_kl_and_vjp
 from ._optimize import minimize_adam, minimize_lbfgsb
 from ._parallel import threads
@@ -239,14 +235,14 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         x0 = packer.pack({"mu": mu0, "S": S0, "Z": Z0, "theta": kernel.theta, "noise": noise0})
         work = kernel.clone()
         mc_state = check_random_state(random_state.randint(np.iinfo(np.int32).max))
-        workspace = Workspace()  # the Ψ-statistics' large arrays, the same at every evaluation
+        bound = CollapsedPsiBound(Y)  # chunked map-reduce; keeps its buffers across evaluations
 
         def objective(flat):
             p = packer.unpack(flat)
             work.theta = p["theta"]
             r = (monte_carlo_rule(self.n_samples, Q, mc_state, n_points=N) if stochastic
                  else rule)
-            value, grads, _ = self._elbo_and_grads(work, Y, p, r, jitter, workspace=workspace)
+            value, grads, _ = self._elbo_and_grads(work, Y, p, r, jitter, bound=bound)
             return -value, -packer.pack_grad(grads, p)
 
         if optimizer == "lbfgs":
@@ -274,7 +270,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         self._Y = Y
         self._row_index = {row.tobytes(): i for i, row in enumerate(X)}
         self._transform_seed = int(random_state.randint(np.iinfo(np.int32).max))
-        self._finalise(Y)
+        self._finalise(Y, bound)
         return self
 
     def _bounds(self, packer, kernel, var_y):
@@ -283,29 +279,26 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         bounds[packer.slice("noise")] = [np.log(1e-10 * var_y), np.log(1e3 * var_y)]
         return [tuple(None if not np.isfinite(v) else v for v in row) for row in bounds]
 
-    def _elbo_and_grads(self, kernel, Y, p, rule, jitter, max_tries=0, workspace=None):
+    def _elbo_and_grads(self, kernel, Y, p, rule, jitter, max_tries=0, bound=None):
         """ELBO (collapsed bound − KL), its gradient wrt each constrained block, the posterior.
 
-        ``workspace``: buffers reused from one evaluation to the next (one fit's objective).
+        ``bound``: the fit's :class:`~sklearn_lvgp._engine.CollapsedPsiBound` of ``Y`` (chunks,
+        threads and buffers reused from one evaluation to the next); ``None`` makes one.
         """
         mu, S, Z, s2 = p["mu"], p["S"], p["Z"], float(p["noise"])
-        stats, pcache = psi_statistics(kernel, Z, mu, S, rule, workspace=workspace)
-        Kuu, kcache = kernel.K_cached(Z)
-        F, post = collapsed_bound(Y, stats.psi0, stats.Psi1, stats.Psi2, Kuu, s2,
-                                  jitter=jitter, max_tries=max_tries)
-        adj = collapsed_bound_vjp(post)
-        pv = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, pcache)
-        kv = kernel.vjp_cached(adj.Kuu, kcache, overwrite_dK=True)
+        bound = CollapsedPsiBound(Y) if bound is None else bound
+        F, grads, post = bound.evaluate(kernel, Z, mu, S, s2, rule, jitter=jitter,
+                                        max_tries=max_tries)
         kl, dkl_mu, dkl_S = standard_normal_kl_and_vjp(mu, S)
-        grads = {"mu": pv.mu - dkl_mu, "S": pv.S - dkl_S, "Z": pv.Z + kv.X,
-                 "theta": pv.theta + kv.theta, "noise": adj.noise_variance}
+        grads["mu"] -= dkl_mu
+        grads["S"] -= dkl_S
         return F - kl, grads, post
 
-    def _finalise(self, Y):
+    def _finalise(self, Y, bound=None):
         p = {"mu": self.latent_mean_, "S": self.latent_variance_, "Z": self.inducing_inputs_,
              "noise": self.noise_variance_}
         elbo, _, post = self._elbo_and_grads(self.kernel_, Y, p, self._rule, self._jitter,
-                                             max_tries=6)
+                                             max_tries=6, bound=bound)
         self.elbo_ = float(elbo)
         self._post = post
 

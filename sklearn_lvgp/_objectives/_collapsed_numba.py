@@ -20,12 +20,12 @@ from .._blas_numba import trsm_left
 __all__ = ["whitened_psi2", "collapsed_solves", "collapsed_adjoints"]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _fortran_empty(m, n):
     return np.empty((n, m)).T
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _fortran_copy(A):
     m, n = A.shape
     out = _fortran_empty(m, n)
@@ -35,7 +35,7 @@ def _fortran_copy(A):
     return out
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def whitened_psi2(trsm, L, Psi2, s2):
     """``B = I + E`` with ``E = sym(L^-1 Psi2 L^-T) / s2``, and ``trace(E)``.
 
@@ -59,7 +59,7 @@ def whitened_psi2(trsm, L, Psi2, s2):
     return B, trE
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def collapsed_solves(trsm, L, LB, PY, s2):
     """Solves of the collapsed bound given both factors (spec §2.2).
 
@@ -87,7 +87,7 @@ def collapsed_solves(trsm, L, LB, PY, s2):
     return c, LBtc, G, Binv, 2.0 * logdet, np.sum(c * c)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def collapsed_adjoints(trsm, L, LB, G, Binv, LBtc, PY, N, D, s2, YY, psi0, trE, rel_jitter):
     """Adjoints of the collapsed bound wrt Ψ2, ``K_uu`` and the noise variance (spec §2.3).
 

@@ -58,7 +58,7 @@ def standard_normal_kl_and_vjp(mu, S):
     return _standard_normal_kl_pass(mu, S, np.log(S))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _standard_normal_kl_pass(mu, S, logS):
     N, Q = mu.shape
     dmu = np.empty((N, Q))

@@ -30,7 +30,7 @@ from .._vexp_numba import vexp, vlog1p, wide_vectors
 PSI_BLOCK = 64
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def n_blocks(n_rows):
     """Number of fixed-size row blocks of ``PSI_BLOCK`` rows for ``n_rows`` rows."""
     return max(1, (n_rows + PSI_BLOCK - 1) // PSI_BLOCK)
@@ -54,7 +54,7 @@ def _half_weighted_sq_dist_row(mu, W, n, CT, row):
             row[p] += h * d * d
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, nogil=True, error_model="numpy")
 def _precision_rows(S, tau, offset, scale):
     """``1 / (tau + S)`` (N, Q) and ``offset + scale sum_q log1p(S[n, q] / tau_q)`` (N,): the
     per-row terms of a Gaussian expectation of an RBF factor with squared length ``tau``.
@@ -104,13 +104,13 @@ def _column_means(A):
     return out
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def rbf_psi1_row_terms(lam, log_var, S):
     """``B = 1 / (lam + S)`` (N, Q) and ``logk1 = log var - 0.5 sum_q log1p(S / lam)`` (N,)."""
     return _precision_rows(S, lam, log_var, -0.5)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _vexp_inplace(x, lo, hi):
     """``x[lo:hi] = exp(x[lo:hi])`` in 512-bit vectors where the CPU has them.
 
@@ -176,7 +176,7 @@ def _sum4(x):
     return (a0 + a1) + (a2 + a3)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def rbf_psi1_factors(mu, B, Z, A, Psi1):
     """Operands of the RBF Ψ1 backward products (:func:`._rbf.rbf_psi1_backward`).
 
@@ -208,7 +208,7 @@ def rbf_psi1_factors(mu, B, Z, A, Psi1):
     return PW, r, XB, ZZ, ctr
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def rbf_psi1_assemble(mu, B, Z, ctr, r, S1, T):
     """Adjoints of the RBF Ψ1 from ``S1 = PW ZZ`` (N, 2Q) and ``T = PWᵀ XB`` (M, 2Q).
 
@@ -245,7 +245,7 @@ def rbf_psi1_assemble(mu, B, Z, ctr, r, S1, T):
 
 # ------------------------------------------------------------------------- two-RBF Ψ2 block
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def two_rbf_pair_terms(lam_a, lam_b, log_c, Z, S, I, J, sym):
     """Per-pair and per-row constants of the two-RBF matrix (formula in :mod:`._two_rbf`).
 
@@ -308,7 +308,7 @@ def two_rbf_block(mu, E, logk2, pconst, cmidT, lo, out, colsum):
     _add_rows(out, colsum)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _add_rows(A, total):
     """``total += A.sum(axis=0)``, rows in order (a function of its own: 512-bit vectors)."""
     wide_vectors()
@@ -318,7 +318,7 @@ def _add_rows(A, total):
             total[p] += row[p]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def pairs_to_matrix(vals, I, J, M, sym):
     """``(M, M)`` matrix with ``vals[p]`` at ``(I[p], J[p])`` (and at ``(J[p], I[p])`` when
     ``sym``), zeros elsewhere: one call in place of two fancy-index assignments."""
@@ -330,7 +330,7 @@ def pairs_to_matrix(vals, I, J, M, sym):
     return out
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def two_rbf_row_factors(mu, E, ctr):
     """``F = [1, E, E (mu - ctr)]`` (N, 1 + 2Q): the per-row factors of the sums over ``n`` in
     the two-RBF backward pass (:func:`._two_rbf.two_rbf_backward`; ``ctr`` from
@@ -346,7 +346,7 @@ def two_rbf_row_factors(mu, E, ctr):
     return F
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def two_rbf_pair_factors(cmidT, gp):
     """``CT = gp [1, c, c²]ᵀ`` (1 + 2Q, P): the per-pair factors of the sums over ``p``.
 
@@ -368,7 +368,7 @@ def two_rbf_pair_factors(cmidT, gp):
     return CT, ctr
 
 
-@nb.njit(cache=True, fastmath={"reassoc", "contract"})
+@nb.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def two_rbf_backward_sums(w, F, CT, lo, sums_n, sums_p):
     """Both sums of the two-RBF backward pass for the rows ``lo:lo + len(w)`` in one read of ``w``.
 
@@ -432,7 +432,7 @@ def two_rbf_backward_sums(w, F, CT, lo, sums_n, sums_p):
         r += 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def two_rbf_summed_adjoint_weights(G, I, J, mult):
     """``gp[p] = mult[p] G[I[p], J[p]]``: the pair weights of a summed (M, M) adjoint."""
     P = I.shape[0]
@@ -442,7 +442,7 @@ def two_rbf_summed_adjoint_weights(G, I, J, mult):
     return gp
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def two_rbf_assemble(sums_n, sums_p, gp, mu, E, cmidT, ctr, DuT, wa, wb, I, J, M):
     """Adjoints of the two-RBF matrix from the two sums of the adjoint-weighted entries ``w``.
 

@@ -71,7 +71,7 @@ def check_psi_inputs(Z, mu, S):
     return Z, mu, S
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def first_invalid_psi_input(Z, mu, S):
     """``0`` when all is valid; else ``1``/``2``/``3`` for a non-finite ``Z``/``mu``/``S`` and
     ``4`` for a negative ``S`` (one pass over each array instead of four numpy reductions)."""
@@ -86,7 +86,7 @@ def first_invalid_psi_input(Z, mu, S):
     return 0
 
 
-@nb.njit(cache=True, fastmath={"reassoc"})
+@nb.njit(cache=True, nogil=True, fastmath={"reassoc"})
 def _all_finite(a):
     """Whether every entry is finite: ``sum(a * 0)`` is ``0`` then and NaN otherwise.
 
@@ -100,7 +100,7 @@ def _all_finite(a):
     return acc == 0.0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _count_negative(a):
     """Number of entries below zero (an integer sum: vectorises without fast-math)."""
     x = a.ravel()

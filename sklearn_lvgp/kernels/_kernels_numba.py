@@ -347,7 +347,7 @@ def periodic_backward(G, X, Z, period, length_scale):
     return dX, dZ, dp, dl
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def stationary_vjp_products(C, X, Z, inv_ls):
     """Adjoints of a stationary kernel from its weights ``C = 2 dK variance dg/dr2`` (N, M).
 

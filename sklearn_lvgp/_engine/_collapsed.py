@@ -1,0 +1,314 @@
+"""The collapsed bound as a map-reduce over row chunks (uncertain and deterministic inputs).
+
+The collapsed bound of Titsias & Lawrence (2010) sees the data only through sums over rows —
+ψ0, Ψ1ᵀY, Ψ2 and Σy² (Gal, van der Wilk & Rasmussen 2014, :cite:`gal2014distributed`, eq. 3.3)
+— so one evaluation is
+
+1. a **forward map**: each chunk of rows returns its partial statistics (O(M² + M·D) numbers);
+2. the **global step**: the reduced statistics give F and the adjoints dF/dψ0, dF/dΨ1ᵀY,
+   dF/dΨ2, dF/dK_uu, dF/dσ²
+   (:func:`sklearn_lvgp._objectives._collapsed.collapsed_bound_from_stats`);
+3. a **backward map**: each chunk turns those global adjoints into the gradients of its own rows
+   (μ_n, S_n, written in place) and partial gradients of the globals (Z, θ), reduced in chunk
+   order. The adjoint of a row's Ψ1 is ``y_n (dF/dΨ1ᵀY)ᵀ``, so no N×M array is ever formed.
+
+When the per-chunk caches of the whole data set are small they are kept from the forward map to
+the backward map; otherwise the backward map recomputes its chunk's forward pass, so memory is
+the data, the local parameters and one chunk's working arrays per thread.
+"""
+
+import math
+import threading
+
+import numpy as np
+
+from .._blas_numba import DTRSM, trsm_left
+from .._linalg import cholesky_jitter, logdet_from_chol, solve_lower, solve_upper, symmetrise
+from .._objectives._collapsed import (
+    CollapsedPosterior,
+    collapsed_bound_from_stats,
+    collapsed_stats_vjp,
+)
+from .._psi import PointRule, psi_statistics, psi_vjp
+from .._psi._pointset import KEEP_ELEMENTS
+from .._psi._two_rbf import KEEP_ENTRIES
+from .._workspace import Workspace
+from ._executor import ChunkExecutor, plan_chunks, reduce_in_order
+
+__all__ = ["CollapsedPsiBound", "CollapsedKernelBound", "KEEP_TOTAL"]
+
+#: Largest number of float64 entries of per-chunk caches kept between the two maps (32 MiB).
+KEEP_TOTAL = 2 ** 22
+
+
+def rule_rows(rule, a, b):
+    """The rule of rows ``a:b`` (per-point Monte Carlo nodes are sliced; shared rules pass)."""
+    if isinstance(rule, PointRule) and rule.nodes.ndim == 3:
+        return rule._replace(nodes=rule.nodes[a:b])
+    return rule
+
+
+def _psi_row_cost(rule, M, Q):
+    """Per-row work and kept entries of the Ψ-statistics under ``rule``, and the chunk cap."""
+    if isinstance(rule, PointRule):
+        per_row = rule.weights.shape[0] * M
+        return per_row * Q, per_row, KEEP_ELEMENTS // max(1, per_row)
+    pairs = M * (M + 1) // 2
+    return pairs * Q + M * Q, pairs + M, KEEP_ENTRIES // max(1, pairs)
+
+
+class _ThreadWorkspaces(threading.local):
+    def __init__(self):
+        self.ws = Workspace()
+
+
+class CollapsedPsiBound:
+    """Chunked collapsed bound with Gaussian inputs q(x_n) = N(μ_n, diag S_n).
+
+    Parameters
+    ----------
+    Y : ndarray of shape (N, D)
+        Targets (centred data for a GPLVM), held for the whole fit.
+    chunk_rows : int, default=None
+        Rows per chunk; ``None`` chooses from the problem size (never from the thread count).
+    n_threads : int, default=None
+        Threads; ``None`` takes the enclosing :func:`sklearn_lvgp._parallel.threads` context.
+    """
+
+    def __init__(self, Y, *, chunk_rows=None, n_threads=None):
+        self.Y = np.ascontiguousarray(Y, dtype=np.float64)
+        self.chunk_rows = chunk_rows
+        self.n_threads = n_threads
+        self._plans = {}
+        self._chunk_ws = []
+        self._thread_ws = _ThreadWorkspaces()
+
+    def plan(self, rule, M, Q):
+        """Chunks and keep decision for ``M`` inducing inputs and this rule's shape."""
+        key = (isinstance(rule, PointRule) and rule.weights.shape[0], M, Q)
+        if key not in self._plans:
+            work, kept, cap = _psi_row_cost(rule, M, Q)
+            N = self.Y.shape[0]
+            chunks = plan_chunks(N, work, max_rows=max(1, cap), chunk_rows=self.chunk_rows)
+            self._plans[key] = (chunks, N * kept <= KEEP_TOTAL)
+        return self._plans[key]
+
+    def _workspace(self, i, keep):
+        if not keep:
+            return self._thread_ws.ws
+        while len(self._chunk_ws) <= i:
+            self._chunk_ws.append(Workspace())
+        return self._chunk_ws[i]
+
+    def evaluate(self, kernel, Z, mu, S, noise_variance, rule, *, jitter=1e-6, max_tries=0,
+                 need_S=True):
+        """Bound F (without any KL term), its gradients and the collapsed posterior.
+
+        Parameters
+        ----------
+        kernel : Kernel
+            Kernel at its current hyperparameters.
+        Z : ndarray of shape (M, Q)
+            Inducing inputs.
+        mu, S : ndarray of shape (N, Q)
+            Means and variances of the inputs.
+        noise_variance : float
+            σ².
+        rule : "analytic" or PointRule
+            Expectation rule (per-point Monte Carlo nodes allowed).
+        jitter, max_tries
+            As in :func:`~sklearn_lvgp._objectives._collapsed.collapsed_bound`.
+        need_S : bool, default=True
+            Whether the adjoint of ``S`` is wanted (``False`` when ``S`` is data: it may then
+            contain zeros, whose adjoint is undefined).
+
+        Returns
+        -------
+        F : float
+        grads : dict
+            ``"mu"``, ``"S"`` (N, Q; ``None`` unless ``need_S``), ``"Z"`` and ``"theta"`` (the
+            K_uu adjoint already chained in) and ``"noise"``.
+        post : CollapsedPosterior
+        """
+        Y = self.Y
+        N, D = Y.shape
+        M, Q = Z.shape
+        chunks, keep = self.plan(rule, M, Q)
+        executor = ChunkExecutor(self.n_threads)
+        kept = [None] * len(chunks)
+
+        def forward(i, a, b):
+            stats, cache = psi_statistics(kernel, Z, mu[a:b], S[a:b], rule_rows(rule, a, b),
+                                          workspace=self._workspace(i, keep))
+            if keep:
+                kept[i] = cache
+            Yc = Y[a:b]
+            yc = Yc.reshape(-1)
+            return float(stats.psi0), stats.Psi1.T @ Yc, stats.Psi2, float(yc @ yc)
+
+        psi0, PY, Psi2, YY = reduce_in_order(executor.map(forward, chunks))
+        Kuu, kcache = kernel.K_cached(Z)
+        F, post = collapsed_bound_from_stats(N, D, psi0, PY, Psi2, YY, Kuu, noise_variance,
+                                             jitter=jitter, max_tries=max_tries)
+        adj = collapsed_stats_vjp(post)
+        dPY_T = np.ascontiguousarray(adj.PY.T)
+        dmu = np.empty((N, Q))
+        dS = np.empty((N, Q)) if need_S else None
+
+        def backward(i, a, b):
+            cache = kept[i]
+            if cache is None:
+                _, cache = psi_statistics(kernel, Z, mu[a:b], S[a:b], rule_rows(rule, a, b),
+                                          workspace=self._workspace(i, keep))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                pv = psi_vjp(adj.psi0, Y[a:b] @ dPY_T, adj.Psi2, cache)
+            dmu[a:b] = pv.mu
+            if need_S:
+                dS[a:b] = pv.S
+            return pv.Z, pv.theta
+
+        dZ, dtheta = reduce_in_order(executor.map(backward, chunks))
+        kv = kernel.vjp_cached(adj.Kuu, kcache, overwrite_dK=True)
+        grads = {"mu": dmu, "S": dS, "Z": dZ + kv.X, "theta": dtheta + kv.theta,
+                 "noise": adj.noise_variance}
+        return F, grads, post
+
+
+class CollapsedKernelBound:
+    """Chunked collapsed bound of sparse GP regression with deterministic inputs (Titsias 2009).
+
+    The statistics are formed from ``A = L⁻¹K_uf/σ`` (the factor of Ψ2/σ²) rather than from
+    Ψ2 = K_fuᵀK_fu, so B = I + AAᵀ and the trace term keep their accuracy near crowded inducing
+    inputs. Per chunk: ``AAᵀ``, ``AY``, Σk(x, x), Σ‖a_n‖² and Σy² in the forward map; in the
+    backward map ``dK_fu = (D Aᵀ(I − B⁻¹) + (Y − Aᵀv) vᵀ/σ²) L⁻¹/σ`` with ``v = B⁻¹AY`` for the
+    chunk's rows, handed to the kernel's VJP.
+
+    Parameters
+    ----------
+    X : ndarray of shape (N, Q)
+        Inputs.
+    Y : ndarray of shape (N, D)
+        Targets.
+    chunk_rows, n_threads
+        As in :class:`CollapsedPsiBound`.
+    """
+
+    def __init__(self, X, Y, *, chunk_rows=None, n_threads=None):
+        self.X = np.ascontiguousarray(X, dtype=np.float64)
+        self.Y = np.ascontiguousarray(Y, dtype=np.float64)
+        self.chunk_rows = chunk_rows
+        self.n_threads = n_threads
+        self._plans = {}
+
+    def plan(self, M):
+        """Chunks and keep decision for ``M`` inducing inputs."""
+        if M not in self._plans:
+            N, Q = self.X.shape
+            work = M * (Q + M + self.Y.shape[1])
+            chunks = plan_chunks(N, work, max_rows=max(1, KEEP_ELEMENTS // max(1, M)),
+                                 chunk_rows=self.chunk_rows)
+            self._plans[M] = (chunks, 2 * N * M <= KEEP_TOTAL)
+        return self._plans[M]
+
+    def evaluate(self, kernel, Z, noise_variance, *, jitter=1e-6, max_tries=0, need_Z=True):
+        """Bound F, gradients wrt Z (if ``need_Z``), θ and σ², and the collapsed posterior.
+
+        Parameters
+        ----------
+        kernel : Kernel
+            Kernel at its current hyperparameters.
+        Z : ndarray of shape (M, Q)
+            Inducing inputs.
+        noise_variance : float
+            σ².
+        jitter, max_tries
+            As in :func:`~sklearn_lvgp._objectives._collapsed.collapsed_bound`.
+        need_Z : bool, default=True
+            Whether the adjoint of ``Z`` is wanted.
+
+        Returns
+        -------
+        F : float
+            The bound (the exact log marginal likelihood when Z = X, up to the jitter).
+        grads : dict
+            ``"Z"`` (M, Q) or ``None``, ``"theta"``, ``"noise"``.
+        post : CollapsedPosterior
+            The optimal q(u); its ``Psi1`` and ``Y`` are ``None``.
+        """
+        X, Y = self.X, self.Y
+        N, D = Y.shape
+        M = Z.shape[0]
+        s2 = float(noise_variance)
+        sigma = math.sqrt(s2)
+        chunks, keep = self.plan(M)
+        executor = ChunkExecutor(self.n_threads)
+        Kuu, kucache = kernel.K_cached(Z)
+        L, abs_jit = cholesky_jitter(Kuu, jitter, max_tries=max_tries, name="K_uu",
+                                     warn=max_tries > 0)
+        L = np.asfortranarray(L)
+        scale = float(np.mean(np.diag(Kuu)))
+        rel = abs_jit / scale if scale > 0 else 0.0
+        kept = [None] * len(chunks)
+
+        def whitened(a, b):
+            Kfu, kcache = kernel.K_cached(X[a:b], Z)
+            A = np.array(Kfu.T, order="F")  # (M, rows): L^-1 K_uf / σ, solved in place
+            trsm_left(DTRSM, L, A, False)
+            A /= sigma
+            return A, kcache
+
+        def forward(i, a, b):
+            A, kcache = whitened(a, b)
+            if keep:
+                kept[i] = (A, kcache)
+            aa = float(np.einsum("mn,mn->", A, A))
+            Yc = Y[a:b]
+            yc = Yc.reshape(-1)
+            kd = float(np.sum(kernel.Kdiag(X[a:b])))
+            return A @ A.T, A @ Yc, kd, aa, float(yc @ yc)
+
+        AAt, AY, kd_sum, aa_sum, YY = reduce_in_order(executor.map(forward, chunks))
+        eye = np.eye(M)
+        B = symmetrise(eye + AAt)
+        LB, _ = cholesky_jitter(B, 0.0, max_tries=max_tries,
+                                name="B = I + L^-1 Psi2 L^-T / noise", warn=max_tries > 0)
+        c = solve_lower(LB, AY) / sigma
+        cc = float(np.sum(c * c))
+        resid = kd_sum / s2 - aa_sum  # (ψ0 − tr Kuu⁻¹Ψ2) / σ²
+        F = (-0.5 * N * D * math.log(2.0 * math.pi * s2) - 0.5 * D * logdet_from_chol(LB)
+             - 0.5 * YY / s2 + 0.5 * cc - 0.5 * D * resid)
+        v = solve_upper(LB, c) * sigma  # B⁻¹AY
+        LBinv = solve_lower(LB, eye)
+        Binv = LBinv.T @ LBinv
+        G = solve_upper(L, v) / sigma  # Kuu⁻¹-weighted posterior mean weights
+        W = np.ascontiguousarray(solve_upper(L, D * (eye - Binv)).T / sigma)
+        GT = np.ascontiguousarray(G.T / s2)
+        dnoise = (-0.5 * N * D / s2 + 0.5 * YY / s2 ** 2 + 0.5 * D * resid / s2
+                  + 0.5 * D * (M - float(np.trace(Binv))) / s2 - 0.5 * cc / s2
+                  - 0.5 * float(np.sum(v * v)) / s2 ** 2)
+        ddiag = -0.5 * D / s2
+
+        def backward(i, a, b):
+            A, kcache = kept[i] if kept[i] is not None else whitened(a, b)
+            # dK_fu = (D Aᵀ(I − B⁻¹) + (Y − Aᵀv) vᵀ/σ²) L⁻¹ / σ for the chunk's rows
+            dKfu = A.T @ W + (Y[a:b] - A.T @ v) @ GT
+            kv = kernel.vjp_cached(np.ascontiguousarray(dKfu), kcache, overwrite_dK=True)
+            kd = kernel.vjp_diag(np.full(b - a, ddiag), X[a:b])
+            return kv.Z, kv.theta + kd.theta
+
+        dZ, dtheta = reduce_in_order(executor.map(backward, chunks))
+        # dK_uu = −½ L⁻ᵀ (D (B − 2I + B⁻¹) + vvᵀ/σ²) L⁻¹
+        dKuu = -0.5 * symmetrise(_sandwich(L, D * (B - 2.0 * eye + Binv)) + (G @ G.T))
+        if rel:
+            dKuu = dKuu + rel * np.trace(dKuu) / M * eye
+        kvu = kernel.vjp_cached(dKuu, kucache, overwrite_dK=True)
+        grads = {"Z": dZ + kvu.X if need_Z else None, "theta": dtheta + kvu.theta,
+                 "noise": float(dnoise)}
+        post = CollapsedPosterior(L, LB, c, G, Binv, aa_sum, s2, rel, N, D, YY, kd_sum,
+                                  None, None)
+        return float(F), grads, post
+
+
+def _sandwich(L, X):
+    """``L^-T X L^-1`` for lower-triangular ``L``."""
+    return solve_upper(L, solve_upper(L, X).T).T

@@ -1,0 +1,257 @@
+"""The chunked objective engine: chunked == unchunked, identical for every thread count, exact
+gradients through the map-reduce, and estimators that give the same fit for every ``n_jobs``."""
+
+import numpy as np
+import pytest
+
+from sklearn_lvgp import SparseGPRegressor, UnscentedGPLVM
+from sklearn_lvgp._engine import (
+    ChunkExecutor,
+    CollapsedKernelBound,
+    CollapsedPsiBound,
+    plan_chunks,
+    reduce_in_order,
+)
+from sklearn_lvgp._engine import _collapsed as engine_collapsed
+from sklearn_lvgp._engine import _executor as engine_executor
+from sklearn_lvgp._objectives._collapsed import collapsed_bound, collapsed_bound_vjp
+from sklearn_lvgp._parallel import threads
+from sklearn_lvgp._params import ParamPacker
+from sklearn_lvgp._psi import make_rule, monte_carlo_rule, psi_statistics, psi_vjp
+from sklearn_lvgp.kernels import RBF, Linear, Matern32
+from sklearn_lvgp.utils.gradcheck import check_grad
+
+N, Q, M, D = 23, 2, 5, 3
+
+
+def _problem(seed=0):
+    r = np.random.default_rng(seed)
+    Y = r.standard_normal((N, D))
+    mu = r.standard_normal((N, Q))
+    S = r.uniform(0.05, 0.4, (N, Q))
+    Z = r.standard_normal((M, Q))
+    return Y, mu, S, Z
+
+
+RULES = {
+    "analytic-rbf": (lambda: RBF(length_scale=[0.9, 1.3], variance=1.1), "analytic"),
+    "analytic-rbf+linear": (lambda: RBF(length_scale=[1.0, 0.8]) + Linear(variances=[0.3, 0.2]),
+                            "analytic"),
+    "unscented-matern32": (lambda: Matern32(length_scale=[0.9, 1.2]), "unscented"),
+    "gauss_hermite-matern32": (lambda: Matern32(length_scale=[1.1, 0.7]), "gauss_hermite"),
+    "monte_carlo-per-point": (lambda: Matern32(length_scale=[1.0, 1.0]), "monte_carlo"),
+}
+
+
+def _rule(name, kernel):
+    if name == "monte_carlo":
+        return monte_carlo_rule(8, Q, np.random.RandomState(1), n_points=N)
+    return make_rule(name, kernel, Q)[1]
+
+
+def _unchunked(kernel, Y, mu, S, Z, s2, rule):
+    """Reference: the whole-data Ψ-statistics, bound and backward pass in one piece."""
+    stats, pcache = psi_statistics(kernel, Z, mu, S, rule)
+    Kuu, kcache = kernel.K_cached(Z)
+    F, post = collapsed_bound(Y, stats.psi0, stats.Psi1, stats.Psi2, Kuu, s2)
+    adj = collapsed_bound_vjp(post)
+    pv = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, pcache)
+    kv = kernel.vjp_cached(adj.Kuu, kcache)
+    return F, {"mu": pv.mu, "S": pv.S, "Z": pv.Z + kv.X, "theta": pv.theta + kv.theta,
+               "noise": adj.noise_variance}
+
+
+def _assert_close(F, grads, F_ref, grads_ref, rtol=1e-10):
+    assert F == pytest.approx(F_ref, rel=rtol)
+    for key, ref in grads_ref.items():
+        np.testing.assert_allclose(grads[key], ref, rtol=rtol, atol=rtol * np.max(np.abs(ref)),
+                                   err_msg=key)
+
+
+# ----------------------------------------------------------------------------- executor
+
+def test_plan_covers_rows_in_order_and_ignores_threads():
+    chunks = plan_chunks(1000, work_per_row=1e5)
+    assert chunks[0][0] == 0 and chunks[-1][1] == 1000
+    assert all(b == c for (_, b), (c, _) in zip(chunks[:-1], chunks[1:], strict=True))
+    with threads(2):
+        assert plan_chunks(1000, work_per_row=1e5) == chunks
+    assert plan_chunks(1000, work_per_row=10.0) == [(0, 1000)]  # too little work to split
+    assert plan_chunks(10, 1.0, chunk_rows=3) == [(0, 3), (3, 6), (6, 9), (9, 10)]
+    assert plan_chunks(0, 1.0) == []
+    with pytest.raises(ValueError, match="chunk_rows"):
+        plan_chunks(10, 1.0, chunk_rows=0)
+
+
+def test_executor_returns_in_chunk_order_and_reraises():
+    chunks = plan_chunks(50, 1.0, chunk_rows=4)
+    out = ChunkExecutor(3).map(lambda i, a, b: (i, a, b), chunks)
+    assert out == [(i, a, b) for i, (a, b) in enumerate(chunks)]
+
+    def fail(i, a, b):
+        if i == 5:
+            raise FloatingPointError("chunk 5")
+        return i
+
+    with pytest.raises(FloatingPointError, match="chunk 5"):
+        ChunkExecutor(3).map(fail, chunks)
+
+
+def test_reduce_in_order_sums_nested_partials():
+    parts = [(1.0, np.ones(2), None), (2.0, 2 * np.ones(2), None)]
+    total = reduce_in_order(parts)
+    assert total[0] == 3.0 and total[2] is None
+    np.testing.assert_array_equal(total[1], [3.0, 3.0])
+    np.testing.assert_array_equal(parts[0][1], [1.0, 1.0])  # partials not modified
+
+
+# --------------------------------------------------------------------- collapsed, Ψ-statistics
+
+@pytest.mark.parametrize("chunk_rows", [1, 7, N])
+@pytest.mark.parametrize("config", list(RULES))
+def test_chunked_psi_bound_equals_unchunked(config, chunk_rows):
+    make_kernel, name = RULES[config]
+    kernel = make_kernel().initialize(Q, np.random.RandomState(0))
+    rule = _rule(name, kernel)
+    Y, mu, S, Z = _problem()
+    F_ref, g_ref = _unchunked(kernel, Y, mu, S, Z, 0.3, rule)
+    bound = CollapsedPsiBound(Y, chunk_rows=chunk_rows)
+    for _ in range(2):  # the second evaluation reuses the chunk buffers
+        F, grads, _ = bound.evaluate(kernel, Z, mu, S, 0.3, rule)
+        _assert_close(F, grads, F_ref, g_ref)
+
+
+@pytest.mark.parametrize("config", ["analytic-rbf", "unscented-matern32"])
+def test_psi_bound_recomputing_chunks_equals_keeping_them(config, monkeypatch):
+    make_kernel, name = RULES[config]
+    kernel = make_kernel().initialize(Q, np.random.RandomState(0))
+    rule = _rule(name, kernel)
+    Y, mu, S, Z = _problem(1)
+    F_keep, g_keep, _ = CollapsedPsiBound(Y, chunk_rows=7).evaluate(kernel, Z, mu, S, 0.2, rule)
+    monkeypatch.setattr(engine_collapsed, "KEEP_TOTAL", 0)
+    bound = CollapsedPsiBound(Y, chunk_rows=7)
+    assert not bound.plan(rule, M, Q)[1]
+    F, grads, _ = bound.evaluate(kernel, Z, mu, S, 0.2, rule)
+    assert F == F_keep
+    for key in g_keep:
+        np.testing.assert_array_equal(grads[key], g_keep[key])
+
+
+@pytest.mark.parametrize("config", ["analytic-rbf", "unscented-matern32", "analytic-rbf+linear"])
+def test_psi_bound_bit_identical_for_every_thread_count(config):
+    make_kernel, name = RULES[config]
+    kernel = make_kernel().initialize(Q, np.random.RandomState(0))
+    rule = _rule(name, kernel)
+    Y, mu, S, Z = _problem(2)
+    results = []
+    for n_jobs in (1, 2, 3):
+        with threads(n_jobs):
+            results.append(CollapsedPsiBound(Y, chunk_rows=3).evaluate(kernel, Z, mu, S, 0.25,
+                                                                       rule))
+    for F, grads, _ in results[1:]:
+        assert F == results[0][0]
+        for key in grads:
+            np.testing.assert_array_equal(grads[key], results[0][1][key])
+
+
+@pytest.mark.parametrize("config", ["analytic-rbf", "unscented-matern32"])
+def test_chunked_psi_bound_gradient_matches_finite_differences(config):
+    make_kernel, name = RULES[config]
+    kernel = make_kernel().initialize(Q, np.random.RandomState(0))
+    rule = _rule(name, kernel)
+    Y, mu0, S0, Z0 = _problem(3)
+    packer = ParamPacker([("mu", (N, Q)), ("S", (N, Q), "log"), ("Z", (M, Q)),
+                          ("theta", (kernel.n_theta,)), ("noise", (), "log")])
+    bound = CollapsedPsiBound(Y, chunk_rows=7)
+
+    def fun(flat):
+        p = packer.unpack(flat)
+        kernel.theta = p["theta"]
+        F, grads, _ = bound.evaluate(kernel, p["Z"], p["mu"], p["S"], float(p["noise"]), rule,
+                                     jitter=0.0)
+        return F, packer.pack_grad(grads, p)
+
+    x0 = packer.pack({"mu": mu0, "S": S0, "Z": Z0, "theta": kernel.theta, "noise": 0.3})
+    check_grad(fun, x0, rtol=1e-5)
+
+
+# --------------------------------------------------------------- collapsed, deterministic inputs
+
+def _kernel_problem(seed=0):
+    r = np.random.default_rng(seed)
+    X = r.uniform(-2, 2, (N, Q))
+    Y = np.column_stack([np.sin(X[:, 0]), X[:, 1], X[:, 0] * X[:, 1]])
+    Y = Y + 0.1 * r.standard_normal(Y.shape)
+    kernel = (RBF(length_scale=[0.9, 1.3], variance=1.2) + Linear(variances=[0.3, 0.2]))
+    return X, Y, X[:M] + 0.05, kernel.initialize(Q, np.random.RandomState(0))
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 7, N])
+def test_chunked_kernel_bound_equals_dense_bound(chunk_rows):
+    X, Y, Z, kernel = _kernel_problem()
+    Kfu = kernel.K(X, Z)
+    F_ref, _ = collapsed_bound(Y, float(np.sum(kernel.Kdiag(X))), Kfu, Kfu.T @ Kfu, kernel.K(Z),
+                               0.2)
+    _, g_full, _ = CollapsedKernelBound(X, Y, chunk_rows=N).evaluate(kernel, Z, 0.2)
+    F, grads, _ = CollapsedKernelBound(X, Y, chunk_rows=chunk_rows).evaluate(kernel, Z, 0.2)
+    assert F == pytest.approx(F_ref, rel=1e-10)
+    for key in ("Z", "theta", "noise"):
+        np.testing.assert_allclose(grads[key], g_full[key], rtol=1e-10, err_msg=key)
+
+
+def test_chunked_kernel_bound_gradient_matches_finite_differences():
+    X, Y, Z0, kernel = _kernel_problem(1)
+    packer = ParamPacker([("Z", (M, Q)), ("theta", (kernel.n_theta,)), ("noise", (), "log")])
+    bound = CollapsedKernelBound(X, Y, chunk_rows=7)
+
+    def fun(flat):
+        p = packer.unpack(flat)
+        kernel.theta = p["theta"]
+        F, grads, _ = bound.evaluate(kernel, p["Z"], float(p["noise"]), jitter=0.0)
+        return F, packer.pack_grad(grads, p)
+
+    check_grad(fun, packer.pack({"Z": Z0, "theta": kernel.theta, "noise": 0.3}), rtol=1e-5)
+
+
+def test_kernel_bound_bit_identical_for_every_thread_count(monkeypatch):
+    X, Y, Z, kernel = _kernel_problem(2)
+    monkeypatch.setattr(engine_collapsed, "KEEP_TOTAL", 0)  # the recomputing backward map too
+    results = []
+    for n_jobs in (1, 2, 3):
+        with threads(n_jobs):
+            results.append(CollapsedKernelBound(X, Y, chunk_rows=4).evaluate(kernel, Z, 0.2))
+    for F, grads, _ in results[1:]:
+        assert F == results[0][0]
+        for key in grads:
+            np.testing.assert_array_equal(grads[key], results[0][1][key])
+
+
+# ------------------------------------------------------------------------------- estimators
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Split even tiny problems into several chunks, as large ones are."""
+    monkeypatch.setattr(engine_executor, "MIN_CHUNK_WORK", 1)
+    monkeypatch.setattr(engine_executor, "TARGET_CHUNKS", 6)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_gplvm_fit_identical_for_every_n_jobs(small_chunks):
+    Y = np.random.default_rng(0).standard_normal((40, 4))
+    fits = [UnscentedGPLVM(n_inducing=6, max_iter=15, n_jobs=n, random_state=0).fit(Y)
+            for n in (1, 2, 3)]
+    for model in fits[1:]:
+        np.testing.assert_array_equal(model.latent_mean_, fits[0].latent_mean_)
+        assert model.elbo_ == fits[0].elbo_
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_sgpr_fit_identical_for_every_n_jobs(small_chunks):
+    r = np.random.default_rng(1)
+    X = r.uniform(-2, 2, (60, 2))
+    y = np.sin(X[:, 0]) + 0.1 * r.standard_normal(60)
+    fits = [SparseGPRegressor(n_inducing=8, max_iter=15, n_jobs=n, random_state=0).fit(X, y)
+            for n in (1, 2, 3)]
+    for model in fits[1:]:
+        np.testing.assert_array_equal(model.predict(X), fits[0].predict(X))
+        assert model.log_marginal_likelihood_value_ == fits[0].log_marginal_likelihood_value_
