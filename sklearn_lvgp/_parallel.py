@@ -17,7 +17,7 @@ import numba
 from joblib import effective_n_jobs
 from threadpoolctl import threadpool_limits
 
-__all__ = ["threads", "resolve_n_jobs", "current_threads", "serial_section"]
+__all__ = ["threads", "resolve_n_jobs", "current_threads", "serial_section", "mark_serial_thread"]
 
 #: The thread count set by the innermost :func:`threads` context of each Python thread.
 _state = threading.local()
@@ -81,3 +81,8 @@ def serial_section():
         yield 1
     finally:
         _state.n = outer
+
+
+def mark_serial_thread():
+    """Make this Python thread's jitted twins serial for its lifetime (a pool worker's set-up)."""
+    _state.n = 1

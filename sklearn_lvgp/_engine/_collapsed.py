@@ -139,7 +139,7 @@ class CollapsedPsiBound:
 
         def forward(i, a, b):
             stats, cache = psi_statistics(kernel, Z, mu[a:b], S[a:b], rule_rows(rule, a, b),
-                                          workspace=self._workspace(i, keep))
+                                          workspace=self._workspace(i, keep), need_cache=keep)
             if keep:
                 kept[i] = cache
             Yc = Y[a:b]
@@ -157,9 +157,9 @@ class CollapsedPsiBound:
 
         def backward(i, a, b):
             cache = kept[i]
-            if cache is None:
+            if cache is None:  # recompute the chunk's forward pass, all but its Ψ2
                 _, cache = psi_statistics(kernel, Z, mu[a:b], S[a:b], rule_rows(rule, a, b),
-                                          workspace=self._workspace(i, keep))
+                                          workspace=self._workspace(i, keep), need_psi2=False)
             with np.errstate(divide="ignore", invalid="ignore"):
                 pv = psi_vjp(adj.psi0, Y[a:b] @ dPY_T, adj.Psi2, cache)
             dmu[a:b] = pv.mu

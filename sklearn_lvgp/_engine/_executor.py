@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .._parallel import current_threads, serial_section
+from .._parallel import current_threads, mark_serial_thread, serial_section
 
 __all__ = ["ChunkExecutor", "plan_chunks", "reduce_in_order", "MIN_CHUNK_WORK"]
 
@@ -77,9 +77,6 @@ def plan_chunks(n_rows, work_per_row, max_rows=None, chunk_rows=None):
     return [(a, min(n_rows, a + rows)) for a in range(0, n_rows, rows)]
 
 
-def _worker_init():
-    # the pool's threads run each chunk serially (no nested numba parallel region)
-    serial_section().__enter__()
 
 
 def _pool(n_threads):
@@ -87,7 +84,7 @@ def _pool(n_threads):
         pool = _pools.get(n_threads)
         if pool is None:
             pool = ThreadPoolExecutor(max_workers=n_threads, thread_name_prefix="lvgp-chunk",
-                                      initializer=_worker_init)
+                                      initializer=mark_serial_thread)
             _pools[n_threads] = pool
         return pool
 

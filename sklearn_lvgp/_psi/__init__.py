@@ -98,7 +98,8 @@ def make_rule(expectation, kernel, n_dims, *, gh_order=2, n_samples=32, random_s
     return "monte_carlo", monte_carlo_rule(n_samples, n_dims, random_state, n_points)
 
 
-def psi_statistics(kernel, Z, mu, S, rule, per_point=False, workspace=None):
+def psi_statistics(kernel, Z, mu, S, rule, per_point=False, workspace=None, *, need_cache=True,
+                   need_psi2=True):
     """Ψ-statistics of ``kernel`` under q(x_n) = N(mu_n, diag(S_n)).
 
     Parameters
@@ -118,6 +119,13 @@ def psi_statistics(kernel, Z, mu, S, rule, per_point=False, workspace=None):
         (:class:`sklearn_lvgp._workspace.Workspace`): the closed forms keep their large
         intermediate arrays there. A cache built with a workspace is valid until the next call
         with it, so run each backward pass before the next forward pass.
+    need_cache : bool, default=True
+        ``False`` when no backward pass will follow: nothing is kept for one (the chunk
+        engine's forward map), and the returned cache is ``None``.
+    need_psi2 : bool, default=True
+        ``False`` when only the backward pass is wanted (the chunk engine's backward map):
+        ``Psi2`` may then be ``None``; the closed form of one RBF skips it, and its backward
+        pass recomputes the entries it needs block by block.
 
     Returns
     -------
@@ -127,14 +135,15 @@ def psi_statistics(kernel, Z, mu, S, rule, per_point=False, workspace=None):
         Input of :func:`psi_vjp`.
     """
     if isinstance(rule, PointRule):
-        stats, inner = pointset_psi(kernel, Z, mu, S, rule, per_point=per_point)
-        return stats, _Cache(pointset_psi_vjp, inner)
+        stats, inner = pointset_psi(kernel, Z, mu, S, rule, per_point=per_point,
+                                    keep=None if need_cache else False, need_psi2=need_psi2)
+        return stats, (_Cache(pointset_psi_vjp, inner) if need_cache else None)
     if rule != "analytic":
         raise ValueError(f"rule must be 'analytic' or a PointRule, got {rule!r}.")
     # sum_psi raises for a summand without a closed form (naming it and the alternative)
     stats, inner = sum_psi(kernel.summands(), Z, mu, S, per_point=per_point,
-                           workspace=workspace)
-    return stats, _Cache(sum_psi_vjp, inner)
+                           workspace=workspace, need_cache=need_cache, need_psi2=need_psi2)
+    return stats, (_Cache(sum_psi_vjp, inner) if need_cache else None)
 
 
 def psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):

@@ -288,7 +288,8 @@ def _part(workspace, name):
     return None if workspace is None else workspace.child(name)
 
 
-def sum_psi(kernels, Z, mu, S, per_point=False, workspace=None):
+def sum_psi(kernels, Z, mu, S, per_point=False, workspace=None, *, need_cache=True,
+            need_psi2=True):
     """Closed-form Ψ-statistics of a sum of RBF and linear kernels (spec §3.3).
 
     Parameters
@@ -306,6 +307,9 @@ def sum_psi(kernels, Z, mu, S, per_point=False, workspace=None):
     workspace : Workspace, default=None
         Buffers reused across evaluations (:class:`sklearn_lvgp._workspace.Workspace`); each
         summand and cross term gets its own part of it.
+    need_cache, need_psi2 : bool, default=True
+        As in :func:`sklearn_lvgp._psi.psi_statistics`; used by a single RBF summand (a sum
+        computes everything).
 
     Returns
     -------
@@ -321,7 +325,11 @@ def sum_psi(kernels, Z, mu, S, per_point=False, workspace=None):
     """
     ks = _summands(kernels)
     if len(ks) == 1:  # a single summand: its own statistics (it checks the inputs)
-        stats, cache = _SINGLE[type(ks[0])][0](ks[0], Z, mu, S, per_point, workspace)
+        if type(ks[0]) is RBF:
+            stats, cache = rbf_psi(ks[0], Z, mu, S, per_point, workspace,
+                                   need_cache=need_cache, need_psi2=need_psi2)
+        else:
+            stats, cache = _SINGLE[type(ks[0])][0](ks[0], Z, mu, S, per_point, workspace)
         mu = np.asarray(mu)
         return stats, _SumCache(ks, [cache], [], (mu.shape[0], np.shape(Z)[0], mu.shape[1]))
     Z, mu, S = check_psi_inputs(Z, mu, S)

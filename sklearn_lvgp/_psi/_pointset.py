@@ -80,7 +80,7 @@ def _chunk_rows(kernel, Z, mu, sqrtS, rule, delta, a, b, kept=None):
     return Kflat.reshape(b - a, rule.n_points, Z.shape[0]), kcache, X, xi
 
 
-def pointset_psi(kernel, Z, mu, S, rule, per_point=False):
+def pointset_psi(kernel, Z, mu, S, rule, per_point=False, keep=None, need_psi2=True):
     """Ψ-statistics by a point-set rule.
 
     Parameters
@@ -95,6 +95,11 @@ def pointset_psi(kernel, Z, mu, S, rule, per_point=False):
         Nodes and weights (:mod:`sklearn_lvgp._psi._rules`).
     per_point : bool, default=False
         Return ``psi0`` of shape ``(N,)`` and ``Psi2`` of shape ``(N, M, M)`` instead of sums.
+    keep : bool, default=None
+        Keep the point-kernel matrices for the backward pass; ``None``: when
+        ``N · K · M`` fits ``KEEP_ELEMENTS``.
+    need_psi2 : bool, default=True
+        ``False``: skip Ψ2 (returned as ``None``; only the backward pass is wanted).
 
     Returns
     -------
@@ -112,10 +117,13 @@ def pointset_psi(kernel, Z, mu, S, rule, per_point=False):
     K = w.shape[0]
     sqrt_w = np.sqrt(w)
     chunks = _chunks(N, K, M)
-    keep = N * K * M <= KEEP_ELEMENTS
+    keep = N * K * M <= KEEP_ELEMENTS if keep is None else bool(keep)
     Psi1 = np.empty((N, M))
     psi0 = np.empty(N) if per_point else 0.0
-    Psi2 = np.empty((N, M, M)) if per_point else np.zeros((M, M))
+    if not need_psi2:
+        Psi2 = None
+    else:
+        Psi2 = np.empty((N, M, M)) if per_point else np.zeros((M, M))
     kept = []
     const_diag = kernel.diag_is_constant
     if const_diag:
@@ -130,12 +138,16 @@ def pointset_psi(kernel, Z, mu, S, rule, per_point=False):
             kd = np.full(b - a, diag_value * float(np.sum(w)))
         else:
             kd = kernel.Kdiag(X).reshape(b - a, K) @ w
-        Kw = Ks * sqrt_w[None, :, None]
         if per_point:
             psi0[a:b] = kd
-            Psi2[a:b] = np.matmul(Kw.transpose(0, 2, 1), Kw)
         else:
             psi0 += float(np.sum(kd))
+        if not need_psi2:
+            continue
+        Kw = Ks * sqrt_w[None, :, None]
+        if per_point:
+            Psi2[a:b] = np.matmul(Kw.transpose(0, 2, 1), Kw)
+        else:
             flat = Kw.reshape(-1, M)
             Psi2 += flat.T @ flat
     cache = _PointsetCache(kernel, Z, mu, sqrtS, rule, per_point, chunks, kept, delta)

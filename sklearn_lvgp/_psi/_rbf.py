@@ -151,9 +151,12 @@ def _sym_mult(M):
     return mult
 
 
-def two_rbf_psi2(setup, per_point=False):
-    """Summed ``(M, M)`` or per-point ``(N, M, M)`` two-RBF matrix from a :class:`TwoRBFSetup`."""
-    return two_rbf_forward(setup, per_point)
+def two_rbf_psi2(setup, per_point=False, keep=None):
+    """Summed ``(M, M)`` or per-point ``(N, M, M)`` two-RBF matrix from a :class:`TwoRBFSetup`.
+
+    ``keep``: keep the entries for the backward pass (``None``: when they fit the budget).
+    """
+    return two_rbf_forward(setup, per_point, keep)
 
 
 def two_rbf_psi2_vjp(G, setup):
@@ -194,7 +197,8 @@ class _RBFCache(NamedTuple):
     two: TwoRBFSetup
 
 
-def rbf_psi(kernel, Z, mu, S, per_point=False, workspace=None):
+def rbf_psi(kernel, Z, mu, S, per_point=False, workspace=None, *, need_cache=True,
+            need_psi2=True):
     """Closed-form Ψ-statistics of an RBF kernel (spec §3.1).
 
     Parameters
@@ -211,6 +215,10 @@ def rbf_psi(kernel, Z, mu, S, per_point=False, workspace=None):
         Return the per-point summands ``Psi2[n]`` of shape (N, M, M) instead of their sum.
     workspace : Workspace, default=None
         Buffers for the kept Ψ2 entries, reused across evaluations (:func:`two_rbf_setup`).
+    need_cache : bool, default=True
+        ``False``: keep no Ψ2 entries for a backward pass (none will follow).
+    need_psi2 : bool, default=True
+        ``False``: skip Ψ2 (returned as ``None``); the backward pass recomputes its entries.
 
     Returns
     -------
@@ -226,7 +234,8 @@ def rbf_psi(kernel, Z, mu, S, per_point=False, workspace=None):
     p1 = rbf_psi1_setup(lam, var, S)
     Psi1 = rbf_psi1(mu, Z, p1)
     two = two_rbf_setup(lam, lam, 2.0 * np.log(var), Z, mu, S, sym=True, workspace=workspace)
-    Psi2 = two_rbf_psi2(two, per_point)
+    Psi2 = two_rbf_psi2(two, per_point, keep=None if need_cache else False) if need_psi2 \
+        else None
     psi0 = np.full(N, var) if per_point else float(N * var)
     stats = PsiStats(psi0, Psi1, Psi2)
     return stats, _RBFCache(kernel, Z, mu, S, var, p1, Psi1, two)

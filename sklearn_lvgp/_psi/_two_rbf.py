@@ -66,7 +66,7 @@ def _entries(s, a, b, buf, colsum):
     return T
 
 
-def two_rbf_forward(s, per_point=False):
+def two_rbf_forward(s, per_point=False, keep=None):
     """Summed ``(M, M)`` or per-point ``(N, M, M)`` matrix of a two-RBF setup.
 
     Parameters
@@ -75,6 +75,9 @@ def two_rbf_forward(s, per_point=False):
         From :func:`sklearn_lvgp._psi._rbf.two_rbf_setup`.
     per_point : bool, default=False
         Return the per-row summands instead of their sum.
+    keep : bool, default=None
+        Keep the entries for :func:`two_rbf_backward`; ``None``: when ``N · P`` fits
+        ``KEEP_ENTRIES``.
 
     Returns
     -------
@@ -84,7 +87,7 @@ def two_rbf_forward(s, per_point=False):
     N = s.mu.shape[0]
     P = s.I.shape[0]
     blocks, shape = _blocks(N, P)
-    keep = N * P <= KEEP_ENTRIES
+    keep = N * P <= KEEP_ENTRIES if keep is None else bool(keep)
     buf = None if keep else np.empty(shape)
     s.kept.clear()  # a repeated forward pass on the same setup replaces, not adds
     if per_point:

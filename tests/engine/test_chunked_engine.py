@@ -255,3 +255,15 @@ def test_sgpr_fit_identical_for_every_n_jobs(small_chunks):
     for model in fits[1:]:
         np.testing.assert_array_equal(model.predict(X), fits[0].predict(X))
         assert model.log_marginal_likelihood_value_ == fits[0].log_marginal_likelihood_value_
+
+
+def test_pool_threads_run_the_serial_twins():
+    """A chunk never opens a numba parallel region of its own (the pool is the parallelism)."""
+    from sklearn_lvgp._parallel import current_threads
+
+    chunks = plan_chunks(8, 1.0, chunk_rows=2)
+    with threads(2):
+        seen = ChunkExecutor(2).map(lambda i, a, b: current_threads(), chunks)
+        inline = ChunkExecutor(2).map(lambda i, a, b: current_threads(), chunks[:1])
+        assert current_threads() == 2
+    assert seen == [1] * len(chunks) and inline == [1]
