@@ -31,9 +31,8 @@ from .._objectives._collapsed import (
 )
 from .._psi import PointRule, psi_statistics, psi_vjp
 from .._psi._pointset import KEEP_ELEMENTS
-from .._psi._two_rbf import KEEP_ENTRIES
 from .._workspace import Workspace
-from ._executor import ChunkExecutor, plan_chunks, reduce_in_order
+from ._executor import ChunkExecutor, plan_chunks
 
 __all__ = ["CollapsedPsiBound", "CollapsedKernelBound", "KEEP_TOTAL"]
 
@@ -53,8 +52,10 @@ def _psi_row_cost(rule, M, Q):
     if isinstance(rule, PointRule):
         per_row = rule.weights.shape[0] * M
         return per_row * Q, per_row, KEEP_ELEMENTS // max(1, per_row)
+    # the two-RBF entries are never kept across a chunk (the backward map recomputes them
+    # block by block), so a chunk's memory is its Ψ1 and Ψ1 adjoint
     pairs = M * (M + 1) // 2
-    return pairs * Q + M * Q, pairs + M, KEEP_ENTRIES // max(1, pairs)
+    return pairs * Q + M * Q, pairs + M, KEEP_ELEMENTS // max(1, M)
 
 
 class _ThreadWorkspaces(threading.local):
@@ -146,7 +147,7 @@ class CollapsedPsiBound:
             yc = Yc.reshape(-1)
             return float(stats.psi0), stats.Psi1.T @ Yc, stats.Psi2, float(yc @ yc)
 
-        psi0, PY, Psi2, YY = reduce_in_order(executor.map(forward, chunks))
+        psi0, PY, Psi2, YY = executor.map_reduce(forward, chunks)
         Kuu, kcache = kernel.K_cached(Z)
         F, post = collapsed_bound_from_stats(N, D, psi0, PY, Psi2, YY, Kuu, noise_variance,
                                              jitter=jitter, max_tries=max_tries)
@@ -167,7 +168,7 @@ class CollapsedPsiBound:
                 dS[a:b] = pv.S
             return pv.Z, pv.theta
 
-        dZ, dtheta = reduce_in_order(executor.map(backward, chunks))
+        dZ, dtheta = executor.map_reduce(backward, chunks)
         kv = kernel.vjp_cached(adj.Kuu, kcache, overwrite_dK=True)
         grads = {"mu": dmu, "S": dS, "Z": dZ + kv.X, "theta": dtheta + kv.theta,
                  "noise": adj.noise_variance}
@@ -267,7 +268,7 @@ class CollapsedKernelBound:
             kd = float(np.sum(kernel.Kdiag(X[a:b])))
             return A @ A.T, A @ Yc, kd, aa, float(yc @ yc)
 
-        AAt, AY, kd_sum, aa_sum, YY = reduce_in_order(executor.map(forward, chunks))
+        AAt, AY, kd_sum, aa_sum, YY = executor.map_reduce(forward, chunks)
         eye = np.eye(M)
         B = symmetrise(eye + AAt)
         LB, _ = cholesky_jitter(B, 0.0, max_tries=max_tries,
@@ -296,7 +297,7 @@ class CollapsedKernelBound:
             kd = kernel.vjp_diag(np.full(b - a, ddiag), X[a:b])
             return kv.Z, kv.theta + kd.theta
 
-        dZ, dtheta = reduce_in_order(executor.map(backward, chunks))
+        dZ, dtheta = executor.map_reduce(backward, chunks)
         # dK_uu = −½ L⁻ᵀ (D (B − 2I + B⁻¹) + vvᵀ/σ²) L⁻¹
         dKuu = -0.5 * symmetrise(_sandwich(L, D * (B - 2.0 * eye + Binv)) + (G @ G.T))
         if rel:

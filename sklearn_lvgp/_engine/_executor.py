@@ -128,21 +128,91 @@ class ChunkExecutor:
             One result per chunk, in chunk order. The first exception raised by a chunk is
             re-raised here (after every submitted chunk has finished).
         """
+        results = []
+        self._run(fn, chunks, results.append)
+        return results
+
+    def map_reduce(self, fn, chunks):
+        """Sum of ``fn(i, a, b)`` over the chunks, added in chunk order as results arrive.
+
+        Only a window of ``2 · n_threads`` chunk results is held at a time, so the memory of
+        the partials does not grow with the number of chunks.
+
+        Parameters
+        ----------
+        fn : callable
+            ``fn(index, start, stop)`` returning a partial (see :func:`reduce_in_order`).
+        chunks : list of (int, int)
+            From :func:`plan_chunks` (at least one).
+
+        Returns
+        -------
+        total
+            The partials' sum, with the structure of one partial.
+        """
+        if not chunks:
+            raise ValueError("map_reduce needs at least one chunk.")
+        acc = []
+
+        def add(part):
+            if acc:
+                acc[0] = _add_into(acc[0], part)
+            else:
+                acc.append(_copy(part))
+
+        self._run(fn, chunks, add)
+        return acc[0]
+
+    def _run(self, fn, chunks, consume):
+        """Run the chunks, handing each result to ``consume`` in chunk order."""
         if self.n_threads == 1 or len(chunks) <= 1:
             with serial_section():
-                return [fn(i, a, b) for i, (a, b) in enumerate(chunks)]
+                for i, (a, b) in enumerate(chunks):
+                    consume(fn(i, a, b))
+            return
         pool = _pool(self.n_threads)
-        futures = [pool.submit(fn, i, a, b) for i, (a, b) in enumerate(chunks)]
-        results, error = [], None
-        for future in futures:
+        window = 2 * self.n_threads
+        pending = {}
+        error = None
+        for i in range(min(window, len(chunks))):
+            pending[i] = pool.submit(fn, i, *chunks[i])
+        for i in range(len(chunks)):
+            future = pending.pop(i, None)
+            if future is None:  # not submitted: an earlier chunk failed
+                break
             try:
-                results.append(future.result())
-            except BaseException as exc:  # noqa: BLE001 - re-raised once all chunks are done
+                result = future.result()
+            except BaseException as exc:  # noqa: BLE001 - re-raised once the chunks are done
                 error = error or exc
-                results.append(None)
+                continue
+            if error is None:
+                nxt = i + window
+                if nxt < len(chunks):
+                    pending[nxt] = pool.submit(fn, nxt, *chunks[nxt])
+                consume(result)
         if error is not None:
             raise error
-        return results
+
+
+def _copy(part):
+    """A copy of a partial whose arrays the reduction may add into."""
+    if isinstance(part, tuple):
+        fields = [_copy(p) for p in part]
+        return type(part)(*fields) if hasattr(part, "_fields") else tuple(fields)
+    return part.copy() if isinstance(part, np.ndarray) else part
+
+
+def _add_into(total, part):
+    """``total + part`` for partials, adding arrays into ``total`` (owned by the reduction)."""
+    if isinstance(total, tuple):
+        fields = [_add_into(t, p) for t, p in zip(total, part, strict=True)]
+        return type(total)(*fields) if hasattr(total, "_fields") else tuple(fields)
+    if total is None:
+        return None
+    if isinstance(total, np.ndarray):
+        total += part
+        return total
+    return total + part
 
 
 def reduce_in_order(parts):
@@ -163,18 +233,7 @@ def reduce_in_order(parts):
     """
     if not parts:
         raise ValueError("reduce_in_order needs at least one partial.")
-    first = parts[0]
-    if isinstance(first, tuple):
-        fields = [reduce_in_order([p[k] for p in parts]) for k in range(len(first))]
-        return type(first)(*fields) if hasattr(first, "_fields") else tuple(fields)
-    if first is None:
-        return None
-    if isinstance(first, np.ndarray):
-        total = first.copy()
-        for part in parts[1:]:
-            total += part
-        return total
-    total = first
+    total = _copy(parts[0])
     for part in parts[1:]:
-        total = total + part
+        total = _add_into(total, part)
     return total

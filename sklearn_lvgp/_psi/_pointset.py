@@ -31,6 +31,10 @@ __all__ = ["pointset_psi", "pointset_psi_vjp", "chunk_rows"]
 
 #: Budget (number of float64 entries) of one chunk's point-kernel matrix.
 CHUNK_ELEMENTS = 2 ** 15
+#: Budget of one chunk's point-kernel matrix in calls of more than ``LARGE_CALL_CHUNKS`` chunks.
+LARGE_CHUNK_ELEMENTS = 2 ** 17
+#: Calls with more chunks than this use ``LARGE_CHUNK_ELEMENTS``.
+LARGE_CALL_CHUNKS = 8
 #: Fewest rows per chunk (bounds the per-chunk overhead when ``K · M`` is large).
 MIN_CHUNK_ROWS = 32
 #: Largest ``N · K · M`` whose point matrices are kept for the backward pass.
@@ -49,13 +53,21 @@ class _PointsetCache(NamedTuple):
     delta: object  # half-widths of the unscented points (stationary kernels), else None
 
 
-def chunk_rows(K, M):
-    """Rows per chunk for ``K`` points per row and ``M`` inducing points."""
-    return max(MIN_CHUNK_ROWS, CHUNK_ELEMENTS // max(1, K * M))
+def chunk_rows(K, M, N=0):
+    """Rows per chunk for ``K`` points per row and ``M`` inducing points (``N`` rows in all).
+
+    A call of more than ``LARGE_CALL_CHUNKS`` chunks (a chunk of the objective engine) uses
+    chunks of ``LARGE_CHUNK_ELEMENTS``: each chunk costs about fifteen numpy calls of Python
+    glue, which holds the GIL and so limits how many engine threads can run at once.
+    """
+    budget = CHUNK_ELEMENTS
+    if N * K * M > LARGE_CALL_CHUNKS * CHUNK_ELEMENTS:
+        budget = LARGE_CHUNK_ELEMENTS
+    return max(MIN_CHUNK_ROWS, budget // max(1, K * M))
 
 
 def _chunks(N, K, M):
-    size = chunk_rows(K, M)
+    size = chunk_rows(K, M, N)
     return [(a, min(N, a + size)) for a in range(0, N, size)]
 
 

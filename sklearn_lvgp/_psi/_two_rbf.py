@@ -14,7 +14,7 @@ For pair ``p = (I[p], J[p])`` and row ``n`` the log-entry is therefore::
 
     pconst[p] + logk2[n] - 0.5 * sum_q E[n, q] (mu[n, q] - c[p, q])^2.
 
-Rows are processed in chunks of at most 256 KiB. When ``N · P`` fits ``KEEP_ENTRIES`` the
+Rows are processed in chunks of at most 1 MiB. When ``N · P`` fits ``KEEP_ENTRIES`` the
 forward pass keeps every chunk's entries (in the setup's ``kept`` list) for the backward pass;
 otherwise one ``(rows, P)`` buffer is reused by every chunk, memory stays ``O(chunk · P)`` and
 the backward pass recomputes the entries. The entries are kept chunk by chunk because small
@@ -45,9 +45,10 @@ from . import _psi_numba as _nb
 
 __all__ = ["two_rbf_forward", "two_rbf_backward"]
 
-#: Budget (float64 entries) of the ``(rows, pairs)`` chunk buffer: 256 KiB, as the point rules
-#: (2 ** 14 was 1.07x slower, 2 ** 16 no faster, at N = 1000, M = 20).
-CHUNK_ENTRIES = 2 ** 15
+#: Budget (float64 entries) of the ``(rows, pairs)`` chunk buffer: 1 MiB. Each chunk costs a few
+#: Python calls, which hold the GIL and so limit the objective engine's threads; the
+#: single-thread cost is the same as with 256 KiB (``doc/developers.rst``, "Chunk sizes").
+CHUNK_ENTRIES = 2 ** 17
 #: Largest ``N * P`` whose entries the forward pass keeps (chunk by chunk) for the backward pass.
 KEEP_ENTRIES = 2 ** 21
 

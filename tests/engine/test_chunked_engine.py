@@ -267,3 +267,24 @@ def test_pool_threads_run_the_serial_twins():
         inline = ChunkExecutor(2).map(lambda i, a, b: current_threads(), chunks[:1])
         assert current_threads() == 2
     assert seen == [1] * len(chunks) and inline == [1]
+
+
+def test_map_reduce_adds_in_chunk_order_with_a_bounded_window():
+    chunks = plan_chunks(40, 1.0, chunk_rows=1)
+    parts = [np.full(3, 0.1 * i) for i in range(40)]
+    expected = reduce_in_order(parts)
+    for n in (1, 3):
+        total = ChunkExecutor(n).map_reduce(lambda i, a, b: (float(i), parts[i]), chunks)
+        assert total[0] == float(sum(range(40)))
+        np.testing.assert_array_equal(total[1], expected)  # same order, same bits
+
+
+def test_map_reduce_reraises_a_failed_chunk():
+    def fail(i, a, b):
+        if i == 7:
+            raise ArithmeticError("chunk 7")
+        return 1.0
+
+    for n in (1, 2):
+        with pytest.raises(ArithmeticError, match="chunk 7"):
+            ChunkExecutor(n).map_reduce(fail, plan_chunks(30, 1.0, chunk_rows=1))
