@@ -120,12 +120,17 @@ def make_objective(kernel_name, expectation, prob):
     x0 = packer.pack({"mu": mu, "S": S, "Z": Z, "theta": kernel.theta,
                       "noise": float(prob["noise"])})
     work = kernel.clone()
-    try:  # the fit's buffers, reused by every evaluation (library versions that have them)
-        from sklearn_lvgp._workspace import Workspace
+    try:  # the fit's chunked bound (reused by every evaluation), as the estimator's fit does
+        from sklearn_lvgp._engine import CollapsedPsiBound
 
-        extra = {"workspace": Workspace()}
-    except ImportError:
-        extra = {}
+        extra = {"bound": CollapsedPsiBound(Y)}
+    except ImportError:  # earlier versions: the fit's buffers, where they exist
+        try:
+            from sklearn_lvgp._workspace import Workspace
+
+            extra = {"workspace": Workspace()}
+        except ImportError:
+            extra = {}
 
     def objective(flat):
         p = packer.unpack(flat)

@@ -30,7 +30,6 @@ from .._objectives._collapsed import (
     collapsed_stats_vjp,
 )
 from .._psi import PointRule, psi_statistics, psi_vjp
-from .._psi._pointset import KEEP_ELEMENTS
 from .._workspace import Workspace
 from ._executor import ChunkExecutor, plan_chunks
 
@@ -38,6 +37,11 @@ __all__ = ["CollapsedPsiBound", "CollapsedKernelBound", "KEEP_TOTAL"]
 
 #: Largest number of float64 entries of per-chunk caches kept between the two maps (32 MiB).
 KEEP_TOTAL = 2 ** 22
+#: Largest ``rows · M`` (Ψ1-sized arrays) and ``rows · K · M`` (point-kernel arrays) of one chunk:
+#: a thread's working set is a few such arrays (2–4 MiB each) whatever N is, so peak memory grows
+#: with N only through the data and the local parameters.
+CHUNK_ELEMENTS = 2 ** 18
+CHUNK_POINT_ELEMENTS = 2 ** 19
 
 
 def rule_rows(rule, a, b):
@@ -51,11 +55,11 @@ def _psi_row_cost(rule, M, Q):
     """Per-row work and kept entries of the Ψ-statistics under ``rule``, and the chunk cap."""
     if isinstance(rule, PointRule):
         per_row = rule.weights.shape[0] * M
-        return per_row * Q, per_row, KEEP_ELEMENTS // max(1, per_row)
+        return per_row * Q, per_row, CHUNK_POINT_ELEMENTS // max(1, per_row)
     # the two-RBF entries are never kept across a chunk (the backward map recomputes them
     # block by block), so a chunk's memory is its Ψ1 and Ψ1 adjoint
     pairs = M * (M + 1) // 2
-    return pairs * Q + M * Q, pairs + M, KEEP_ELEMENTS // max(1, M)
+    return pairs * Q + M * Q, pairs + M, CHUNK_ELEMENTS // max(1, M)
 
 
 class _ThreadWorkspaces(threading.local):
@@ -206,7 +210,7 @@ class CollapsedKernelBound:
         if M not in self._plans:
             N, Q = self.X.shape
             work = M * (Q + M + self.Y.shape[1])
-            chunks = plan_chunks(N, work, max_rows=max(1, KEEP_ELEMENTS // max(1, M)),
+            chunks = plan_chunks(N, work, max_rows=max(1, CHUNK_ELEMENTS // max(1, M)),
                                  chunk_rows=self.chunk_rows)
             self._plans[M] = (chunks, 2 * N * M <= KEEP_TOTAL)
         return self._plans[M]

@@ -1,0 +1,227 @@
+"""Benchmark ``scaling``: threads and memory of the chunked objective engine.
+
+Two measurements, each runnable alone (``--part``):
+
+``threads``
+    One bound + gradient evaluation, exactly what L-BFGS-B calls in a fit, for
+    ``UnscentedGPLVM`` (analytic RBF and unscented Matérn 3/2; N rows, D = 12, Q = 5, M = 100)
+    and ``SparseGPRegressor`` (deterministic inputs, Q = 8, M = 200), at every thread count of
+    ``--threads``. Thread counts are timed *interleaved* (each repeat runs every count once), and
+    the speed-up of ``n`` threads is the per-repeat ratio to 1 thread, summarised by its median
+    (min, max). ``--source DIR`` times another checkout of the package (for a before/after
+    table: ``git worktree add /tmp/before <commit>``); the evaluation is called the way that
+    version's fit calls it.
+``rss``
+    Peak resident memory of a short ``UnscentedGPLVM`` fit (default kernel, ``max_iter`` L-BFGS-B
+    iterations) against N, for each M of ``--rss-inducing``; each fit runs in a fresh process
+    (``resource.getrusage``), and the table also gives the RSS of that process before the data
+    were made, and the slope between the largest two N.
+
+Usage::
+
+    python benchmarks/bench_scaling.py --part threads --n-rows 50000 --threads 1,2
+    python benchmarks/bench_scaling.py --part threads --n-rows 1000 --threads 1,2
+    python benchmarks/bench_scaling.py --part rss --rss-rows 100000,200000,400000 \\
+        --rss-inducing 100,300
+
+Results go to ``benchmarks/results/scaling_<part>_<label>.json`` and the markdown tables are
+printed. Run it on a quiet machine.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+
+def _import_path(source):
+    sys.path.insert(0, str(Path(source).resolve() if source else REPO))
+
+
+# ------------------------------------------------------------------------------- threads
+
+def _gplvm_evaluation(kind, N, M, Q=5, D=12, seed=0):
+    """A callable running one UnscentedGPLVM bound + gradient at a fixed random state."""
+    import numpy as np
+
+    from sklearn_lvgp import UnscentedGPLVM
+    from sklearn_lvgp._psi import make_rule
+    from sklearn_lvgp.kernels import RBF, Matern32
+
+    rng = np.random.RandomState(seed)
+    Y = rng.standard_normal((N, D))
+    p = {"mu": rng.standard_normal((N, Q)), "S": np.full((N, Q), 0.1),
+         "Z": rng.standard_normal((M, Q)), "noise": 0.1}
+    kernel = (RBF if kind == "rbf" else Matern32)(length_scale=np.ones(Q)).initialize(Q, rng)
+    rule = make_rule("analytic" if kind == "rbf" else "unscented", kernel, Q)[1]
+    est = UnscentedGPLVM(n_components=Q)
+    try:  # the engine's bound object (this version) or the workspace (earlier versions)
+        from sklearn_lvgp._engine import CollapsedPsiBound
+
+        extra = {"bound": CollapsedPsiBound(Y)}
+    except ImportError:
+        from sklearn_lvgp._workspace import Workspace
+
+        extra = {"workspace": Workspace()}
+    return lambda: est._elbo_and_grads(kernel, Y, p, rule, 1e-6, **extra)
+
+
+def _sgpr_evaluation(N, M, Q=8, seed=0):
+    """A callable running one SparseGPRegressor bound + gradient (deterministic inputs)."""
+    import numpy as np
+
+    from sklearn_lvgp import _sgpr
+    from sklearn_lvgp.kernels import RBF
+
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-2, 2, (N, Q))
+    Y = (np.sin(X[:, :1]) + 0.1 * rng.standard_normal((N, 1)))
+    Z = X[:M] + 0.01
+    kernel = RBF(length_scale=np.ones(Q)).initialize(Q, rng)
+    extra = {}
+    if hasattr(_sgpr, "_make_bound"):
+        extra = {"bound": _sgpr._make_bound(X, Y, None)}
+    return lambda: _sgpr.sgpr_bound_and_grads(kernel, X, Y, Z, 0.1, **extra)
+
+
+def run_threads(args):
+    import numpy as np
+
+    from sklearn_lvgp._parallel import threads
+
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    N = args.n_rows
+    configs = {
+        f"UnscentedGPLVM analytic RBF, M={args.gplvm_inducing}":
+            _gplvm_evaluation("rbf", N, args.gplvm_inducing),
+        f"UnscentedGPLVM UT Matérn 3/2, M={args.gplvm_inducing}":
+            _gplvm_evaluation("matern32", N, args.gplvm_inducing),
+        f"SparseGPRegressor, M={args.sgpr_inducing}": _sgpr_evaluation(N, args.sgpr_inducing),
+    }
+    out = {}
+    for name, evaluate in configs.items():
+        times = {n: [] for n in thread_counts}
+        for n in thread_counts:  # warm-up: compile, buffers, the pool's threads
+            with threads(n):
+                evaluate()
+        for r in range(args.repeats):
+            order = thread_counts[r % len(thread_counts):] + thread_counts[:r % len(thread_counts)]
+            for n in order:
+                with threads(n):
+                    t0 = time.perf_counter()
+                    evaluate()
+                    times[n].append(time.perf_counter() - t0)
+        base = np.asarray(times[thread_counts[0]])
+        out[name] = {
+            str(n): {"median_s": float(np.median(t)),
+                     "speedup_median": float(np.median(base / np.asarray(t))),
+                     "speedup_min": float(np.min(base / np.asarray(t))),
+                     "speedup_max": float(np.max(base / np.asarray(t)))}
+            for n, t in times.items()}
+        print(f"{name}: " + "  ".join(
+            f"{n}: {v['median_s'] * 1e3:.1f} ms ({v['speedup_median']:.2f}x)"
+            for n, v in out[name].items()), flush=True)
+    header = [f"evaluation (N = {N})"] + [f"{n} thr" for n in thread_counts]
+    rows = [[name] + [f"{v['median_s'] * 1e3:.1f} ms ({v['speedup_median']:.2f}x)"
+                      for v in res.values()] for name, res in out.items()]
+    _print_table(header, rows)
+    return {"n_rows": N, "threads": thread_counts, "repeats": args.repeats, "results": out}
+
+
+# ----------------------------------------------------------------------------------- rss
+
+_RSS_CHILD = r"""
+import resource, sys, time, warnings
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+from sklearn_lvgp import UnscentedGPLVM
+N, M, iters, n_jobs = (int(a) for a in sys.argv[2:6])
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+Y = np.random.RandomState(0).standard_normal((N, 12))
+t0 = time.perf_counter()
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    UnscentedGPLVM(n_components=5, n_inducing=M, max_iter=iters, random_state=0,
+                   n_jobs=n_jobs).fit(Y)
+print(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.perf_counter() - t0)
+"""
+
+
+def run_rss(args):
+    rows = [int(n) for n in args.rss_rows.split(",")]
+    inducing = [int(m) for m in args.rss_inducing.split(",")]
+    source = str(Path(args.source).resolve() if args.source else REPO)
+    out = {}
+    for M in inducing:
+        out[str(M)] = {}
+        for N in rows:
+            res = subprocess.run(
+                [sys.executable, "-c", _RSS_CHILD, source, str(N), str(M), str(args.rss_iter),
+                 str(args.rss_jobs)], capture_output=True, text=True, check=False)
+            if res.returncode != 0:
+                print(res.stderr[-2000:], file=sys.stderr)
+                out[str(M)][str(N)] = None
+                continue
+            before, peak, seconds = res.stdout.split()[-3:]
+            out[str(M)][str(N)] = {"rss_before_MB": int(before) / 1024,
+                                   "peak_rss_MB": int(peak) / 1024, "fit_s": float(seconds)}
+            print(f"M={M} N={N}: peak {int(peak) / 1024:.0f} MB "
+                  f"(process before data {int(before) / 1024:.0f} MB), fit {float(seconds):.1f} s",
+                  flush=True)
+    header = ["M"] + [f"N = {N:,}" for N in rows] + ["slope (bytes/row)"]
+    table = []
+    for M, res in out.items():
+        cells = [f"{v['peak_rss_MB']:.0f} MB" if v else "failed" for v in res.values()]
+        vals = [v for v in res.values() if v]
+        slope = "–"
+        if len(vals) >= 2:
+            n1, n2 = [int(k) for k, v in res.items() if v][-2:]
+            slope = f"{(vals[-1]['peak_rss_MB'] - vals[-2]['peak_rss_MB']) * 2**20 / (n2 - n1):.0f}"
+        table.append([M] + cells + [slope])
+    _print_table(header, table)
+    return {"rows": rows, "inducing": inducing, "max_iter": args.rss_iter,
+            "n_jobs": args.rss_jobs, "results": out}
+
+
+def _print_table(header, rows):
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(str(c) for c in row) + " |")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--part", choices=("threads", "rss"), required=True)
+    parser.add_argument("--source", default=None, help="checkout to time (default: this one)")
+    parser.add_argument("--label", default="current")
+    parser.add_argument("--n-rows", type=int, default=50_000)
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--gplvm-inducing", type=int, default=100)
+    parser.add_argument("--sgpr-inducing", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rss-rows", default="100000,200000,400000,1000000")
+    parser.add_argument("--rss-inducing", default="100,300")
+    parser.add_argument("--rss-iter", type=int, default=2)
+    parser.add_argument("--rss-jobs", type=int, default=-1)
+    parser.add_argument("--out", default=str(HERE / "results"))
+    args = parser.parse_args(argv)
+    _import_path(args.source)
+    payload = run_threads(args) if args.part == "threads" else run_rss(args)
+    payload["command"] = "python benchmarks/bench_scaling.py " + " ".join(sys.argv[1:])
+    payload["cpu_count"] = os.cpu_count()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    name = f"scaling_{args.part}_{args.label}.json"
+    (out / name).write_text(json.dumps(payload, indent=1) + "\n")
+    print(f"wrote {out / name}")
+
+
+if __name__ == "__main__":
+    main()
