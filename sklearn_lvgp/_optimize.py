@@ -73,7 +73,8 @@ def _no_finite_point(guard, name):
         "of a regressor) or increase jitter.")
 
 
-def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0, name="objective"):
+def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0, name="objective",
+                    warn_unconverged=True):
     """Minimise a deterministic objective with scipy's L-BFGS-B (``jac=True``).
 
     Parameters
@@ -92,6 +93,9 @@ def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0,
         ``> 0`` prints the objective every ``max(1, 50 // verbose)`` iterations.
     name : str
         Used in messages.
+    warn_unconverged : bool, default=True
+        Emit ``ConvergenceWarning`` when ``max_iter`` is reached (``False`` for the bounded
+        inner steps of an outer loop, which judges convergence itself).
 
     Returns
     -------
@@ -116,7 +120,7 @@ def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0,
     if guard.best_x is None:
         raise _no_finite_point(guard, name)
     converged = bool(res.status == 0)
-    if not converged:
+    if not converged and warn_unconverged:
         warn(
             f"{name}: L-BFGS-B did not converge after {res.nit} iterations ({res.message}). "
             "Increase max_iter or loosen tol.",

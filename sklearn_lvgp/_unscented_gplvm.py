@@ -1,11 +1,16 @@
 """UnscentedGPLVM: Bayesian GPLVM whose Ψ-statistics work for any kernel (seed 001; spec)."""
 
+import warnings
+from types import SimpleNamespace
+
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._engine import CollapsedPsiBound
+from ._engine._alternating import fit_alternating
 from ._init import pca_latents, select_inducing
 from ._linalg import cholesky_jitter
 from ._objectives._collapsed import heldout_bound, predictive_moments
@@ -28,6 +33,9 @@ from .base import _BaseLVGP
 from .kernels import RBF, Kernel
 
 __all__ = ["UnscentedGPLVM"]
+
+#: Rows from which ``optimizer="auto"`` uses the alternating local/global optimiser.
+ALTERNATING_MIN_ROWS = 100_000
 
 _PREDICT_CHUNK = 256
 
@@ -68,10 +76,15 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         Initial Gaussian noise variance; ``None`` is 1% of the mean column variance.
     center : bool, default=True
         Subtract the column means before fitting (the paper's experiments use ``False``).
-    optimizer : {"auto", "lbfgs", "adam"}, default="auto"
-        ``"auto"`` is L-BFGS-B for deterministic rules and Adam for Monte Carlo.
+    optimizer : {"auto", "lbfgs", "alternating", "adam"}, default="auto"
+        ``"lbfgs"``: one L-BFGS-B over all parameters. ``"alternating"``: rounds of a local
+        step (each chunk of rows improves its q(x_n) with the model fixed, in parallel) and a
+        global step (L-BFGS-B over Z, θ and σ²), as Gal, van der Wilk & Rasmussen (2014) do;
+        memory then holds no optimiser state per row (``max_iter`` counts rounds). ``"auto"``
+        is Adam for Monte Carlo, ``"alternating"`` from ``ALTERNATING_MIN_ROWS`` (100 000)
+        rows and L-BFGS-B below.
     max_iter : int, default=2000
-        Maximum optimiser iterations.
+        Maximum optimiser iterations (rounds with ``"alternating"``).
     tol : float, default=None
         Optimiser tolerance (L-BFGS-B ``ftol``/``gtol``; Adam windowed relative change).
         ``None`` keeps scipy's defaults, and runs Adam for exactly ``max_iter`` steps.
@@ -103,6 +116,8 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         Fitted Gaussian noise variance.
     expectation_ : str
         The expectation rule used.
+    optimizer_ : str
+        The optimiser used (``"auto"`` resolved).
     elbo_ : float
         Final evidence lower bound (including the KL term).
     elbo_history_ : ndarray
@@ -170,7 +185,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True,
                     allow_none=True)
         check_bool("center", self.center)
-        check_option("optimizer", self.optimizer, ("auto", "lbfgs", "adam"))
+        check_option("optimizer", self.optimizer, ("auto", "lbfgs", "alternating", "adam"))
         check_int("max_iter", self.max_iter, min_value=1)
         check_float("tol", self.tol, 0.0, allow_none=True)
         check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
@@ -182,9 +197,9 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
                 " (scikit-learn's own kernels have no VJPs and cannot be used.)")
         if isinstance(self.init, str):
             check_option("init", self.init, ("pca", "pca_unscaled", "random"))
-        if self.expectation == "monte_carlo" and self.optimizer == "lbfgs":
+        if self.expectation == "monte_carlo" and self.optimizer in ("lbfgs", "alternating"):
             raise ValueError("expectation='monte_carlo' gives a stochastic objective; use "
-                             "optimizer='adam' (or 'auto'), not 'lbfgs'.")
+                             f"optimizer='adam' (or 'auto'), not {self.optimizer!r}.")
         if X.shape[0] < 2:
             raise ValueError(f"UnscentedGPLVM needs at least 2 samples, got n_samples = "
                              f"{X.shape[0]}.")
@@ -218,8 +233,10 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         name, rule = make_rule(self.expectation, kernel, Q, gh_order=self.gh_order,
                                n_samples=self.n_samples, random_state=random_state, n_points=N)
         stochastic = name == "monte_carlo"
-        optimizer = self.optimizer if self.optimizer != "auto" else (
-            "adam" if stochastic else "lbfgs")
+        optimizer = self.optimizer
+        if optimizer == "auto":
+            optimizer = ("adam" if stochastic else
+                         "alternating" if N >= ALTERNATING_MIN_ROWS else "lbfgs")
 
         S0 = np.full((N, Q), float(self.latent_variance_init))
         Z0 = select_inducing(mu0, self.n_inducing, random_state)
@@ -245,7 +262,9 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             value, grads, _ = self._elbo_and_grads(work, Y, p, r, jitter, bound=bound)
             return -value, -packer.pack_grad(grads, p)
 
-        if optimizer == "lbfgs":
+        if optimizer == "alternating":
+            res = self._fit_alternating(bound, work, packer, x0, rule, jitter, var_y)
+        elif optimizer == "lbfgs":
             bounds = self._bounds(packer, work, var_y)
             res = minimize_lbfgsb(objective, x0, bounds=bounds, max_iter=self.max_iter,
                                   tol=self.tol, verbose=self.verbose, name=type(self).__name__)
@@ -261,6 +280,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         self.inducing_inputs_ = p["Z"]
         self.noise_variance_ = float(p["noise"])
         self.expectation_ = name
+        self.optimizer_ = optimizer
         self.n_iter_ = res.n_iter
         self.elbo_history_ = -np.asarray(res.history)
         self.relevance_ = work.relevance(Q)
@@ -272,6 +292,31 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         self._transform_seed = int(random_state.randint(np.iinfo(np.int32).max))
         self._finalise(Y, bound)
         return self
+
+    def _fit_alternating(self, bound, work, packer, x0, rule, jitter, var_y):
+        """Alternating local/global optimisation; returns an optimiser-like result."""
+        p0 = packer.unpack(x0)
+        gpacker = ParamPacker([("Z", p0["Z"].shape), ("theta", (work.n_theta,)),
+                               ("noise", (), "log")])
+
+        def set_globals(p):
+            work.theta = p["theta"]
+            return p["Z"], float(p["noise"])
+
+        gbounds = self._bounds(gpacker, work, var_y)
+        tol = 1e-7 if self.tol is None else float(self.tol)
+        res = fit_alternating(bound, work, p0["mu"].copy(), p0["S"].copy(), rule, gpacker,
+                              gpacker.pack({k: p0[k] for k in ("Z", "theta", "noise")}),
+                              set_globals, gbounds, jitter=jitter, max_rounds=self.max_iter,
+                              tol=tol, verbose=self.verbose, name=type(self).__name__)
+        if not res.converged:
+            warnings.warn(f"{type(self).__name__}: the alternating optimiser did not converge "
+                          f"in {res.n_rounds} rounds. Increase max_iter or loosen tol.",
+                          ConvergenceWarning, stacklevel=3)
+        g = gpacker.unpack(res.globals_x)
+        x = packer.pack({"mu": res.mu, "S": res.S, "Z": g["Z"], "theta": g["theta"],
+                         "noise": g["noise"]})
+        return SimpleNamespace(x=x, n_iter=res.n_rounds, history=-res.history)
 
     def _bounds(self, packer, kernel, var_y):
         bounds = np.full((packer.size, 2), [-np.inf, np.inf])

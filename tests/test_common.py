@@ -67,6 +67,7 @@ VARIANTS = {
     "UnscentedGPLVM": [
         {"expectation": "unscented", "kernel": Matern32()},
         {"expectation": "monte_carlo", "n_samples": 4},
+        {"optimizer": "alternating", "max_iter": 3},
     ],
 }
 

@@ -33,7 +33,8 @@ from .._psi import PointRule, psi_statistics, psi_vjp
 from .._workspace import Workspace
 from ._executor import ChunkExecutor, plan_chunks
 
-__all__ = ["CollapsedPsiBound", "CollapsedKernelBound", "KEEP_TOTAL"]
+__all__ = ["CollapsedPsiBound", "CollapsedKernelBound", "KEEP_TOTAL", "psi_chunk_stats",
+           "psi_chunk_grads", "rule_rows"]
 
 #: Largest number of float64 entries of per-chunk caches kept between the two maps (32 MiB).
 KEEP_TOTAL = 2 ** 22
@@ -60,6 +61,34 @@ def _psi_row_cost(rule, M, Q):
     # block by block), so a chunk's memory is its Ψ1 and Ψ1 adjoint
     pairs = M * (M + 1) // 2
     return pairs * Q + M * Q, pairs + M, CHUNK_ELEMENTS // max(1, M)
+
+
+def psi_chunk_stats(kernel, Z, rule, mu, S, Y, *, need_cache=False, workspace=None):
+    """Forward map of one chunk: its (ψ0, Ψ1ᵀY, Ψ2, Σy²) and, if asked, the backward cache.
+
+    Pure: it reads its arguments only, so it can run on any thread or on a Dask worker.
+    """
+    stats, cache = psi_statistics(kernel, Z, mu, S, rule, workspace=workspace,
+                                  need_cache=need_cache)
+    Y = np.ascontiguousarray(Y)
+    y = Y.reshape(-1)
+    return (float(stats.psi0), stats.Psi1.T @ Y, stats.Psi2, float(y @ y)), cache
+
+
+def psi_chunk_grads(kernel, Z, rule, mu, S, Y, adj, dPY_T, *, cache=None, need_local=True,
+                    need_S=True, workspace=None):
+    """Backward map of one chunk: local adjoints ``(dmu, dS)`` and partial ``(dZ, dθ)``.
+
+    ``adj`` is the global step's :class:`~sklearn_lvgp._objectives._collapsed.StatsVJP` and
+    ``dPY_T`` its ``PY`` adjoint transposed; the chunk's Ψ1 adjoint is ``Y dPY_T``. Without a
+    ``cache`` the chunk's forward pass is recomputed, all but its Ψ2.
+    """
+    if cache is None:
+        _, cache = psi_statistics(kernel, Z, mu, S, rule, workspace=workspace, need_psi2=False)
+    with np.errstate(divide="ignore", invalid="ignore"):  # dS of S = 0 rows (S as data)
+        pv = psi_vjp(adj.psi0, Y @ dPY_T, adj.Psi2, cache)
+    local = (pv.mu, pv.S if need_S else None) if need_local else None
+    return local, (pv.Z, pv.theta)
 
 
 class _ThreadWorkspaces(threading.local):
@@ -106,7 +135,7 @@ class CollapsedPsiBound:
         return self._chunk_ws[i]
 
     def evaluate(self, kernel, Z, mu, S, noise_variance, rule, *, jitter=1e-6, max_tries=0,
-                 need_S=True):
+                 need_S=True, need_local=True):
         """Bound F (without any KL term), its gradients and the collapsed posterior.
 
         Parameters
@@ -126,12 +155,15 @@ class CollapsedPsiBound:
         need_S : bool, default=True
             Whether the adjoint of ``S`` is wanted (``False`` when ``S`` is data: it may then
             contain zeros, whose adjoint is undefined).
+        need_local : bool, default=True
+            Whether the adjoints of ``mu`` and ``S`` are wanted (``False`` in a step over the
+            global parameters only).
 
         Returns
         -------
         F : float
         grads : dict
-            ``"mu"``, ``"S"`` (N, Q; ``None`` unless ``need_S``), ``"Z"`` and ``"theta"`` (the
+            ``"mu"``, ``"S"`` (N, Q; ``None`` unless asked for), ``"Z"`` and ``"theta"`` (the
             K_uu adjoint already chained in) and ``"noise"``.
         post : CollapsedPosterior
         """
@@ -143,13 +175,11 @@ class CollapsedPsiBound:
         kept = [None] * len(chunks)
 
         def forward(i, a, b):
-            stats, cache = psi_statistics(kernel, Z, mu[a:b], S[a:b], rule_rows(rule, a, b),
-                                          workspace=self._workspace(i, keep), need_cache=keep)
-            if keep:
-                kept[i] = cache
-            Yc = Y[a:b]
-            yc = Yc.reshape(-1)
-            return float(stats.psi0), stats.Psi1.T @ Yc, stats.Psi2, float(yc @ yc)
+            stats, cache = psi_chunk_stats(kernel, Z, rule_rows(rule, a, b), mu[a:b], S[a:b],
+                                           Y[a:b], need_cache=keep,
+                                           workspace=self._workspace(i, keep))
+            kept[i] = cache
+            return stats
 
         psi0, PY, Psi2, YY = executor.map_reduce(forward, chunks)
         Kuu, kcache = kernel.K_cached(Z)
@@ -157,20 +187,20 @@ class CollapsedPsiBound:
                                              jitter=jitter, max_tries=max_tries)
         adj = collapsed_stats_vjp(post)
         dPY_T = np.ascontiguousarray(adj.PY.T)
-        dmu = np.empty((N, Q))
-        dS = np.empty((N, Q)) if need_S else None
+        dmu = np.empty((N, Q)) if need_local else None
+        dS = np.empty((N, Q)) if need_local and need_S else None
 
         def backward(i, a, b):
-            cache = kept[i]
-            if cache is None:  # recompute the chunk's forward pass, all but its Ψ2
-                _, cache = psi_statistics(kernel, Z, mu[a:b], S[a:b], rule_rows(rule, a, b),
-                                          workspace=self._workspace(i, keep), need_psi2=False)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                pv = psi_vjp(adj.psi0, Y[a:b] @ dPY_T, adj.Psi2, cache)
-            dmu[a:b] = pv.mu
-            if need_S:
-                dS[a:b] = pv.S
-            return pv.Z, pv.theta
+            local, partial = psi_chunk_grads(
+                kernel, Z, rule_rows(rule, a, b), mu[a:b], S[a:b], Y[a:b], adj, dPY_T,
+                cache=kept[i], need_local=need_local, need_S=need_S,
+                workspace=self._workspace(i, keep))
+            kept[i] = None
+            if need_local:
+                dmu[a:b] = local[0]
+                if need_S:
+                    dS[a:b] = local[1]
+            return partial
 
         dZ, dtheta = executor.map_reduce(backward, chunks)
         kv = kernel.vjp_cached(adj.Kuu, kcache, overwrite_dK=True)

@@ -288,3 +288,53 @@ def test_map_reduce_reraises_a_failed_chunk():
     for n in (1, 2):
         with pytest.raises(ArithmeticError, match="chunk 7"):
             ChunkExecutor(n).map_reduce(fail, plan_chunks(30, 1.0, chunk_rows=1))
+
+
+# ------------------------------------------------------------------ alternating optimiser
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("expectation", ["analytic", "unscented"])
+def test_alternating_rounds_never_lower_the_bound(small_chunks, expectation):
+    Y = np.random.default_rng(4).standard_normal((50, 4))
+    kernel = Matern32(length_scale=[1.0, 1.0]) if expectation == "unscented" else None
+    model = UnscentedGPLVM(n_inducing=6, optimizer="alternating", max_iter=6, kernel=kernel,
+                           expectation=expectation, random_state=0).fit(Y)
+    hist = model.elbo_history_
+    assert model.optimizer_ == "alternating" and model.n_iter_ == hist.size
+    assert np.all(np.diff(hist) >= -1e-8 * np.abs(hist[:-1]))
+    assert model.elbo_ == pytest.approx(hist[-1], rel=1e-10)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_alternating_reaches_the_joint_optimisers_bound():
+    Y = np.random.default_rng(5).standard_normal((60, 3)) @ np.diag([2.0, 1.0, 0.5])
+    joint = UnscentedGPLVM(n_inducing=6, optimizer="lbfgs", max_iter=500, random_state=0).fit(Y)
+    alt = UnscentedGPLVM(n_inducing=6, optimizer="alternating", max_iter=200,
+                         random_state=0).fit(Y)
+    assert alt.elbo_ > joint.elbo_ - 0.01 * abs(joint.elbo_)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_alternating_fit_identical_for_every_n_jobs(small_chunks):
+    Y = np.random.default_rng(6).standard_normal((40, 4))
+    fits = [UnscentedGPLVM(n_inducing=5, optimizer="alternating", max_iter=3, n_jobs=n,
+                           random_state=0).fit(Y) for n in (1, 2, 3)]
+    for model in fits[1:]:
+        np.testing.assert_array_equal(model.latent_mean_, fits[0].latent_mean_)
+        np.testing.assert_array_equal(model.inducing_inputs_, fits[0].inducing_inputs_)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_auto_optimizer_alternates_from_the_row_threshold(monkeypatch):
+    from sklearn_lvgp import _unscented_gplvm
+
+    Y = np.random.default_rng(7).standard_normal((30, 3))
+    small = UnscentedGPLVM(n_inducing=5, max_iter=2, random_state=0).fit(Y)
+    assert small.optimizer_ == "lbfgs"
+    monkeypatch.setattr(_unscented_gplvm, "ALTERNATING_MIN_ROWS", 30)
+    large = UnscentedGPLVM(n_inducing=5, max_iter=2, random_state=0).fit(Y)
+    assert large.optimizer_ == "alternating"
+    mc = UnscentedGPLVM(n_inducing=5, max_iter=2, expectation="monte_carlo", random_state=0)
+    assert mc.fit(Y).optimizer_ == "adam"
+    with pytest.raises(ValueError, match="stochastic objective.*'alternating'"):
+        mc.set_params(optimizer="alternating").fit(Y)

@@ -1,0 +1,148 @@
+"""Alternating local and global steps for the collapsed GPLVM bound (Gal et al. 2014, §3.2).
+
+With the global parameters (Z, θ, σ²) and the collapsed q(u) fixed, the bound is a sum over rows
+of per-row terms (the held-out bound of Titsias & Lawrence 2010, eq. 27, minus the row's KL), so
+the **local step** — improving every row's q(x_n) — splits into independent problems, one per
+chunk, each solved by a small L-BFGS-B that can run where the chunk lives. The **global step**
+maximises the collapsed bound over (Z, θ, σ²) with the q(x_n) fixed: each evaluation is one
+forward and one backward map of :class:`~sklearn_lvgp._engine.CollapsedPsiBound` with only
+M × M-sized messages. Each round cannot lower the bound: the local step raises the uncollapsed
+bound at the old q(u), which is at most the collapsed bound at the new q(x_n), and the global
+step raises that.
+
+Memory: no optimiser state over N·Q parameters exists, so a fit holds the data, the q(x_n), one
+chunk's L-BFGS-B state per thread and the chunks' working arrays.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .._objectives._collapsed import heldout_bound
+from .._objectives._kl import gaussian_kl, gaussian_kl_vjp, standard_normal_kl_and_vjp
+from .._optimize import minimize_lbfgsb
+from .._params import ParamPacker
+from .._psi import psi_statistics, psi_vjp
+from ._collapsed import rule_rows
+from ._executor import ChunkExecutor
+
+__all__ = ["AlternatingResult", "fit_alternating", "local_step"]
+
+#: L-BFGS-B iterations of a chunk's local step and of the global step in one round.
+LOCAL_ITER = 20
+GLOBAL_ITER = 20
+
+
+class AlternatingResult(NamedTuple):
+    """Outcome of :func:`fit_alternating`."""
+
+    mu: np.ndarray
+    S: np.ndarray
+    globals_x: np.ndarray
+    n_rounds: int
+    converged: bool
+    history: np.ndarray
+
+
+def local_step(kernel, Z, rule, post, mu, S, Y, *, max_iter=LOCAL_ITER):
+    """Improve the rows' q(x_n) of one chunk with the model and q(u) fixed.
+
+    Pure (it can run on any thread or worker). Maximises ``Σ_n ℓ_n(μ_n, S_n) − KL_n`` with
+    ``ℓ`` the held-out bound of :func:`~sklearn_lvgp._objectives._collapsed.heldout_bound`.
+
+    Returns
+    -------
+    mu, S : ndarray of shape (rows, Q)
+        The improved means and variances.
+    """
+    n, Q = mu.shape
+    packer = ParamPacker([("mu", (n, Q)), ("S", (n, Q), "log")])
+
+    def objective(flat):
+        p = packer.unpack(flat)
+        stats, cache = psi_statistics(kernel, Z, p["mu"], p["S"], rule)
+        value, adj = heldout_bound(Y, stats.psi0, stats.Psi1, stats.Psi2, post)
+        pv = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, cache)
+        dkl_mu, dkl_S = gaussian_kl_vjp(p["mu"], p["S"])
+        grads = {"mu": pv.mu - dkl_mu, "S": pv.S - dkl_S}
+        return -(value - gaussian_kl(p["mu"], p["S"])), -packer.pack_grad(grads, p)
+
+    res = minimize_lbfgsb(objective, packer.pack({"mu": mu, "S": S}), max_iter=max_iter,
+                          name="local step", warn_unconverged=False)
+    p = packer.unpack(res.x)
+    return p["mu"], p["S"]
+
+
+def fit_alternating(bound, kernel, mu, S, rule, globals_packer, globals_x, set_globals,
+                    bounds=None, *, jitter, max_rounds, tol, verbose=0, name="objective"):
+    """Alternate chunk-parallel local steps with global L-BFGS-B steps.
+
+    Parameters
+    ----------
+    bound : CollapsedPsiBound
+        The chunked bound of the data.
+    kernel : Kernel
+        Working kernel; ``set_globals`` writes θ into it.
+    mu, S : ndarray of shape (N, Q)
+        Initial q(x_n) (updated in place).
+    rule : "analytic" or PointRule
+        A deterministic expectation rule.
+    globals_packer : ParamPacker
+        Layout of the flat global vector (blocks ``Z``, ``theta``, ``noise``).
+    globals_x : ndarray
+        Initial flat global vector.
+    set_globals : callable
+        ``set_globals(p)`` puts the unpacked globals into ``kernel``; returns ``(Z, noise)``.
+    bounds : list of (low, high) or None
+        L-BFGS-B bounds of the global vector.
+    jitter : float
+        Relative jitter on ``K_uu``.
+    max_rounds : int
+        Rounds of (local step, global step).
+    tol : float
+        Stop when a round raises the bound by less than ``tol`` times its magnitude.
+    verbose : int
+        Print the bound after each round when > 0.
+    name : str
+        Used in messages.
+
+    Returns
+    -------
+    AlternatingResult
+    """
+    executor = ChunkExecutor(bound.n_threads)
+    Y = bound.Y
+    history = []
+    converged = False
+
+    def global_objective(flat):
+        p = globals_packer.unpack(flat)
+        Z, noise = set_globals(p)
+        F, grads, _ = bound.evaluate(kernel, Z, mu, S, noise, rule, jitter=jitter,
+                                     need_local=False)
+        return -F, -globals_packer.pack_grad({k: grads[k] for k in p}, p)
+
+    for r in range(max_rounds):
+        p = globals_packer.unpack(globals_x)
+        Z, noise = set_globals(p)
+        _, _, post = bound.evaluate(kernel, Z, mu, S, noise, rule, jitter=jitter,
+                                    need_local=False)
+        chunks, _ = bound.plan(rule, Z.shape[0], Z.shape[1])
+
+        def local(i, a, b, Z=Z, post=post):
+            mu[a:b], S[a:b] = local_step(kernel, Z, rule_rows(rule, a, b), post, mu[a:b],
+                                         S[a:b], Y[a:b])
+            return 0.0
+
+        executor.map_reduce(local, chunks)
+        res = minimize_lbfgsb(global_objective, globals_x, bounds=bounds, max_iter=GLOBAL_ITER,
+                              name=name, warn_unconverged=False)
+        globals_x = res.x
+        kl = standard_normal_kl_and_vjp(mu, S)[0]
+        history.append(-res.fun - kl)
+        if verbose:
+            print(f"[{name}] round {r + 1:4d}  ELBO {history[-1]: .6e}")  # noqa: T201
+        if r > 0 and abs(history[-1] - history[-2]) <= tol * abs(history[-2]):
+            converged = True
+            break
+    return AlternatingResult(mu, S, globals_x, len(history), converged, np.asarray(history))
