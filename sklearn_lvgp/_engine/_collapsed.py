@@ -19,6 +19,7 @@ the data, the local parameters and one chunk's working arrays per thread.
 
 import math
 import threading
+from typing import NamedTuple
 
 import numpy as np
 
@@ -181,12 +182,9 @@ class CollapsedPsiBound:
             kept[i] = cache
             return stats
 
-        psi0, PY, Psi2, YY = executor.map_reduce(forward, chunks)
-        Kuu, kcache = kernel.K_cached(Z)
-        F, post = collapsed_bound_from_stats(N, D, psi0, PY, Psi2, YY, Kuu, noise_variance,
-                                             jitter=jitter, max_tries=max_tries)
-        adj = collapsed_stats_vjp(post)
-        dPY_T = np.ascontiguousarray(adj.PY.T)
+        step = psi_global_step(kernel, Z, N, D, executor.map_reduce(forward, chunks),
+                               noise_variance, jitter=jitter, max_tries=max_tries)
+        adj, dPY_T = step.adj, step.dPY_T
         dmu = np.empty((N, Q)) if need_local else None
         dS = np.empty((N, Q)) if need_local and need_S else None
 
@@ -202,11 +200,38 @@ class CollapsedPsiBound:
                     dS[a:b] = local[1]
             return partial
 
-        dZ, dtheta = executor.map_reduce(backward, chunks)
-        kv = kernel.vjp_cached(adj.Kuu, kcache, overwrite_dK=True)
-        grads = {"mu": dmu, "S": dS, "Z": dZ + kv.X, "theta": dtheta + kv.theta,
-                 "noise": adj.noise_variance}
+        F, grads, post = psi_finish(kernel, step, executor.map_reduce(backward, chunks))
+        grads.update(mu=dmu, S=dS)
         return F, grads, post
+
+
+class PsiStep(NamedTuple):
+    """The global step of the Ψ-statistics bound: value, posterior and adjoints."""
+
+    F: float
+    post: object
+    adj: object
+    dPY_T: np.ndarray
+    Kuu_cache: object
+
+
+def psi_global_step(kernel, Z, N, D, stats, noise_variance, *, jitter=1e-6, max_tries=0):
+    """F, q(u) and the adjoints of the reduced statistics ``(ψ0, Ψ1ᵀY, Ψ2, Σy²)``."""
+    psi0, PY, Psi2, YY = stats
+    Kuu, kcache = kernel.K_cached(Z)
+    F, post = collapsed_bound_from_stats(N, D, psi0, PY, Psi2, YY, Kuu, noise_variance,
+                                         jitter=jitter, max_tries=max_tries)
+    adj = collapsed_stats_vjp(post)
+    return PsiStep(F, post, adj, np.ascontiguousarray(adj.PY.T), kcache)
+
+
+def psi_finish(kernel, step, partials):
+    """Chain the K_uu adjoint into the reduced ``(dZ, dθ)``: ``(F, grads, post)``."""
+    dZ, dtheta = partials
+    kv = kernel.vjp_cached(step.adj.Kuu, step.Kuu_cache, overwrite_dK=True)
+    grads = {"mu": None, "S": None, "Z": dZ + kv.X, "theta": dtheta + kv.theta,
+             "noise": step.adj.noise_variance}
+    return step.F, grads, step.post
 
 
 class CollapsedKernelBound:
@@ -272,76 +297,146 @@ class CollapsedKernelBound:
         """
         X, Y = self.X, self.Y
         N, D = Y.shape
-        M = Z.shape[0]
-        s2 = float(noise_variance)
-        sigma = math.sqrt(s2)
-        chunks, keep = self.plan(M)
+        chunks, keep = self.plan(Z.shape[0])
         executor = ChunkExecutor(self.n_threads)
-        Kuu, kucache = kernel.K_cached(Z)
-        L, abs_jit = cholesky_jitter(Kuu, jitter, max_tries=max_tries, name="K_uu",
-                                     warn=max_tries > 0)
-        L = np.asfortranarray(L)
-        scale = float(np.mean(np.diag(Kuu)))
-        rel = abs_jit / scale if scale > 0 else 0.0
+        prior = kernel_prior(kernel, Z, noise_variance, jitter=jitter, max_tries=max_tries)
         kept = [None] * len(chunks)
 
-        def whitened(a, b):
-            Kfu, kcache = kernel.K_cached(X[a:b], Z)
-            A = np.array(Kfu.T, order="F")  # (M, rows): L^-1 K_uf / σ, solved in place
-            trsm_left(DTRSM, L, A, False)
-            A /= sigma
-            return A, kcache
-
         def forward(i, a, b):
-            A, kcache = whitened(a, b)
-            if keep:
-                kept[i] = (A, kcache)
-            aa = float(np.einsum("mn,mn->", A, A))
-            Yc = Y[a:b]
-            yc = Yc.reshape(-1)
-            kd = float(np.sum(kernel.Kdiag(X[a:b])))
-            return A @ A.T, A @ Yc, kd, aa, float(yc @ yc)
+            stats, cache = kernel_chunk_stats(kernel, Z, prior, X[a:b], Y[a:b])
+            kept[i] = cache if keep else None
+            return stats
 
-        AAt, AY, kd_sum, aa_sum, YY = executor.map_reduce(forward, chunks)
-        eye = np.eye(M)
-        B = symmetrise(eye + AAt)
-        LB, _ = cholesky_jitter(B, 0.0, max_tries=max_tries,
-                                name="B = I + L^-1 Psi2 L^-T / noise", warn=max_tries > 0)
-        c = solve_lower(LB, AY) / sigma
-        cc = float(np.sum(c * c))
-        resid = kd_sum / s2 - aa_sum  # (ψ0 − tr Kuu⁻¹Ψ2) / σ²
-        F = (-0.5 * N * D * math.log(2.0 * math.pi * s2) - 0.5 * D * logdet_from_chol(LB)
-             - 0.5 * YY / s2 + 0.5 * cc - 0.5 * D * resid)
-        v = solve_upper(LB, c) * sigma  # B⁻¹AY
-        LBinv = solve_lower(LB, eye)
-        Binv = LBinv.T @ LBinv
-        G = solve_upper(L, v) / sigma  # Kuu⁻¹-weighted posterior mean weights
-        W = np.ascontiguousarray(solve_upper(L, D * (eye - Binv)).T / sigma)
-        GT = np.ascontiguousarray(G.T / s2)
-        dnoise = (-0.5 * N * D / s2 + 0.5 * YY / s2 ** 2 + 0.5 * D * resid / s2
-                  + 0.5 * D * (M - float(np.trace(Binv))) / s2 - 0.5 * cc / s2
-                  - 0.5 * float(np.sum(v * v)) / s2 ** 2)
-        ddiag = -0.5 * D / s2
+        step = kernel_global_step(N, D, prior, executor.map_reduce(forward, chunks),
+                                  max_tries=max_tries)
 
         def backward(i, a, b):
-            A, kcache = kept[i] if kept[i] is not None else whitened(a, b)
-            # dK_fu = (D Aᵀ(I − B⁻¹) + (Y − Aᵀv) vᵀ/σ²) L⁻¹ / σ for the chunk's rows
-            dKfu = A.T @ W + (Y[a:b] - A.T @ v) @ GT
-            kv = kernel.vjp_cached(np.ascontiguousarray(dKfu), kcache, overwrite_dK=True)
-            kd = kernel.vjp_diag(np.full(b - a, ddiag), X[a:b])
-            return kv.Z, kv.theta + kd.theta
+            partial = kernel_chunk_grads(kernel, Z, prior, step, X[a:b], Y[a:b], kept[i])
+            kept[i] = None
+            return partial
 
-        dZ, dtheta = executor.map_reduce(backward, chunks)
-        # dK_uu = −½ L⁻ᵀ (D (B − 2I + B⁻¹) + vvᵀ/σ²) L⁻¹
-        dKuu = -0.5 * symmetrise(_sandwich(L, D * (B - 2.0 * eye + Binv)) + (G @ G.T))
-        if rel:
-            dKuu = dKuu + rel * np.trace(dKuu) / M * eye
-        kvu = kernel.vjp_cached(dKuu, kucache, overwrite_dK=True)
-        grads = {"Z": dZ + kvu.X if need_Z else None, "theta": dtheta + kvu.theta,
-                 "noise": float(dnoise)}
-        post = CollapsedPosterior(L, LB, c, G, Binv, aa_sum, s2, rel, N, D, YY, kd_sum,
-                                  None, None)
-        return float(F), grads, post
+        return kernel_finish(kernel, prior, step, executor.map_reduce(backward, chunks),
+                             need_Z=need_Z)
+
+
+class KernelPrior(NamedTuple):
+    """Global factors of the deterministic-input bound computed before the forward map."""
+
+    Kuu_cache: object
+    L: np.ndarray
+    rel_jitter: float
+    noise_variance: float
+    sigma: float
+
+
+class KernelStep(NamedTuple):
+    """The global step's results that the backward map and the final assembly need."""
+
+    F: float
+    B: np.ndarray
+    LB: np.ndarray
+    Binv: np.ndarray
+    c: np.ndarray
+    v: np.ndarray
+    G: np.ndarray
+    W: np.ndarray
+    GT: np.ndarray
+    dnoise: float
+    ddiag: float
+    aa_sum: float
+    kd_sum: float
+    YY: float
+    N: int
+    D: int
+
+
+def kernel_prior(kernel, Z, noise_variance, *, jitter=1e-6, max_tries=0):
+    """``K_uu`` and its factor (with jitter), before any chunk is seen."""
+    Kuu, kucache = kernel.K_cached(Z)
+    L, abs_jit = cholesky_jitter(Kuu, jitter, max_tries=max_tries, name="K_uu",
+                                 warn=max_tries > 0)
+    scale = float(np.mean(np.diag(Kuu)))
+    s2 = float(noise_variance)
+    return KernelPrior(kucache, np.asfortranarray(L), abs_jit / scale if scale > 0 else 0.0,
+                       s2, math.sqrt(s2))
+
+
+def _whitened(kernel, Z, prior, X):
+    """``A = L⁻¹K_uf/σ`` (M, rows) of a chunk and the kernel's backward cache."""
+    Kfu, kcache = kernel.K_cached(X, Z)
+    A = np.array(Kfu.T, order="F")  # solved in place
+    trsm_left(DTRSM, prior.L, A, False)
+    A /= prior.sigma
+    return A, kcache
+
+
+def kernel_chunk_stats(kernel, Z, prior, X, Y):
+    """Forward map of one chunk: ``(AAᵀ, AY, Σk(x, x), Σ‖a‖², Σy²)`` and its cache (pure)."""
+    A, kcache = _whitened(kernel, Z, prior, X)
+    Y = np.ascontiguousarray(Y)
+    y = Y.reshape(-1)
+    aa = float(np.einsum("mn,mn->", A, A))
+    kd = float(np.sum(kernel.Kdiag(X)))
+    return (A @ A.T, A @ Y, kd, aa, float(y @ y)), (A, kcache)
+
+
+def kernel_global_step(N, D, prior, stats, *, max_tries=0):
+    """F and the global adjoint factors from the reduced statistics (Titsias 2009, eq. 9)."""
+    AAt, AY, kd_sum, aa_sum, YY = stats
+    L, s2, sigma = prior.L, prior.noise_variance, prior.sigma
+    M = L.shape[0]
+    eye = np.eye(M)
+    B = symmetrise(eye + AAt)
+    LB, _ = cholesky_jitter(B, 0.0, max_tries=max_tries,
+                            name="B = I + L^-1 Psi2 L^-T / noise", warn=max_tries > 0)
+    c = solve_lower(LB, AY) / sigma
+    cc = float(np.sum(c * c))
+    resid = kd_sum / s2 - aa_sum  # (ψ0 − tr Kuu⁻¹Ψ2) / σ²
+    F = (-0.5 * N * D * math.log(2.0 * math.pi * s2) - 0.5 * D * logdet_from_chol(LB)
+         - 0.5 * YY / s2 + 0.5 * cc - 0.5 * D * resid)
+    v = solve_upper(LB, c) * sigma  # B⁻¹AY
+    LBinv = solve_lower(LB, eye)
+    Binv = LBinv.T @ LBinv
+    G = solve_upper(L, v) / sigma  # Kuu⁻¹-weighted posterior mean weights
+    W = np.ascontiguousarray(solve_upper(L, D * (eye - Binv)).T / sigma)
+    GT = np.ascontiguousarray(G.T / s2)
+    dnoise = (-0.5 * N * D / s2 + 0.5 * YY / s2 ** 2 + 0.5 * D * resid / s2
+              + 0.5 * D * (M - float(np.trace(Binv))) / s2 - 0.5 * cc / s2
+              - 0.5 * float(np.sum(v * v)) / s2 ** 2)
+    return KernelStep(float(F), B, LB, Binv, c, v, G, W, GT, float(dnoise), -0.5 * D / s2,
+                      float(aa_sum), float(kd_sum), float(YY), N, D)
+
+
+def kernel_chunk_grads(kernel, Z, prior, step, X, Y, cache=None):
+    """Backward map of one chunk: partial ``(dZ, dθ)`` (pure; recomputes ``A`` if needed).
+
+    ``dK_fu = (D Aᵀ(I − B⁻¹) + (Y − Aᵀv) vᵀ/σ²) L⁻¹/σ`` for the chunk's rows.
+    """
+    A, kcache = cache if cache is not None else _whitened(kernel, Z, prior, X)
+    dKfu = A.T @ step.W + (Y - A.T @ step.v) @ step.GT
+    kv = kernel.vjp_cached(np.ascontiguousarray(dKfu), kcache, overwrite_dK=True)
+    kd = kernel.vjp_diag(np.full(X.shape[0], step.ddiag), X)
+    return kv.Z, kv.theta + kd.theta
+
+
+def kernel_finish(kernel, prior, step, partials, *, need_Z=True):
+    """Chain the K_uu adjoint and assemble ``(F, grads, post)`` from the reduced partials."""
+    dZ, dtheta = partials
+    L, rel = prior.L, prior.rel_jitter
+    M = L.shape[0]
+    eye = np.eye(M)
+    # dK_uu = −½ L⁻ᵀ (D (B − 2I + B⁻¹) + vvᵀ/σ²) L⁻¹
+    dKuu = -0.5 * symmetrise(_sandwich(L, step.D * (step.B - 2.0 * eye + step.Binv))
+                             + (step.G @ step.G.T))
+    if rel:
+        dKuu = dKuu + rel * np.trace(dKuu) / M * eye
+    kvu = kernel.vjp_cached(dKuu, prior.Kuu_cache, overwrite_dK=True)
+    grads = {"Z": dZ + kvu.X if need_Z else None, "theta": dtheta + kvu.theta,
+             "noise": step.dnoise}
+    post = CollapsedPosterior(L, step.LB, step.c, step.G, step.Binv, step.aa_sum,
+                              prior.noise_variance, rel, step.N, step.D, step.YY, step.kd_sum,
+                              None, None)
+    return step.F, grads, post
 
 
 def _sandwich(L, X):
