@@ -12,10 +12,11 @@ Two measurements, each runnable alone (``--part``):
     table: ``git worktree add /tmp/before <commit>``); the evaluation is called the way that
     version's fit calls it.
 ``rss``
-    Peak resident memory of a short ``UnscentedGPLVM`` fit (default kernel, ``max_iter`` L-BFGS-B
-    iterations) against N, for each M of ``--rss-inducing``; each fit runs in a fresh process
-    (``resource.getrusage``), and the table also gives the RSS of that process before the data
-    were made, and the slope between the largest two N.
+    Peak resident memory of a short ``UnscentedGPLVM`` fit (default kernel and optimiser: from
+    10⁵ rows the alternating one; ``--rss-iter`` iterations or rounds, ``--rss-inner-iter``
+    iterations per step) against N, for each M of ``--rss-inducing``; each fit runs in a fresh
+    process (``resource.getrusage``), and the table also gives the RSS of that process before
+    the data were made, and the slope between the largest two N.
 
 Usage::
 
@@ -141,7 +142,10 @@ import resource, sys, time, warnings
 sys.path.insert(0, sys.argv[1])
 import numpy as np
 from sklearn_lvgp import UnscentedGPLVM
-N, M, iters, n_jobs = (int(a) for a in sys.argv[2:6])
+N, M, iters, n_jobs, inner = (int(a) for a in sys.argv[2:7])
+if inner > 0:  # L-BFGS-B iterations of the alternating optimiser's steps (memory: the same)
+    import sklearn_lvgp._engine._alternating as alternating
+    alternating.LOCAL_ITER = alternating.GLOBAL_ITER = inner
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 Y = np.random.RandomState(0).standard_normal((N, 12))
 t0 = time.perf_counter()
@@ -163,7 +167,8 @@ def run_rss(args):
         for N in rows:
             res = subprocess.run(
                 [sys.executable, "-c", _RSS_CHILD, source, str(N), str(M), str(args.rss_iter),
-                 str(args.rss_jobs)], capture_output=True, text=True, check=False)
+                 str(args.rss_jobs), str(args.rss_inner_iter)], capture_output=True, text=True,
+                check=False)
             if res.returncode != 0:
                 print(res.stderr[-2000:], file=sys.stderr)
                 out[str(M)][str(N)] = None
@@ -210,6 +215,9 @@ def main(argv=None):
     parser.add_argument("--rss-inducing", default="100,300")
     parser.add_argument("--rss-iter", type=int, default=2)
     parser.add_argument("--rss-jobs", type=int, default=-1)
+    parser.add_argument("--rss-inner-iter", type=int, default=0,
+                        help="inner L-BFGS-B iterations of the alternating optimiser (0: "
+                             "the library's)")
     parser.add_argument("--out", default=str(HERE / "results"))
     args = parser.parse_args(argv)
     _import_path(args.source)

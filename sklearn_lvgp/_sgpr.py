@@ -14,6 +14,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._engine import CollapsedKernelBound, CollapsedPsiBound
+from ._engine._dask import DaskKernelBound, DaskRows, is_dask_collection, map_row_blocks
 from ._init import select_inducing
 from ._linalg import (
     cholesky_jitter,
@@ -289,25 +290,57 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         """
         return self._fit_template(X, y, X_var=X_var)
 
-    def _initial_kernel(self, X, var_y):
-        if self.kernel is None:
-            return RBF(length_scale=column_scales(X), variance=var_y)
-        return self.kernel
-
     def _fit(self, X, y, random_state, X_var=None):
         Y = y.reshape(-1, 1) if y.ndim == 1 else y
         self._y_ndim = y.ndim
-        N, Qx = X.shape
         X_var = None if X_var is None else self._check_X_var(X_var, X.shape)
         if self.normalize_y:
-            self.y_mean_, self.y_std_ = column_moments(Y)
+            y_mean, y_std = column_moments(Y)
         else:
-            self.y_mean_ = np.zeros(Y.shape[1])
-            self.y_std_ = np.ones(Y.shape[1])
-        Yn = (Y - self.y_mean_) / self.y_std_
+            y_mean, y_std = np.zeros(Y.shape[1]), np.ones(Y.shape[1])
+        Yn = (Y - y_mean) / y_std
         var_y = float(np.mean(np.var(Yn, axis=0)))
+        scales = column_scales(X) if self.kernel is None else None
+        return self._fit_moments(X, Yn, X_var, random_state, y_mean, y_std, var_y, scales,
+                                 _make_bound(X, Yn, X_var))
+
+    def _fit_dask(self, X, y, random_state, X_var=None):
+        """:meth:`fit` on dask collections: the rows stay partitioned (:mod:`._engine._dask`)."""
+        if X_var is not None:
+            raise ValueError("X_var is not supported with a dask X; fit on numpy arrays for "
+                             "uncertain training inputs.")
+        if y is None:
+            raise ValueError("SparseGPRegressor requires y to be passed, but the target y is "
+                             "None.")
+        rows = DaskRows({"X": X, "y": y})
+        X_d, Y_d = rows.arrays["X"], rows.arrays["y"]
+        self._set_dask_features(rows)
+        self._check_params(X_d, Y_d)
+        if isinstance(self.n_inducing, str) and self.inducing_inputs is None:
+            raise ValueError("n_inducing='all' (the exact GP) is not available on dask input.")
+        self._y_ndim = 1 if len(y.shape) == 1 else 2
+        import dask
+
+        if self.normalize_y:
+            y_mean, y_std = (np.asarray(a) for a in dask.compute(*column_moments(Y_d)))
+        else:
+            y_mean, y_std = np.zeros(Y_d.shape[1]), np.ones(Y_d.shape[1])
+        Yn_d = (Y_d - y_mean) / y_std
+        var_y, scales = dask.compute(Yn_d.var(axis=0).mean(), column_moments(X_d)[1])
+        bound = DaskKernelBound(DaskRows({"X": X_d, "y": Yn_d}))
+        return self._fit_moments(X_d, None, None, random_state, y_mean, y_std, float(var_y),
+                                 None if self.kernel is not None else np.asarray(scales), bound)
+
+    def _fit_moments(self, X, Yn, X_var, random_state, y_mean, y_std, var_y, scales, bound):
+        """The fit from the data's summary statistics and a chunked bound (in memory or Dask).
+
+        ``X`` is only read to pick the inducing inputs (``Yn`` may be ``None`` then).
+        """
+        N, Qx = X.shape
+        self.y_mean_, self.y_std_ = y_mean, y_std
         var_y = var_y if var_y > 0 else 1.0
-        kernel = self._initial_kernel(X, var_y).initialize(Qx, random_state)
+        kernel = (RBF(length_scale=scales, variance=var_y) if self.kernel is None
+                  else self.kernel).initialize(Qx, random_state)
 
         fixed_Z = False
         if self.inducing_inputs is not None:
@@ -348,8 +381,6 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             p = packer.unpack(flat)
             work.theta = np.log(p["theta"]) if softplus else p["theta"]
             return p, p.get("Z", Z0), float(p["noise"])
-
-        bound = _make_bound(X, Yn, X_var)  # chunked map-reduce, reused by every evaluation
 
         def objective(flat):
             p, Z, s2 = unpack(flat)
@@ -467,6 +498,14 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         if return_std and return_cov:
             raise ValueError("At most one of return_std or return_cov can be requested.")
         check_bool("include_noise", include_noise)
+        if is_dask_collection(X):
+            if return_cov or X_var is not None:
+                raise ValueError("predict on a dask X supports return_std only (no return_cov "
+                                 "or X_var).")
+            return map_row_blocks(
+                lambda b: self.predict(b, return_std=return_std, include_noise=include_noise,
+                                       expectation=expectation),
+                X, None if self._y_ndim == 1 else self.y_mean_.size, 2 if return_std else 1)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         if X_var is not None:
             if return_cov:

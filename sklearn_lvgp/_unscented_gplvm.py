@@ -10,7 +10,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._engine import CollapsedPsiBound
-from ._engine._alternating import fit_alternating
+from ._engine._alternating import InMemoryLocals, fit_alternating
+from ._engine._dask import is_dask_collection, map_row_blocks
+from ._gplvm_dask import fit_gplvm_dask
 from ._init import pca_latents, select_inducing
 from ._linalg import cholesky_jitter
 from ._objectives._collapsed import heldout_bound, predictive_moments
@@ -223,29 +225,10 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         N, D = Y.shape
         mu0 = self._initial_means(Y, Q, random_state)
         var_y = float(np.mean(np.var(Y, axis=0)))
-        var_y = var_y if var_y > 0 else 1.0
-        if self.kernel is None:
-            # default: ARD RBF matched to the data scale and the spread of the initial latents
-            kernel = RBF(length_scale=column_scales(mu0), variance=var_y)
-        else:
-            kernel = self.kernel
-        kernel = kernel.initialize(Q, random_state)
-        name, rule = make_rule(self.expectation, kernel, Q, gh_order=self.gh_order,
-                               n_samples=self.n_samples, random_state=random_state, n_points=N)
+        kernel, name, rule, optimizer, Z0, noise0, jitter, var_y = self._initial_model(
+            mu0, column_scales(mu0) if self.kernel is None else None, var_y, random_state)
         stochastic = name == "monte_carlo"
-        optimizer = self.optimizer
-        if optimizer == "auto":
-            optimizer = ("adam" if stochastic else
-                         "alternating" if N >= ALTERNATING_MIN_ROWS else "lbfgs")
-
         S0 = np.full((N, Q), float(self.latent_variance_init))
-        Z0 = select_inducing(mu0, self.n_inducing, random_state)
-        noise0 = (float(self.noise_variance_init) if self.noise_variance_init is not None
-                  else 0.01 * var_y)
-        # settle the jitter once at the initial point (warning if it had to grow)
-        _, abs_jit = cholesky_jitter(kernel.K(Z0), self.jitter, max_tries=6, name="K_uu")
-        scale0 = float(np.mean(kernel.Kdiag(Z0)))
-        jitter = max(float(self.jitter), abs_jit / scale0 if scale0 > 0 else 0.0)
 
         packer = ParamPacker([("mu", (N, Q)), ("S", (N, Q), "log"), ("Z", Z0.shape),
                               ("theta", (kernel.n_theta,)), ("noise", (), "log")])
@@ -263,7 +246,10 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             return -value, -packer.pack_grad(grads, p)
 
         if optimizer == "alternating":
-            res = self._fit_alternating(bound, work, packer, x0, rule, jitter, var_y)
+            out, g = self._fit_alternating(InMemoryLocals(bound, mu0.copy(), S0.copy()), work,
+                                           Z0, noise0, rule, jitter, var_y)
+            res = SimpleNamespace(x=packer.pack({"mu": out.mu, "S": out.S, **g}),
+                                  n_iter=out.n_rounds, history=-out.history)
         elif optimizer == "lbfgs":
             bounds = self._bounds(packer, work, var_y)
             res = minimize_lbfgsb(objective, x0, bounds=bounds, max_iter=self.max_iter,
@@ -293,30 +279,64 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         self._finalise(Y, bound)
         return self
 
-    def _fit_alternating(self, bound, work, packer, x0, rule, jitter, var_y):
-        """Alternating local/global optimisation; returns an optimiser-like result."""
-        p0 = packer.unpack(x0)
-        gpacker = ParamPacker([("Z", p0["Z"].shape), ("theta", (work.n_theta,)),
+    def _fit_dask(self, X, y, random_state):
+        return fit_gplvm_dask(self, X, random_state)
+
+    def _initial_model(self, mu0, latent_scales, var_y, random_state):
+        """Kernel, expectation rule, optimiser, Z, noise and settled jitter at the start.
+
+        ``mu0`` may be a dask array (only ``n_inducing`` of its rows are read);
+        ``latent_scales`` are the column scales of ``mu0`` (for the default kernel).
+        """
+        N, Q = mu0.shape
+        var_y = var_y if var_y > 0 else 1.0
+        if self.kernel is None:
+            # default: ARD RBF matched to the data scale and the spread of the initial latents
+            kernel = RBF(length_scale=latent_scales, variance=var_y)
+        else:
+            kernel = self.kernel
+        kernel = kernel.initialize(Q, random_state)
+        name, rule = make_rule(self.expectation, kernel, Q, gh_order=self.gh_order,
+                               n_samples=self.n_samples, random_state=random_state, n_points=N)
+        optimizer = self.optimizer
+        if optimizer == "auto":
+            optimizer = ("adam" if name == "monte_carlo" else
+                         "alternating" if N >= ALTERNATING_MIN_ROWS else "lbfgs")
+        Z0 = select_inducing(mu0, self.n_inducing, random_state)
+        noise0 = (float(self.noise_variance_init) if self.noise_variance_init is not None
+                  else 0.01 * var_y)
+        # settle the jitter once at the initial point (warning if it had to grow)
+        _, abs_jit = cholesky_jitter(kernel.K(Z0), self.jitter, max_tries=6, name="K_uu")
+        scale0 = float(np.mean(kernel.Kdiag(Z0)))
+        jitter = max(float(self.jitter), abs_jit / scale0 if scale0 > 0 else 0.0)
+        return kernel, name, rule, optimizer, Z0, noise0, jitter, var_y
+
+    def _fit_alternating(self, state, work, Z0, noise0, rule, jitter, var_y):
+        """Alternating local/global optimisation of ``state`` (in memory or on Dask).
+
+        Returns the :class:`~sklearn_lvgp._engine._alternating.AlternatingResult` and the
+        final globals ``{"Z", "theta", "noise"}`` (``work`` holds θ).
+        """
+        gpacker = ParamPacker([("Z", Z0.shape), ("theta", (work.n_theta,)),
                                ("noise", (), "log")])
 
         def set_globals(p):
             work.theta = p["theta"]
             return p["Z"], float(p["noise"])
 
-        gbounds = self._bounds(gpacker, work, var_y)
         tol = 1e-7 if self.tol is None else float(self.tol)
-        res = fit_alternating(bound, work, p0["mu"].copy(), p0["S"].copy(), rule, gpacker,
-                              gpacker.pack({k: p0[k] for k in ("Z", "theta", "noise")}),
-                              set_globals, gbounds, jitter=jitter, max_rounds=self.max_iter,
-                              tol=tol, verbose=self.verbose, name=type(self).__name__)
+        res = fit_alternating(state, work, rule, gpacker,
+                              gpacker.pack({"Z": Z0, "theta": work.theta, "noise": noise0}),
+                              set_globals, self._bounds(gpacker, work, var_y), jitter=jitter,
+                              max_rounds=self.max_iter, tol=tol, verbose=self.verbose,
+                              name=type(self).__name__)
         if not res.converged:
             warnings.warn(f"{type(self).__name__}: the alternating optimiser did not converge "
                           f"in {res.n_rounds} rounds. Increase max_iter or loosen tol.",
                           ConvergenceWarning, stacklevel=3)
         g = gpacker.unpack(res.globals_x)
-        x = packer.pack({"mu": res.mu, "S": res.S, "Z": g["Z"], "theta": g["theta"],
-                         "noise": g["noise"]})
-        return SimpleNamespace(x=x, n_iter=res.n_rounds, history=-res.history)
+        set_globals(g)
+        return res, g
 
     def _bounds(self, packer, kernel, var_y):
         bounds = np.full((packer.size, 2), [-np.inf, np.inf])
@@ -351,11 +371,17 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
     def _infer_latents(self, Ystar):
         """Optimise q(x*) of unseen centred rows with the model fixed; returns (mu, S)."""
         n, Q = Ystar.shape[0], self.n_components
-        d2 = (np.sum(Ystar ** 2, axis=1)[:, None] - 2.0 * Ystar @ self._Y.T
-              + np.sum(self._Y ** 2, axis=1)[None, :])
+        if self._Y is not None:  # start from the nearest training row's q(x)
+            refs, ref_mu, ref_S = self._Y, self.latent_mean_, self.latent_variance_
+        else:  # a Dask fit keeps no rows: start from the inducing input with the nearest image
+            ref_mu = self.inducing_inputs_
+            refs = self.inverse_transform(ref_mu) - self.mean_
+            ref_S = np.full_like(ref_mu, float(self.latent_variance_init))
+        d2 = (np.sum(Ystar ** 2, axis=1)[:, None] - 2.0 * Ystar @ refs.T
+              + np.sum(refs ** 2, axis=1)[None, :])
         nearest = np.argmin(d2, axis=1)
-        mu0 = self.latent_mean_[nearest]
-        S0 = self.latent_variance_[nearest]
+        mu0 = ref_mu[nearest]
+        S0 = ref_S[nearest]
         packer = ParamPacker([("mu", (n, Q)), ("S", (n, Q), "log")])
         rule = self._rule_shared()
         workspace = Workspace()  # as in fit: the same Ψ2 buffers at every evaluation
@@ -414,6 +440,9 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             Latent variances (only if ``return_variance``).
         """
         check_is_fitted(self)
+        if is_dask_collection(X):
+            return map_row_blocks(lambda b: self.transform(b, return_variance=return_variance),
+                                  X, self.n_components, 2 if return_variance else 1)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         mu, S = self._latents_for(X)
         return (mu, S) if return_variance else mu

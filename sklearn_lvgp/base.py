@@ -5,6 +5,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
+from ._engine._dask import is_dask_collection
 from ._parallel import threads
 from ._validation import check_int, check_numeric_targets
 
@@ -42,6 +43,12 @@ class _BaseLVGP(BaseEstimator):
 
     def _fit_template(self, X, y, **fit_params):
         """The template itself; models with extra ``fit`` arguments pass them on here."""
+        if is_dask_collection(X) or is_dask_collection(y):
+            check_int("verbose", self.verbose, min_value=0)
+            random_state = check_random_state(self.random_state)
+            with threads(self.n_jobs):
+                self._fit_dask(X, y, random_state, **fit_params)
+            return self
         X, y = self._validate_fit_data(X, y)
         self._check_params(X, y)
         check_int("verbose", self.verbose, min_value=0)
@@ -52,6 +59,19 @@ class _BaseLVGP(BaseEstimator):
 
     def _check_params(self, X, y):
         raise NotImplementedError
+
+    def _fit_dask(self, X, y, random_state, **fit_params):
+        raise TypeError(
+            f"{type(self).__name__} does not fit on dask collections yet; call .compute() "
+            "first. SparseGPRegressor and UnscentedGPLVM fit on dask arrays and DataFrames.")
+
+    def _set_dask_features(self, rows):
+        """``n_features_in_`` and ``feature_names_in_`` of a fit on :class:`DaskRows`."""
+        self.n_features_in_ = int(rows.shapes[next(iter(rows.shapes))][1])
+        if rows.columns is not None and all(isinstance(c, str) for c in rows.columns):
+            self.feature_names_in_ = np.asarray(rows.columns, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
 
     def _fit(self, X, y, random_state):
         raise NotImplementedError

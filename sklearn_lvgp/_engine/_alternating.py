@@ -73,18 +73,54 @@ def local_step(kernel, Z, rule, post, mu, S, Y, *, max_iter=LOCAL_ITER):
     return p["mu"], p["S"]
 
 
-def fit_alternating(bound, kernel, mu, S, rule, globals_packer, globals_x, set_globals,
-                    bounds=None, *, jitter, max_rounds, tol, verbose=0, name="objective"):
-    """Alternate chunk-parallel local steps with global L-BFGS-B steps.
+class InMemoryLocals:
+    """The q(x_n) of an in-memory fit next to its :class:`CollapsedPsiBound`.
+
+    :class:`~sklearn_lvgp._engine._dask.DaskPsiBound` offers the same four methods with the
+    q(x_n) partitioned on Dask workers.
+    """
+
+    def __init__(self, bound, mu, S):
+        self.bound = bound
+        self.mu = mu
+        self.S = S
+
+    def evaluate(self, kernel, Z, noise_variance, rule, *, jitter=1e-6, max_tries=0):
+        """Bound, global gradients and q(u) with the q(x_n) fixed."""
+        return self.bound.evaluate(kernel, Z, self.mu, self.S, noise_variance, rule,
+                                   jitter=jitter, max_tries=max_tries, need_local=False)
+
+    def local_step(self, kernel, Z, rule, post):
+        """One local step on every chunk, chunks in parallel (rows written in place)."""
+        chunks, _ = self.bound.plan(rule, Z.shape[0], Z.shape[1])
+        mu, S, Y = self.mu, self.S, self.bound.Y
+
+        def local(i, a, b):
+            mu[a:b], S[a:b] = local_step(kernel, Z, rule_rows(rule, a, b), post, mu[a:b],
+                                         S[a:b], Y[a:b])
+            return 0.0
+
+        ChunkExecutor(self.bound.n_threads).map_reduce(local, chunks)
+
+    def kl(self):
+        """Σ_n KL(q(x_n) ‖ N(0, I))."""
+        return standard_normal_kl_and_vjp(self.mu, self.S)[0]
+
+    def locals(self):
+        """``(mu, S)``."""
+        return self.mu, self.S
+
+
+def fit_alternating(state, kernel, rule, globals_packer, globals_x, set_globals, bounds=None, *,
+                    jitter, max_rounds, tol, verbose=0, name="objective"):
+    """Alternate local steps (all chunks in parallel) with global L-BFGS-B steps.
 
     Parameters
     ----------
-    bound : CollapsedPsiBound
-        The chunked bound of the data.
+    state : InMemoryLocals or DaskPsiBound
+        The data's bound together with the q(x_n) it holds.
     kernel : Kernel
         Working kernel; ``set_globals`` writes θ into it.
-    mu, S : ndarray of shape (N, Q)
-        Initial q(x_n) (updated in place).
     rule : "analytic" or PointRule
         A deterministic expectation rule.
     globals_packer : ParamPacker
@@ -110,39 +146,27 @@ def fit_alternating(bound, kernel, mu, S, rule, globals_packer, globals_x, set_g
     -------
     AlternatingResult
     """
-    executor = ChunkExecutor(bound.n_threads)
-    Y = bound.Y
     history = []
     converged = False
 
     def global_objective(flat):
         p = globals_packer.unpack(flat)
         Z, noise = set_globals(p)
-        F, grads, _ = bound.evaluate(kernel, Z, mu, S, noise, rule, jitter=jitter,
-                                     need_local=False)
+        F, grads, _ = state.evaluate(kernel, Z, noise, rule, jitter=jitter)
         return -F, -globals_packer.pack_grad({k: grads[k] for k in p}, p)
 
     for r in range(max_rounds):
-        p = globals_packer.unpack(globals_x)
-        Z, noise = set_globals(p)
-        _, _, post = bound.evaluate(kernel, Z, mu, S, noise, rule, jitter=jitter,
-                                    need_local=False)
-        chunks, _ = bound.plan(rule, Z.shape[0], Z.shape[1])
-
-        def local(i, a, b, Z=Z, post=post):
-            mu[a:b], S[a:b] = local_step(kernel, Z, rule_rows(rule, a, b), post, mu[a:b],
-                                         S[a:b], Y[a:b])
-            return 0.0
-
-        executor.map_reduce(local, chunks)
+        Z, noise = set_globals(globals_packer.unpack(globals_x))
+        _, _, post = state.evaluate(kernel, Z, noise, rule, jitter=jitter)
+        state.local_step(kernel, Z, rule, post)
         res = minimize_lbfgsb(global_objective, globals_x, bounds=bounds, max_iter=GLOBAL_ITER,
                               name=name, warn_unconverged=False)
         globals_x = res.x
-        kl = standard_normal_kl_and_vjp(mu, S)[0]
-        history.append(-res.fun - kl)
+        history.append(-res.fun - state.kl())
         if verbose:
             print(f"[{name}] round {r + 1:4d}  ELBO {history[-1]: .6e}")  # noqa: T201
         if r > 0 and abs(history[-1] - history[-2]) <= tol * abs(history[-2]):
             converged = True
             break
+    mu, S = state.locals()
     return AlternatingResult(mu, S, globals_x, len(history), converged, np.asarray(history))
