@@ -11,6 +11,11 @@ Two measurements, each runnable alone (``--part``):
     (min, max). ``--source DIR`` times another checkout of the package (for a before/after
     table: ``git worktree add /tmp/before <commit>``); the evaluation is called the way that
     version's fit calls it.
+``dask``
+    One bound + gradient evaluation of ``SparseGPRegressor`` (M = ``--sgpr-inducing``) and one
+    global evaluation of the ``UnscentedGPLVM`` bound (q(x_n) held on the workers) on a
+    ``LocalCluster`` of 1 and 2 single-threaded worker processes (``--dask-workers``), the rows
+    in ``--dask-partitions`` partitions.
 ``rss``
     Peak resident memory of a short ``UnscentedGPLVM`` fit (default kernel and optimiser: from
     10⁵ rows the alternating one; ``--rss-iter`` iterations or rounds, ``--rss-inner-iter``
@@ -30,6 +35,7 @@ printed. Run it on a quiet machine.
 """
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -194,6 +200,67 @@ def run_rss(args):
             "n_jobs": args.rss_jobs, "results": out}
 
 
+# ---------------------------------------------------------------------------------- dask
+
+def run_dask(args):
+    import warnings
+
+    import dask.array as da
+    import numpy as np
+    from distributed import Client, LocalCluster
+
+    from sklearn_lvgp._engine._dask import DaskKernelBound, DaskPsiBound, DaskRows
+    from sklearn_lvgp._psi import make_rule
+    from sklearn_lvgp.kernels import RBF
+
+    N, workers = args.n_rows, [int(w) for w in args.dask_workers.split(",")]
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-2, 2, (N, 8))
+    y = np.sin(X[:, :1]) + 0.1 * rng.standard_normal((N, 1))
+    Y = rng.standard_normal((N, 12))
+    mu, S = rng.standard_normal((N, 5)), np.full((N, 5), 0.1)
+    k8 = RBF(length_scale=np.ones(8)).initialize(8, rng)
+    k5 = RBF(length_scale=np.ones(5)).initialize(5, rng)
+    Zx, Zl = X[:args.sgpr_inducing] + 0.01, rng.standard_normal((args.gplvm_inducing, 5))
+    rule = make_rule("analytic", k5, 5)[1]
+    part = -(-N // args.dask_partitions)
+    out = {}
+    for w in workers:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cluster = LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
+                                   dashboard_address=None, host="127.0.0.1")
+            client = Client(cluster)
+        try:
+            sgpr = DaskKernelBound(DaskRows({"X": da.from_array(X, chunks=(part, 8)),
+                                             "y": da.from_array(y, chunks=(part, 1))}))
+            gplvm = DaskPsiBound(DaskRows({"Y": da.from_array(Y, chunks=(part, 12))}))
+            gplvm.set_locals(mu, S)
+            runs = {"SparseGPRegressor bound + gradient":
+                        functools.partial(sgpr.evaluate, k8, Zx, 0.1),
+                    "UnscentedGPLVM global evaluation":
+                        functools.partial(gplvm.evaluate, k5, Zl, 0.1, rule)}
+            for name, fn in runs.items():
+                fn()
+                times = []
+                for _ in range(args.repeats):
+                    t0 = time.perf_counter()
+                    fn()
+                    times.append(time.perf_counter() - t0)
+                out.setdefault(name, {})[str(w)] = float(np.median(times))
+                print(f"{name}, {w} worker(s): {np.median(times) * 1e3:.0f} ms", flush=True)
+        finally:
+            client.close()
+            cluster.close()
+    header = [f"evaluation (N = {N:,}, {args.dask_partitions} partitions)"]
+    header += [f"{w} worker(s)" for w in workers]
+    rows = [[name] + [f"{t[str(w)] * 1e3:.0f} ms ({t[str(workers[0])] / t[str(w)]:.2f}x)"
+                      for w in workers] for name, t in out.items()]
+    _print_table(header, rows)
+    return {"n_rows": N, "workers": workers, "partitions": args.dask_partitions,
+            "results": out}
+
+
 def _print_table(header, rows):
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
@@ -203,7 +270,7 @@ def _print_table(header, rows):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--part", choices=("threads", "rss"), required=True)
+    parser.add_argument("--part", choices=("threads", "rss", "dask"), required=True)
     parser.add_argument("--source", default=None, help="checkout to time (default: this one)")
     parser.add_argument("--label", default="current")
     parser.add_argument("--n-rows", type=int, default=50_000)
@@ -218,10 +285,12 @@ def main(argv=None):
     parser.add_argument("--rss-inner-iter", type=int, default=0,
                         help="inner L-BFGS-B iterations of the alternating optimiser (0: "
                              "the library's)")
+    parser.add_argument("--dask-workers", default="1,2")
+    parser.add_argument("--dask-partitions", type=int, default=8)
     parser.add_argument("--out", default=str(HERE / "results"))
     args = parser.parse_args(argv)
     _import_path(args.source)
-    payload = run_threads(args) if args.part == "threads" else run_rss(args)
+    payload = {"threads": run_threads, "rss": run_rss, "dask": run_dask}[args.part](args)
     payload["command"] = "python benchmarks/bench_scaling.py " + " ".join(sys.argv[1:])
     payload["cpu_count"] = os.cpu_count()
     out = Path(args.out)

@@ -124,8 +124,9 @@ def psi_statistics(kernel, Z, mu, S, rule, per_point=False, workspace=None, *, n
         engine's forward map), and the returned cache is ``None``.
     need_psi2 : bool, default=True
         ``False`` when only the backward pass is wanted (the chunk engine's backward map):
-        ``Psi2`` may then be ``None``; the closed form of one RBF skips it, and its backward
-        pass recomputes the entries it needs block by block.
+        the statistics may then be ``None``. The closed form of one RBF skips Ψ2 and its
+        backward pass recomputes the entries block by block; a point-set rule computes nothing
+        and its backward pass recomputes each block's point matrix.
 
     Returns
     -------
@@ -136,7 +137,8 @@ def psi_statistics(kernel, Z, mu, S, rule, per_point=False, workspace=None, *, n
     """
     if isinstance(rule, PointRule):
         stats, inner = pointset_psi(kernel, Z, mu, S, rule, per_point=per_point,
-                                    keep=None if need_cache else False, need_psi2=need_psi2)
+                                    keep=(None if need_cache and need_psi2 else False),
+                                    need_psi2=need_psi2)
         return stats, (_Cache(pointset_psi_vjp, inner) if need_cache else None)
     if rule != "analytic":
         raise ValueError(f"rule must be 'analytic' or a PointRule, got {rule!r}.")

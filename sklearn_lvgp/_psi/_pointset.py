@@ -111,7 +111,8 @@ def pointset_psi(kernel, Z, mu, S, rule, per_point=False, keep=None, need_psi2=T
         Keep the point-kernel matrices for the backward pass; ``None``: when
         ``N · K · M`` fits ``KEEP_ELEMENTS``.
     need_psi2 : bool, default=True
-        ``False``: skip Ψ2 (returned as ``None``; only the backward pass is wanted).
+        ``False``: skip Ψ2 (returned as ``None``; only the backward pass is wanted). With
+        ``keep=False`` too nothing is computed: the backward pass recomputes each chunk.
 
     Returns
     -------
@@ -141,6 +142,11 @@ def pointset_psi(kernel, Z, mu, S, rule, per_point=False, keep=None, need_psi2=T
     if const_diag:
         diag_value = float(kernel.Kdiag(mu[:1])[0])
     delta = rule.nodes[0, 0] * sqrtS if uses_axis_points(kernel, rule) else None
+    if not (need_psi2 or keep):
+        # only the backward pass is wanted and it recomputes every chunk's point matrix: no
+        # forward work at all (Ψ1 is not needed by the backward pass of a point-set rule)
+        cache = _PointsetCache(kernel, Z, mu, sqrtS, rule, per_point, chunks, kept, delta)
+        return PsiStats(None, None, None), cache
     for a, b in chunks:
         Ks, kcache, X, _ = _chunk_rows(kernel, Z, mu, sqrtS, rule, delta, a, b)
         if keep:
