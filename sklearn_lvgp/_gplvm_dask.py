@@ -10,6 +10,7 @@ the in-memory fit with ``optimizer="alternating"``, so both give the same model 
 import numpy as np
 
 from ._engine._dask import DaskPsiBound, DaskRows, _dask
+from ._gplvm_setup import initial_model, run_alternating
 from ._scaling import column_moments
 
 __all__ = ["fit_gplvm_dask"]
@@ -70,14 +71,14 @@ def fit_gplvm_dask(est, X, random_state):
     Y = rows.arrays["Y"]
     mu0 = _initial_means(est, Y, Q, random_state).persist()
     var_y, scales = dask.compute(Y.var(axis=0).mean(), column_moments(mu0)[1])
-    kernel, name, rule, _, Z0, noise0, jitter, var_y = est._initial_model(
+    kernel, name, rule, _, Z0, noise0, jitter, var_y = initial_model(est,
         mu0, np.asarray(scales) if est.kernel is None else None, float(var_y), random_state)
     random_state.randint(np.iinfo(np.int32).max)  # the in-memory fit's Monte Carlo seed draw
     state = DaskPsiBound(rows)
     state.set_locals(mu0, da.full(mu0.shape, float(est.latent_variance_init),
                                   chunks=mu0.chunks))
     work = kernel.clone()
-    out, g = est._fit_alternating(state, work, Z0, noise0, rule, jitter, var_y)
+    out, g = run_alternating(est, state, work, Z0, noise0, rule, jitter, var_y)
     F, _, post = state.evaluate(work, g["Z"], float(g["noise"]), rule, jitter=jitter,
                                 max_tries=6)
     est.mean_ = mean

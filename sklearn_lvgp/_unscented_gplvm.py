@@ -1,26 +1,24 @@
 """UnscentedGPLVM: Bayesian GPLVM whose Ψ-statistics work for any kernel (seed 001; spec)."""
 
-import warnings
 from types import SimpleNamespace
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._engine import CollapsedPsiBound
-from ._engine._alternating import InMemoryLocals, fit_alternating
+from ._engine._alternating import InMemoryLocals
 from ._engine._dask import is_dask_collection, map_row_blocks
 from ._gplvm_dask import fit_gplvm_dask
-from ._init import pca_latents, select_inducing
-from ._linalg import cholesky_jitter
+from ._gplvm_setup import initial_model, run_alternating
+from ._init import pca_latents
 from ._objectives._collapsed import heldout_bound, predictive_moments
 from ._objectives._kl import gaussian_kl, gaussian_kl_vjp, standard_normal_kl_and_vjp
 from ._optimize import minimize_adam, minimize_lbfgsb
 from ._parallel import threads
 from ._params import ParamPacker
-from ._psi import EXPECTATIONS, PointRule, make_rule, monte_carlo_rule, psi_statistics, psi_vjp
+from ._psi import EXPECTATIONS, PointRule, monte_carlo_rule, psi_statistics, psi_vjp
 from ._scaling import column_scales
 from ._validation import (
     check_bool,
@@ -32,12 +30,9 @@ from ._validation import (
 )
 from ._workspace import Workspace
 from .base import _BaseLVGP
-from .kernels import RBF, Kernel
+from .kernels import Kernel
 
 __all__ = ["UnscentedGPLVM"]
-
-#: Rows from which ``optimizer="auto"`` uses the alternating local/global optimiser.
-ALTERNATING_MIN_ROWS = 100_000
 
 _PREDICT_CHUNK = 256
 
@@ -83,8 +78,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         step (each chunk of rows improves its q(x_n) with the model fixed, in parallel) and a
         global step (L-BFGS-B over Z, θ and σ²), as Gal, van der Wilk & Rasmussen (2014) do;
         memory then holds no optimiser state per row (``max_iter`` counts rounds). ``"auto"``
-        is Adam for Monte Carlo, ``"alternating"`` from ``ALTERNATING_MIN_ROWS`` (100 000)
-        rows and L-BFGS-B below.
+        is Adam for Monte Carlo, ``"alternating"`` from 100 000 rows and L-BFGS-B below.
     max_iter : int, default=2000
         Maximum optimiser iterations (rounds with ``"alternating"``).
     tol : float, default=None
@@ -225,7 +219,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         N, D = Y.shape
         mu0 = self._initial_means(Y, Q, random_state)
         var_y = float(np.mean(np.var(Y, axis=0)))
-        kernel, name, rule, optimizer, Z0, noise0, jitter, var_y = self._initial_model(
+        kernel, name, rule, optimizer, Z0, noise0, jitter, var_y = initial_model(self,
             mu0, column_scales(mu0) if self.kernel is None else None, var_y, random_state)
         stochastic = name == "monte_carlo"
         S0 = np.full((N, Q), float(self.latent_variance_init))
@@ -246,7 +240,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             return -value, -packer.pack_grad(grads, p)
 
         if optimizer == "alternating":
-            out, g = self._fit_alternating(InMemoryLocals(bound, mu0.copy(), S0.copy()), work,
+            out, g = run_alternating(self, InMemoryLocals(bound, mu0.copy(), S0.copy()), work,
                                            Z0, noise0, rule, jitter, var_y)
             res = SimpleNamespace(x=packer.pack({"mu": out.mu, "S": out.S, **g}),
                                   n_iter=out.n_rounds, history=-out.history)
@@ -281,62 +275,6 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
 
     def _fit_dask(self, X, y, random_state):
         return fit_gplvm_dask(self, X, random_state)
-
-    def _initial_model(self, mu0, latent_scales, var_y, random_state):
-        """Kernel, expectation rule, optimiser, Z, noise and settled jitter at the start.
-
-        ``mu0`` may be a dask array (only ``n_inducing`` of its rows are read);
-        ``latent_scales`` are the column scales of ``mu0`` (for the default kernel).
-        """
-        N, Q = mu0.shape
-        var_y = var_y if var_y > 0 else 1.0
-        if self.kernel is None:
-            # default: ARD RBF matched to the data scale and the spread of the initial latents
-            kernel = RBF(length_scale=latent_scales, variance=var_y)
-        else:
-            kernel = self.kernel
-        kernel = kernel.initialize(Q, random_state)
-        name, rule = make_rule(self.expectation, kernel, Q, gh_order=self.gh_order,
-                               n_samples=self.n_samples, random_state=random_state, n_points=N)
-        optimizer = self.optimizer
-        if optimizer == "auto":
-            optimizer = ("adam" if name == "monte_carlo" else
-                         "alternating" if N >= ALTERNATING_MIN_ROWS else "lbfgs")
-        Z0 = select_inducing(mu0, self.n_inducing, random_state)
-        noise0 = (float(self.noise_variance_init) if self.noise_variance_init is not None
-                  else 0.01 * var_y)
-        # settle the jitter once at the initial point (warning if it had to grow)
-        _, abs_jit = cholesky_jitter(kernel.K(Z0), self.jitter, max_tries=6, name="K_uu")
-        scale0 = float(np.mean(kernel.Kdiag(Z0)))
-        jitter = max(float(self.jitter), abs_jit / scale0 if scale0 > 0 else 0.0)
-        return kernel, name, rule, optimizer, Z0, noise0, jitter, var_y
-
-    def _fit_alternating(self, state, work, Z0, noise0, rule, jitter, var_y):
-        """Alternating local/global optimisation of ``state`` (in memory or on Dask).
-
-        Returns the :class:`~sklearn_lvgp._engine._alternating.AlternatingResult` and the
-        final globals ``{"Z", "theta", "noise"}`` (``work`` holds θ).
-        """
-        gpacker = ParamPacker([("Z", Z0.shape), ("theta", (work.n_theta,)),
-                               ("noise", (), "log")])
-
-        def set_globals(p):
-            work.theta = p["theta"]
-            return p["Z"], float(p["noise"])
-
-        tol = 1e-7 if self.tol is None else float(self.tol)
-        res = fit_alternating(state, work, rule, gpacker,
-                              gpacker.pack({"Z": Z0, "theta": work.theta, "noise": noise0}),
-                              set_globals, self._bounds(gpacker, work, var_y), jitter=jitter,
-                              max_rounds=self.max_iter, tol=tol, verbose=self.verbose,
-                              name=type(self).__name__)
-        if not res.converged:
-            warnings.warn(f"{type(self).__name__}: the alternating optimiser did not converge "
-                          f"in {res.n_rounds} rounds. Increase max_iter or loosen tol.",
-                          ConvergenceWarning, stacklevel=3)
-        g = gpacker.unpack(res.globals_x)
-        set_globals(g)
-        return res, g
 
     def _bounds(self, packer, kernel, var_y):
         bounds = np.full((packer.size, 2), [-np.inf, np.inf])

@@ -326,12 +326,12 @@ def test_alternating_fit_identical_for_every_n_jobs(small_chunks):
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_auto_optimizer_alternates_from_the_row_threshold(monkeypatch):
-    from sklearn_lvgp import _unscented_gplvm
+    from sklearn_lvgp import _gplvm_setup
 
     Y = np.random.default_rng(7).standard_normal((30, 3))
     small = UnscentedGPLVM(n_inducing=5, max_iter=2, random_state=0).fit(Y)
     assert small.optimizer_ == "lbfgs"
-    monkeypatch.setattr(_unscented_gplvm, "ALTERNATING_MIN_ROWS", 30)
+    monkeypatch.setattr(_gplvm_setup, "ALTERNATING_MIN_ROWS", 30)
     large = UnscentedGPLVM(n_inducing=5, max_iter=2, random_state=0).fit(Y)
     assert large.optimizer_ == "alternating"
     mc = UnscentedGPLVM(n_inducing=5, max_iter=2, expectation="monte_carlo", random_state=0)
