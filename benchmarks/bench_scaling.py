@@ -149,6 +149,7 @@ sys.path.insert(0, sys.argv[1])
 import numpy as np
 from sklearn_lvgp import UnscentedGPLVM
 N, M, iters, n_jobs, inner = (int(a) for a in sys.argv[2:7])
+optimizer = sys.argv[7]
 if inner > 0:  # L-BFGS-B iterations of the alternating optimiser's steps (memory: the same)
     import sklearn_lvgp._engine._alternating as alternating
     alternating.LOCAL_ITER = alternating.GLOBAL_ITER = inner
@@ -158,7 +159,7 @@ t0 = time.perf_counter()
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     UnscentedGPLVM(n_components=5, n_inducing=M, max_iter=iters, random_state=0,
-                   n_jobs=n_jobs).fit(Y)
+                   n_jobs=n_jobs, optimizer=optimizer).fit(Y)
 print(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.perf_counter() - t0)
 """
 
@@ -173,8 +174,8 @@ def run_rss(args):
         for N in rows:
             res = subprocess.run(
                 [sys.executable, "-c", _RSS_CHILD, source, str(N), str(M), str(args.rss_iter),
-                 str(args.rss_jobs), str(args.rss_inner_iter)], capture_output=True, text=True,
-                check=False)
+                 str(args.rss_jobs), str(args.rss_inner_iter), args.rss_optimizer],
+                capture_output=True, text=True, check=False)
             if res.returncode != 0:
                 print(res.stderr[-2000:], file=sys.stderr)
                 out[str(M)][str(N)] = None
@@ -197,6 +198,7 @@ def run_rss(args):
         table.append([M] + cells + [slope])
     _print_table(header, table)
     return {"rows": rows, "inducing": inducing, "max_iter": args.rss_iter,
+            "optimizer": args.rss_optimizer,
             "n_jobs": args.rss_jobs, "results": out}
 
 
@@ -282,6 +284,8 @@ def main(argv=None):
     parser.add_argument("--rss-inducing", default="100,300")
     parser.add_argument("--rss-iter", type=int, default=2)
     parser.add_argument("--rss-jobs", type=int, default=-1)
+    parser.add_argument("--rss-optimizer", default="auto",
+                        help="UnscentedGPLVM optimizer of the fits (auto, lbfgs, alternating)")
     parser.add_argument("--rss-inner-iter", type=int, default=0,
                         help="inner L-BFGS-B iterations of the alternating optimiser (0: "
                              "the library's)")
