@@ -160,7 +160,7 @@ class StatsVJP(NamedTuple):
 
 
 def collapsed_stats_vjp(cache):
-    """Adjoints of :func:`collapsed_bound_from_stats` (spec §2.3).
+    """Adjoints of :func:`collapsed_bound_from_stats` (Titsias & Lawrence 2010, eq. 14).
 
     Parameters
     ----------
