@@ -24,14 +24,17 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import get_cython_function_address, intrinsic
 
-__all__ = ["DPOTRF", "DTRSM", "call_address", "potrf_lower", "trsm_left"]
+__all__ = ["DPOTRF", "DTRMM", "DTRSM", "call_address", "potrf_lower", "triangular_inplace",
+           "trsm_left"]
 
 #: ``dtrsm(side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb)``; every argument a pointer.
 DTRSM = get_cython_function_address("scipy.linalg.cython_blas", "dtrsm")
+#: ``dtrmm(side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb)``; every argument a pointer.
+DTRMM = get_cython_function_address("scipy.linalg.cython_blas", "dtrmm")
 #: ``dpotrf(uplo, n, a, lda, info)``; every argument a pointer.
 DPOTRF = get_cython_function_address("scipy.linalg.cython_lapack", "dpotrf")
 
-_LEFT, _LOWER, _NO, _TRANS = 76, 76, 78, 84  # 'L', 'L', 'N', 'T'
+_LEFT, _LOWER, _NO, _TRANS, _RIGHT = 76, 76, 78, 84, 82  # 'L', 'L', 'N', 'T', 'R'
 
 
 @intrinsic
@@ -138,3 +141,22 @@ def potrf_lower(fn, A, rel):
             if not np.isfinite(L[i, j]):
                 return L, 1, scale
     return L, 0, scale
+
+
+@nb.njit(cache=True, nogil=True)
+def triangular_inplace(fn, L, B, right, trans, alpha):
+    """Overwrite the F-contiguous ``B`` (m, n) with ``alpha op(L) B`` or ``alpha B op(L)``.
+
+    ``fn`` is :data:`DTRMM` (product) or :data:`DTRSM` (solve); ``L`` is an F-contiguous
+    lower-triangular matrix (its strict upper triangle is not read), ``op`` the transpose when
+    ``trans``, and ``right`` puts ``L`` on the right. The call releases the GIL.
+    """
+    m, n = B.shape
+    if m == 0 or n == 0:
+        return
+    flags = np.array([_RIGHT if right else _LEFT, _LOWER, _TRANS if trans else _NO, _NO],
+                     dtype=np.uint8)
+    dims = np.array([m, n, L.shape[0]], dtype=np.int32)
+    a = np.full(1, alpha)
+    call_address(fn, (flags[0:], flags[1:], flags[2:], flags[3:], dims[0:], dims[1:], a, L,
+                      dims[2:], B, dims[0:]))

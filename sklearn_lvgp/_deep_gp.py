@@ -13,6 +13,7 @@ from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._engine._dsvi import dsvi_elbo
 from ._init import kmeans_inducing
 from ._optimize import minimize_lbfgsb
 from ._parallel import threads
@@ -24,13 +25,10 @@ from ._svgp import (
     LinearMean,
     SVGPLayer,
     ZeroMean,
-    gaussian_expectation,
-    gaussian_expectation_vjp,
     gaussian_log_density,
     gaussian_natgrad_step,
     inner_mean,
     layer_forward,
-    layer_vjp,
     prior_factor,
     tril_pack,
     tril_unpack,
@@ -69,6 +67,8 @@ class _DSVI:
         self.jitter = jitter
         self.propagation = propagation
         self.softplus = positive_transform == "softplus"
+        self.delta = _DELTA
+        self.chunk_rows = None  # rows per engine chunk; None: from the problem size
         # which kernel theta entries are log-transformed positive values (spec §1.4)
         self.pos_mask = [np.concatenate(
             [np.full(h.n_elements, h.transform == "log") for h in k.hyperparameters
@@ -233,57 +233,17 @@ class _DSVI:
             tape.append((cache, ("ut", rule, sd), mm))
         return mu, var, weights, kl_total, tape
 
-    def backward(self, dmu, dvar, tape):
-        """Backward of :meth:`propagate` (with ``dL/dKL = -1`` per layer); adjoint blocks."""
-        grads = {}
-        for ell in range(self.n_layers - 1, -1, -1):
-            cache, step, mm = tape[ell]
-            if mm is not None:
-                # moment matching: mean = sum_k w mu_k, var = sum_k w (v_k + (mu_k - mean)^2)
-                w, dev = mm
-                dmu = (w * dmu[:, None, :] + 2.0 * w * dev * dvar[:, None, :]).reshape(
-                    -1, dev.shape[2])
-                dvar = np.ascontiguousarray(
-                    np.broadcast_to(w * dvar[:, None, :], dev.shape)).reshape(-1, dev.shape[2])
-            g = layer_vjp(dmu, dvar, -1.0, cache)
-            grads[f"q_mu{ell}"] = g.q_mu
-            grads[f"q_sqrt{ell}"] = tril_pack(g.q_sqrt)
-            grads[f"Z{ell}"] = g.Z
-            grads[f"theta{ell}"] = g.theta
-            if step is None:
-                continue
-            if step[0] == "mc":
-                # h = mu + eps sqrt(v + delta) (spec §3.4)
-                _, e, sd = step
-                dmu, dvar = g.H, g.H * e / (2.0 * sd)
-            else:
-                _, rule, sd = step
-                dH = g.H.reshape(sd.shape[0], rule.n_points, -1)
-                dmu = dH.sum(axis=1)
-                dvar = np.einsum("nkq,kq->nq", dH, rule.nodes) / (2.0 * sd)
-        return grads
-
     # ----------------------------------------------------------------------------- bound
     def elbo(self, x, X, Y, scale, n_samples, random_state=None, eps=None, workspaces=None):
         """Minibatch ELBO estimate (spec eq. 2.19) and its gradient wrt ``x``.
 
         ``scale`` is ``N / |B|``; ``eps`` (list of per-inner-layer arrays) fixes the samples;
-        ``workspaces`` as in :meth:`propagate` (the result does not depend on it).
+        ``workspaces`` as in :meth:`propagate` (the result does not depend on it). Evaluated by
+        the chunk engine (:func:`sklearn_lvgp._engine._dsvi.dsvi_elbo`): rows in parallel
+        chunks, bit-identical for any number of threads.
         """
-        layers, noise, values = self.unpack(x)
-        mu, var, w, kl, tape = self.propagate(layers, X, n_samples, random_state, eps,
-                                              workspaces=workspaces)
-        reps = mu.shape[0] // X.shape[0]
-        Yt = np.repeat(Y, reps, axis=0) if self.propagation == "unscented" else np.tile(
-            Y, (reps, 1))
-        pw = (scale * w)[:, None]
-        data = float(np.sum(pw * gaussian_expectation(Yt, mu, var, noise)))
-        gv = gaussian_expectation_vjp(pw, Yt, mu, var, noise)
-        grads = self.backward(gv.mu, gv.var, tape)
-        for ell in range(self.n_layers):
-            grads.update(self._theta_grads(ell, grads.pop(f"theta{ell}"), values))
-        grads["noise_variance"] = np.array([gv.noise_variance])
-        return data - kl, self.packer.pack_grad(grads, values)
+        return dsvi_elbo(self, x, X, Y, scale, n_samples, random_state, eps, workspaces,
+                         chunk_rows=self.chunk_rows)
 
     def natgrad(self, x, X, Y, scale, n_samples, gamma, random_state):
         """One closed-form natural-gradient step on the last layer's q(u) (spec §4.2).

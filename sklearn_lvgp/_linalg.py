@@ -8,9 +8,8 @@ import functools
 
 import numpy as np
 from scipy import linalg as sla
-from scipy.linalg import blas as _blas
 
-from ._blas_numba import DPOTRF, potrf_lower
+from ._blas_numba import DPOTRF, DTRMM, DTRSM, potrf_lower, triangular_inplace
 from ._warn import warn as _warn
 
 __all__ = [
@@ -130,24 +129,30 @@ def _solve_triangular(L, B, trans):
         raise np.linalg.LinAlgError("singular triangular matrix: zero on the diagonal.")
     B = np.asarray(B, dtype=np.float64)
     if B.ndim == 1:
-        return _triangular_blas(_blas.dtrsm, 1.0, L, B[:, None], trans, False)[:, 0]
-    return _triangular_blas(_blas.dtrsm, 1.0, L, B, trans, False)
+        return _triangular_blas(DTRSM, 1.0, L, B[:, None], trans, False)[:, 0]
+    return _triangular_blas(DTRSM, 1.0, L, B, trans, False)
 
 
 def _triangular_blas(routine, alpha, L, B, trans, overwrite_b):
-    """``routine`` (``dtrmm``/``dtrsm``) with lower ``L`` on the side that keeps ``B``'s layout.
+    """``routine`` (:data:`DTRMM`/:data:`DTRSM`) with lower ``L`` on the side that keeps ``B``'s
+    layout.
 
     An F-contiguous ``B`` is used from the left; a C-contiguous one from the right on its
-    transposed (F-contiguous) view, ``(op(L) B)^T = B^T op(L)^T``, so neither is copied.
+    transposed (F-contiguous) view, ``(op(L) B)^T = B^T op(L)^T``, so neither is copied beyond
+    the output. The BLAS call is made from jitted code and releases the GIL, so the chunk
+    engine's threads run these solves concurrently (scipy's Python-level BLAS wrappers hold it).
     """
     B = np.asarray(B, dtype=np.float64)
     if B.ndim != 2 or not (B.flags.f_contiguous or B.flags.c_contiguous):
         B = np.ascontiguousarray(B)
+    Lf = np.asfortranarray(L, dtype=np.float64)
     if B.flags.f_contiguous:
-        return routine(alpha, L, B, side=0, lower=1, trans_a=int(trans),
-                       overwrite_b=int(overwrite_b))
-    return routine(alpha, L, B.T, side=1, lower=1, trans_a=int(not trans),
-                   overwrite_b=int(overwrite_b)).T
+        out = B if overwrite_b and B.flags.writeable else B.copy(order="F")
+        triangular_inplace(routine, Lf, out, False, bool(trans), float(alpha))
+        return out
+    out = B if overwrite_b and B.flags.writeable else B.copy(order="C")
+    triangular_inplace(routine, Lf, out.T, True, not trans, float(alpha))
+    return out
 
 
 def lower_matmul(L, B, alpha=1.0, trans=False, overwrite_b=False):
@@ -157,7 +162,7 @@ def lower_matmul(L, B, alpha=1.0, trans=False, overwrite_b=False):
     square root stored with junk above the diagonal needs no ``np.tril`` copy. The result has
     the memory layout of ``B`` (``overwrite_b`` lets BLAS overwrite a contiguous ``B``).
     """
-    return _triangular_blas(_blas.dtrmm, alpha, L, B, trans, overwrite_b)
+    return _triangular_blas(DTRMM, alpha, L, B, trans, overwrite_b)
 
 
 def lower_solve(L, B, trans=False, overwrite_b=False):
@@ -167,7 +172,7 @@ def lower_solve(L, B, trans=False, overwrite_b=False):
     transposed view, so no copy is made; on an ``(M, P)`` block with ``P >> M`` that is also the
     faster ``trsm`` variant.
     """
-    return _triangular_blas(_blas.dtrsm, 1.0, L, B, trans, overwrite_b)
+    return _triangular_blas(DTRSM, 1.0, L, B, trans, overwrite_b)
 
 
 def cho_solve(L, B):

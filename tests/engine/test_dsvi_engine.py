@@ -1,0 +1,83 @@
+"""The deep-GP bound through the chunk engine: chunking and threads change nothing."""
+
+import numpy as np
+import pytest
+
+from sklearn_lvgp import DeepGP
+from sklearn_lvgp._parallel import threads
+from sklearn_lvgp._svgp import gaussian_expectation
+from sklearn_lvgp.utils.gradcheck import check_grad
+
+CONFIGS = [(1, "monte_carlo"), (2, "monte_carlo"), (3, "monte_carlo"), (2, "unscented"),
+           (3, "unscented")]
+
+
+def _model(n_layers, propagation, n=23, seed=0):
+    r = np.random.default_rng(seed)
+    X = r.uniform(-2, 2, (n, 3))
+    y = np.sin(X[:, 0]) + 0.2 * X[:, 1] + 0.05 * r.standard_normal(n)
+    m = DeepGP(n_layers=n_layers, hidden_dims=2, n_inducing=5, max_iter=3, n_samples=3,
+               propagation=propagation, random_state=0).fit(X, y)
+    Xs = (X - m.X_mean_) / m.X_scale_
+    Ys = (y[:, None] - m.y_mean_) / m.y_scale_
+    x = m._x + 0.01 * r.standard_normal(m._x.size)
+    return m._model, x, Xs, Ys
+
+
+def _elbo(model, x, Xs, Ys, chunk_rows, seed=7):
+    model.chunk_rows = chunk_rows
+    try:
+        return model.elbo(x, Xs, Ys, 2.0, 3, np.random.RandomState(seed))
+    finally:
+        model.chunk_rows = None
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("n_layers,propagation", CONFIGS)
+def test_chunked_bound_equals_one_chunk(n_layers, propagation):
+    model, x, Xs, Ys = _model(n_layers, propagation)
+    f_ref, g_ref = _elbo(model, x, Xs, Ys, Xs.shape[0])
+    for rows in (1, 7):
+        f, g = _elbo(model, x, Xs, Ys, rows)
+        assert f == pytest.approx(f_ref, rel=1e-10)
+        np.testing.assert_allclose(g, g_ref, rtol=1e-10, atol=1e-10 * np.max(np.abs(g_ref)))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("n_layers,propagation", [(2, "monte_carlo"), (3, "unscented")])
+def test_bound_value_equals_the_unchunked_propagation(n_layers, propagation):
+    """The value against the layer-by-layer propagation of the whole minibatch."""
+    model, x, Xs, Ys = _model(n_layers, propagation)
+    f, _ = _elbo(model, x, Xs, Ys, 4)
+    layers, noise, _ = model.unpack(x)
+    mu, var, w, kl, _ = model.propagate(layers, Xs, 3, np.random.RandomState(7))
+    reps = mu.shape[0] // Xs.shape[0]
+    Yt = np.repeat(Ys, reps, axis=0) if propagation == "unscented" else np.tile(Ys, (reps, 1))
+    ref = float(np.sum((2.0 * w)[:, None] * gaussian_expectation(Yt, mu, var, noise))) - kl
+    assert f == pytest.approx(ref, rel=1e-10)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("n_layers,propagation", [(2, "monte_carlo"), (3, "unscented")])
+def test_bound_bit_identical_for_every_thread_count(n_layers, propagation):
+    model, x, Xs, Ys = _model(n_layers, propagation)
+    results = []
+    for n_jobs in (1, 2, 3):
+        with threads(n_jobs):
+            results.append(_elbo(model, x, Xs, Ys, 4))
+    for f, g in results[1:]:
+        assert f == results[0][0]
+        np.testing.assert_array_equal(g, results[0][1])
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("n_layers,propagation", [(3, "monte_carlo"), (3, "unscented")])
+def test_chunked_bound_gradient_matches_finite_differences(n_layers, propagation):
+    model, x, Xs, Ys = _model(n_layers, propagation, n=12)
+    r = np.random.default_rng(3)
+    eps = [r.standard_normal((3 * 12, 2)) for _ in range(n_layers - 1)]
+    model.chunk_rows = 5
+    try:
+        check_grad(lambda z: model.elbo(z, Xs, Ys, 2.0, 3, eps=eps), x, rtol=1e-6)
+    finally:
+        model.chunk_rows = None
