@@ -11,6 +11,10 @@ Two measurements, each runnable alone (``--part``):
     (min, max). ``--source DIR`` times another checkout of the package (for a before/after
     table: ``git worktree add /tmp/before <commit>``); the evaluation is called the way that
     version's fit calls it.
+``deepgp``
+    One ``DeepGP`` ELBO + gradient (what an Adam step evaluates: 2 layers, D = 8, M =
+    ``--gplvm-inducing``, Monte Carlo) per minibatch size of ``--deepgp-batches`` at every
+    thread count of ``--threads``, interleaved repeats after a warm-up round.
 ``dask``
     One bound + gradient evaluation of ``SparseGPRegressor`` (M = ``--sgpr-inducing``) and one
     global evaluation of the ``UnscentedGPLVM`` bound (q(x_n) held on the workers) on a
@@ -139,6 +143,47 @@ def run_threads(args):
                       for v in res.values()] for name, res in out.items()]
     _print_table(header, rows)
     return {"n_rows": N, "threads": thread_counts, "repeats": args.repeats, "results": out}
+
+
+# ------------------------------------------------------------------------------- deep GP
+
+def run_deepgp(args):
+    import warnings
+
+    import numpy as np
+
+    from sklearn_lvgp import DeepGP
+    from sklearn_lvgp._parallel import threads
+
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    out = {}
+    for batch in [int(b) for b in args.deepgp_batches.split(",")]:
+        rng = np.random.default_rng(0)
+        X = rng.uniform(-2, 2, (batch, 8))
+        y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(batch)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = DeepGP(n_layers=2, n_inducing=args.gplvm_inducing, max_iter=1, batch_size=batch,
+                       random_state=0).fit(X[:2000], y[:2000])
+        Xs = (X - m.X_mean_) / m.X_scale_
+        Ys = (y[:, None] - m.y_mean_) / m.y_scale_
+        times = {n: [] for n in thread_counts}
+        for r in range(args.repeats + 1):
+            order = thread_counts if r % 2 == 0 else thread_counts[::-1]
+            for n in order:
+                with threads(n):
+                    t0 = time.perf_counter()
+                    m._model.elbo(m._x, Xs, Ys, 1.0, 1, np.random.RandomState(0))
+                    if r:  # the first round is the warm-up
+                        times[n].append(time.perf_counter() - t0)
+        base = np.asarray(times[thread_counts[0]])
+        out[str(batch)] = {str(n): {"median_s": float(np.median(t)),
+                                    "speedup_median": float(np.median(base / np.asarray(t)))}
+                           for n, t in times.items()}
+        print(f"DeepGP batch {batch}: " + "  ".join(
+            f"{n}: {v['median_s'] * 1e3:.1f} ms ({v['speedup_median']:.2f}x)"
+            for n, v in out[str(batch)].items()), flush=True)
+    return {"threads": thread_counts, "repeats": args.repeats, "results": out}
 
 
 # ----------------------------------------------------------------------------------- rss
@@ -272,7 +317,7 @@ def _print_table(header, rows):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--part", choices=("threads", "rss", "dask"), required=True)
+    parser.add_argument("--part", choices=("threads", "rss", "dask", "deepgp"), required=True)
     parser.add_argument("--source", default=None, help="checkout to time (default: this one)")
     parser.add_argument("--label", default="current")
     parser.add_argument("--n-rows", type=int, default=50_000)
@@ -289,12 +334,14 @@ def main(argv=None):
     parser.add_argument("--rss-inner-iter", type=int, default=0,
                         help="inner L-BFGS-B iterations of the alternating optimiser (0: "
                              "the library's)")
+    parser.add_argument("--deepgp-batches", default="10000,1000")
     parser.add_argument("--dask-workers", default="1,2")
     parser.add_argument("--dask-partitions", type=int, default=8)
     parser.add_argument("--out", default=str(HERE / "results"))
     args = parser.parse_args(argv)
     _import_path(args.source)
-    payload = {"threads": run_threads, "rss": run_rss, "dask": run_dask}[args.part](args)
+    payload = {"threads": run_threads, "rss": run_rss, "dask": run_dask,
+               "deepgp": run_deepgp}[args.part](args)
     payload["command"] = "python benchmarks/bench_scaling.py " + " ".join(sys.argv[1:])
     payload["cpu_count"] = os.cpu_count()
     out = Path(args.out)
