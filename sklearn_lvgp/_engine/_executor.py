@@ -22,6 +22,7 @@ concurrently; only the Python glue between the jitted calls is serialised.
 
 import atexit
 import math
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -87,6 +88,16 @@ def _pool(n_threads):
                                       initializer=mark_serial_thread)
             _pools[n_threads] = pool
         return pool
+
+
+def _forget_pools():
+    # a forked child inherits the pools but not their threads: work submitted there would wait
+    # for threads that do not exist, so the child starts its own pools
+    _pools.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools)
 
 
 @atexit.register

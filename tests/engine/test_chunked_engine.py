@@ -338,3 +338,26 @@ def test_auto_optimizer_alternates_from_the_row_threshold(monkeypatch):
     assert mc.fit(Y).optimizer_ == "adam"
     with pytest.raises(ValueError, match="stochastic objective.*'alternating'"):
         mc.set_params(optimizer="alternating").fit(Y)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_runs_chunks_after_the_parent_did():
+    """The child starts its own thread pool (the inherited one has no threads)."""
+    import multiprocessing
+
+    chunks = plan_chunks(12, 1.0, chunk_rows=2)
+    assert ChunkExecutor(2).map_reduce(lambda i, a, b: float(i), chunks) == 15.0
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child_sum, args=(queue,))
+    child.start()
+    child.join(timeout=30)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child hung in the chunk executor")
+    assert queue.get(timeout=5) == 15.0
+
+
+def _child_sum(queue):
+    chunks = plan_chunks(12, 1.0, chunk_rows=2)
+    queue.put(ChunkExecutor(2).map_reduce(lambda i, a, b: float(i), chunks))
