@@ -13,6 +13,8 @@ from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._deep_gp_dask import fit_deep_gp_dask
+from ._engine._dask import is_dask_collection, map_row_blocks
 from ._engine._dsvi import dsvi_elbo
 from ._init import kmeans_inducing
 from ._optimize import minimize_lbfgsb
@@ -662,6 +664,9 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         self._rs_partial = random_state
         return self
 
+    def _fit_dask(self, X, y, random_state):
+        return fit_deep_gp_dask(self, X, y, random_state)
+
     def partial_fit(self, X, y):
         """One pass of Adam steps over ``(X, y)`` (streaming data).
 
@@ -712,14 +717,17 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     def _batch(self, n):
         return n if self.batch_size is None else min(int(self.batch_size), n)
 
-    def _run(self, Xs, Ys, rs, max_iter, early_stopping, n_total=None, force_adam=False):
+    def _run(self, Xs, Ys, rs, max_iter, early_stopping, n_total=None, force_adam=False,
+             batch_elbo=None):
+        """The optimisation; ``batch_elbo(x, idx, scale)``, when given, evaluates minibatches
+        of rows held elsewhere (a Dask fit: ``Xs`` is then ``None`` and ``n_total`` the rows)."""
         model = self._model
         if early_stopping:
             perm = rs.permutation(Xs.shape[0])
             n_val = max(1, int(round(self.validation_fraction * Xs.shape[0])))
             Xv, Yv = Xs[perm[:n_val]], Ys[perm[:n_val]]
             Xs, Ys = Xs[perm[n_val:]], Ys[perm[n_val:]]
-        N = Xs.shape[0]
+        N = n_total if Xs is None else Xs.shape[0]
         N_scale = N if n_total is None else n_total
         bs = self._batch(N)
         S = self.n_samples
@@ -749,8 +757,11 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
             self.elbo_ = -float(res.fun)
         else:
             def objective(x, idx):
-                f, g = model.elbo(x, Xs[idx], Ys[idx], N_scale / idx.size, S, rs,
-                                  workspaces=workspaces)
+                if batch_elbo is not None:
+                    f, g = batch_elbo(x, idx, N_scale / idx.size)
+                else:
+                    f, g = model.elbo(x, Xs[idx], Ys[idx], N_scale / idx.size, S, rs,
+                                      workspaces=workspaces)
                 return -f, -g
 
             natgrad = frozen = None
@@ -829,6 +840,11 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         std : ndarray of the same shape
             Predictive standard deviation (only when ``return_std``).
         """
+        if is_dask_collection(X):
+            check_is_fitted(self, "layers_")
+            return map_row_blocks(lambda b: self.predict(b, return_std=return_std), X,
+                                  None if self._y_ndim == 1 else self.y_mean_.size,
+                                  2 if return_std else 1)
         mu, var, noise = self._components(X)
         mean = mu.mean(axis=0)
         out = self._shape_out(self.y_mean_ + self.y_scale_ * mean)

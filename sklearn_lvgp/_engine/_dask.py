@@ -29,9 +29,11 @@ from ._collapsed import (
     psi_finish,
     psi_global_step,
 )
+from ._dsvi import chunk_pass, dsvi_draws, dsvi_finish, dsvi_globals, dsvi_rows
 from ._executor import reduce_in_order
 
-__all__ = ["is_dask_collection", "DaskRows", "DaskKernelBound", "DaskPsiBound", "map_row_blocks"]
+__all__ = ["is_dask_collection", "DaskRows", "DaskKernelBound", "DaskPsiBound", "DaskDSVI",
+           "map_row_blocks"]
 
 
 def is_dask_collection(X):
@@ -239,6 +241,48 @@ class DaskPsiBound:
         self._held = stacked
         self._mu = [s[0] for s in stacked]
         self._S = [s[1] for s in stacked]
+
+
+# -------------------------------------------------------------------------- deep GP (DSVI)
+
+def _dsvi_task(X, Y, rows, eps, model, layers, priors, noise, scale, S):
+    return chunk_pass(model, layers, priors, noise, X[rows], Y[rows], scale, S, eps,
+                      [None] * model.n_layers)
+
+
+class DaskDSVI:
+    """The doubly-stochastic deep-GP bound with its rows on Dask (arrays ``"X"``, ``"y"``).
+
+    A minibatch is a set of row indices; each partition that holds some of them evaluates their
+    data term and its partial adjoints where the partition lives (data-parallel minibatch
+    gradients), and the driver adds the partials in partition order and does the global terms
+    (prior factors, KLs). Per step the tasks receive the model's parameters and the minibatch's
+    Monte Carlo draws, never the data.
+    """
+
+    def __init__(self, rows):
+        self.rows = rows
+        self.offsets = np.concatenate([[0], np.cumsum(rows.row_chunks)])
+
+    def elbo(self, model, x, idx, scale, n_samples, random_state):
+        """ELBO estimate and gradient on the rows ``idx`` (as ``_DSVI.elbo`` on ``X[idx]``)."""
+        dask, _ = _dask()
+        layers, noise, values, priors, kls = dsvi_globals(model, x)
+        idx = np.asarray(idx)
+        n, L = idx.size, model.n_layers
+        S = n_samples if (model.propagation == "monte_carlo" and L > 1) else 1
+        eps = dsvi_draws(model, n, S, random_state)
+        part = np.searchsorted(self.offsets, idx, side="right") - 1
+        shared = dask.delayed((model, layers, priors, noise, scale, S), traverse=False)
+        task = dask.delayed(_serial_task, pure=True)
+        tasks = []
+        for p in range(self.rows.n_partitions):
+            pos = np.flatnonzero(part == p)
+            if pos.size:
+                tasks.append(task(_dsvi_task, self.rows.parts["X"][p], self.rows.parts["y"][p],
+                                  idx[pos] - self.offsets[p], dsvi_rows(eps, n, S, pos), shared))
+        partials = reduce_in_order(list(dask.compute(*tasks)))
+        return dsvi_finish(model, layers, priors, kls, values, partials)
 
 
 def _block_outputs(fn, block, n_outputs):

@@ -35,7 +35,8 @@ from .._svgp import (
 from .._workspace import Workspace
 from ._executor import ChunkExecutor, plan_chunks
 
-__all__ = ["dsvi_elbo", "FLOPS_PER_WORK"]
+__all__ = ["FLOPS_PER_WORK", "chunk_pass", "dsvi_draws", "dsvi_elbo", "dsvi_finish",
+           "dsvi_globals", "dsvi_rows"]
 
 #: Matrix-product flops counted as one unit of :func:`~._executor.plan_chunks` work. A chunk's
 #: pass costs about 800 Python-level calls (the per-output loops of the marginals and their
@@ -65,7 +66,7 @@ def _work_per_row(model, n_points):
     return n_points * flops / FLOPS_PER_WORK
 
 
-def _chunk_pass(model, layers, priors, noise, X, Y, scale, S, eps, workspaces):
+def chunk_pass(model, layers, priors, noise, X, Y, scale, S, eps, workspaces):
     """Forward and backward of one chunk's data term: ``(data, dnoise, per-layer partials)``.
 
     ``eps`` holds the chunk's Monte Carlo draws per inner layer (sample-major rows).
@@ -179,31 +180,56 @@ def dsvi_elbo(model, x, X, Y, scale, n_samples, random_state=None, eps=None, wor
     value : float
     grad : ndarray of the shape of ``x``
     """
-    layers, noise, values = model.unpack(x)
+    layers, noise, values, priors, kls = dsvi_globals(model, x)
     L, n = model.n_layers, X.shape[0]
-    priors = [prior_factor(layer.kernel, layer.Z, model.jitter) for layer in layers]
-    kls = [kl_divergence(layer.q_mu, layer.q_sqrt, prior.Lu, layer.whiten)
-           for layer, prior in zip(layers, priors, strict=True)]
     mc = model.propagation == "monte_carlo"
     S = n_samples if (mc and L > 1) else 1
-    if mc and L > 1 and eps is None:
-        eps = [random_state.standard_normal((S * n, model.dims[ell + 1]))
-               for ell in range(L - 1)]
+    if eps is None:
+        eps = dsvi_draws(model, n, S, random_state)
     points = S if mc else (2 * max(model.dims[1:L]) if L > 1 else 1)
     chunks = plan_chunks(n, _work_per_row(model, points), chunk_rows=chunk_rows)
     single = len(chunks) == 1
 
     def chunk(i, a, b):
         ws = (workspaces or [None] * L) if single else _thread_workspaces(L)
-        eps_c = None
-        if mc and L > 1:
-            eps_c = [e.reshape(S, n, -1)[:, a:b].reshape(S * (b - a), -1) for e in eps]
-        return _chunk_pass(model, layers, priors, noise, X[a:b], Y[a:b], scale, S, eps_c, ws)
+        return chunk_pass(model, layers, priors, noise, X[a:b], Y[a:b], scale, S,
+                          dsvi_rows(eps, n, S, np.arange(a, b)), ws)
 
-    data, dnoise, partials = ChunkExecutor(n_threads).map_reduce(chunk, chunks)
+    partials = ChunkExecutor(n_threads).map_reduce(chunk, chunks)
+    return dsvi_finish(model, layers, priors, kls, values, partials)
+
+
+def dsvi_globals(model, x):
+    """The global terms of an evaluation: ``(layers, noise, values, priors, kls)``."""
+    layers, noise, values = model.unpack(x)
+    priors = [prior_factor(layer.kernel, layer.Z, model.jitter) for layer in layers]
+    kls = [kl_divergence(layer.q_mu, layer.q_sqrt, prior.Lu, layer.whiten)
+           for layer, prior in zip(layers, priors, strict=True)]
+    return layers, noise, values, priors, kls
+
+
+def dsvi_draws(model, n, n_samples, random_state):
+    """The Monte Carlo draws of an ``n``-row minibatch, in the unchunked order (or ``None``)."""
+    L = model.n_layers
+    if model.propagation != "monte_carlo" or L == 1:
+        return None
+    return [random_state.standard_normal((n_samples * n, model.dims[ell + 1]))
+            for ell in range(L - 1)]
+
+
+def dsvi_rows(eps, n, S, rows):
+    """The draws of minibatch ``rows`` (positions in the minibatch) out of ``eps``."""
+    if eps is None:
+        return None
+    return [e.reshape(S, n, -1)[:, rows].reshape(S * len(rows), -1) for e in eps]
+
+
+def dsvi_finish(model, layers, priors, kls, values, partials):
+    """Value and flat gradient from the reduced chunk partials and the global terms."""
+    data, dnoise, parts = partials
     grads = {}
     for ell, layer in enumerate(layers):
-        dq_mu, dq_sqrt, dZ_m, dtheta_m, dLu = partials[ell]
+        dq_mu, dq_sqrt, dZ_m, dtheta_m, dLu = parts[ell]
         kv = kl_divergence_vjp(-1.0, kls[ell][1])
         dZ, dtheta = prior_factor_vjp(layer.kernel, priors[ell], dLu, kv.Kuu)
         grads[f"q_mu{ell}"] = dq_mu + kv.q_mu

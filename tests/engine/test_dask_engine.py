@@ -8,7 +8,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
 
-from sklearn_lvgp import DeepGP, SparseGPRegressor, UnscentedGPLVM  # noqa: E402
+from sklearn_lvgp import GPCDE, DeepGP, SparseGPRegressor, UnscentedGPLVM  # noqa: E402
 from sklearn_lvgp._engine import CollapsedPsiBound  # noqa: E402
 from sklearn_lvgp._engine import _executor as engine_executor  # noqa: E402
 from sklearn_lvgp._engine._dask import DaskPsiBound, DaskRows  # noqa: E402
@@ -125,6 +125,27 @@ def test_dask_input_errors_are_clear(client):
     with pytest.raises(ValueError, match="NaN or infinity"):
         SparseGPRegressor(n_inducing=5).fit(da.from_array(bad, chunks=(10, 2)), y)
     with pytest.raises(TypeError, match="does not fit on dask collections yet"):
-        DeepGP().fit(da.from_array(X, chunks=(10, 2)), y)
+        GPCDE().fit(da.from_array(X, chunks=(10, 2)), y)
+    with pytest.raises(ValueError, match="does not support early_stopping=True"):
+        DeepGP(early_stopping=True).fit(da.from_array(X, chunks=(10, 2)), y)
     with pytest.raises(ValueError, match="optimizer='alternating'"):
         UnscentedGPLVM(optimizer="lbfgs").fit(da.from_array(X, chunks=(10, 2)))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("propagation", ["monte_carlo", "unscented"])
+def test_deep_gp_dask_fit_equals_in_memory_fit(client, propagation):
+    """Data-parallel minibatch gradients: the same minibatches and draws, the same model."""
+    r = np.random.default_rng(3)
+    X = r.uniform(-2, 2, (300, 3))
+    y = np.sin(X[:, 0]) + 0.1 * r.standard_normal(300)
+    kw = {"n_layers": 2, "n_inducing": 10, "max_iter": 20, "batch_size": 64,
+          "propagation": propagation, "random_state": 0}
+    mem = DeepGP(**kw).fit(X, y)
+    dsk = DeepGP(**kw).fit(da.from_array(X, chunks=(75, 3)), da.from_array(y, chunks=75))
+    assert dsk.n_iter_ == mem.n_iter_ == 20
+    np.testing.assert_allclose(dsk._x, mem._x, rtol=1e-8, atol=1e-8 * np.max(np.abs(mem._x)))
+    np.testing.assert_allclose(dsk.elbo_history_, mem.elbo_history_, rtol=1e-8)
+    pred = dsk.predict(da.from_array(X[:20], chunks=(10, 3)))
+    assert isinstance(pred, da.Array)
+    np.testing.assert_allclose(pred.compute(), mem.predict(X[:20]), rtol=1e-7, atol=1e-9)
