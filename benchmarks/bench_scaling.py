@@ -16,8 +16,9 @@ Two measurements, each runnable alone (``--part``):
     ``--gplvm-inducing``, Monte Carlo) per minibatch size of ``--deepgp-batches`` at every
     thread count of ``--threads``, interleaved repeats after a warm-up round.
 ``dask``
-    One bound + gradient evaluation of ``SparseGPRegressor`` (M = ``--sgpr-inducing``) and one
-    global evaluation of the ``UnscentedGPLVM`` bound (q(x_n) held on the workers) on a
+    One bound + gradient evaluation of ``SparseGPRegressor`` (M = ``--sgpr-inducing``), one
+    global evaluation of the ``UnscentedGPLVM`` bound (q(x_n) held on the workers) and one
+    ``DeepGP`` minibatch gradient (10 000 rows, 2 layers) on a
     ``LocalCluster`` of 1 and 2 single-threaded worker processes (``--dask-workers``), the rows
     in ``--dask-partitions`` partitions.
 ``rss``
@@ -256,7 +257,8 @@ def run_dask(args):
     import numpy as np
     from distributed import Client, LocalCluster
 
-    from sklearn_lvgp._engine._dask import DaskKernelBound, DaskPsiBound, DaskRows
+    from sklearn_lvgp import DeepGP
+    from sklearn_lvgp._engine._dask import DaskDSVI, DaskKernelBound, DaskPsiBound, DaskRows
     from sklearn_lvgp._psi import make_rule
     from sklearn_lvgp.kernels import RBF
 
@@ -271,6 +273,11 @@ def run_dask(args):
     Zx, Zl = X[:args.sgpr_inducing] + 0.01, rng.standard_normal((args.gplvm_inducing, 5))
     rule = make_rule("analytic", k5, 5)[1]
     part = -(-N // args.dask_partitions)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dgp = DeepGP(n_layers=2, n_inducing=args.gplvm_inducing, max_iter=1,
+                     random_state=0).fit(X[:2000], y[:2000, 0])
+    batch = rng.choice(N, 10_000, replace=False)
     out = {}
     for w in workers:
         with warnings.catch_warnings():
@@ -283,10 +290,15 @@ def run_dask(args):
                                              "y": da.from_array(y, chunks=(part, 1))}))
             gplvm = DaskPsiBound(DaskRows({"Y": da.from_array(Y, chunks=(part, 12))}))
             gplvm.set_locals(mu, S)
+            deep = DaskDSVI(DaskRows({"X": da.from_array(X, chunks=(part, 8)),
+                                      "y": da.from_array(y, chunks=(part, 1))}))
             runs = {"SparseGPRegressor bound + gradient":
                         functools.partial(sgpr.evaluate, k8, Zx, 0.1),
                     "UnscentedGPLVM global evaluation":
-                        functools.partial(gplvm.evaluate, k5, Zl, 0.1, rule)}
+                        functools.partial(gplvm.evaluate, k5, Zl, 0.1, rule),
+                    "DeepGP Adam-step gradient (10 000-row minibatch)":
+                        lambda deep=deep: deep.elbo(dgp._model, dgp._x, batch, N / batch.size,
+                                                    1, np.random.RandomState(0))}
             for name, fn in runs.items():
                 fn()
                 times = []
