@@ -361,23 +361,18 @@ def kernel_prior(kernel, Z, noise_variance, *, jitter=1e-6, max_tries=0):
                        s2, math.sqrt(s2))
 
 
-def _whitened(kernel, Z, prior, X):
-    """``A = L⁻¹K_uf/σ`` (M, rows) of a chunk and the kernel's backward cache."""
+def kernel_chunk_stats(kernel, Z, prior, X, Y):
+    """Forward map of one chunk: ``(AAᵀ, AY, Σk(x, x), Σ‖a‖², Σy²)`` with ``A = L⁻¹K_uf/σ``,
+    and the cache ``(K_fu, kernel cache)`` of its backward map (pure)."""
     Kfu, kcache = kernel.K_cached(X, Z)
     A = np.array(Kfu.T, order="F")  # solved in place
     trsm_left(DTRSM, prior.L, A, False)
     A /= prior.sigma
-    return A, kcache
-
-
-def kernel_chunk_stats(kernel, Z, prior, X, Y):
-    """Forward map of one chunk: ``(AAᵀ, AY, Σk(x, x), Σ‖a‖², Σy²)`` and its cache (pure)."""
-    A, kcache = _whitened(kernel, Z, prior, X)
     Y = np.ascontiguousarray(Y)
     y = Y.reshape(-1)
     aa = float(np.einsum("mn,mn->", A, A))
     kd = float(np.sum(kernel.Kdiag(X)))
-    return (A @ A.T, A @ Y, kd, aa, float(y @ y)), (A, kcache)
+    return (A @ A.T, A @ Y, kd, aa, float(y @ y)), (Kfu, kcache)
 
 
 def kernel_global_step(N, D, prior, stats, *, max_tries=0):
@@ -398,7 +393,8 @@ def kernel_global_step(N, D, prior, stats, *, max_tries=0):
     LBinv = solve_lower(LB, eye)
     Binv = LBinv.T @ LBinv
     G = solve_upper(L, v) / sigma  # Kuu⁻¹-weighted posterior mean weights
-    W = np.ascontiguousarray(solve_upper(L, D * (eye - Binv)).T / sigma)
+    # dK_fu = Aᵀ W + (Y − Aᵀv) Gᵀ/σ² with Aᵀ = K_fu L⁻ᵀ/σ: the L⁻ᵀ goes on the M × M side
+    W = np.ascontiguousarray(solve_upper(L, solve_upper(L, D * (eye - Binv)).T) / s2)
     GT = np.ascontiguousarray(G.T / s2)
     dnoise = (-0.5 * N * D / s2 + 0.5 * YY / s2 ** 2 + 0.5 * D * resid / s2
               + 0.5 * D * (M - float(np.trace(Binv))) / s2 - 0.5 * cc / s2
@@ -408,12 +404,14 @@ def kernel_global_step(N, D, prior, stats, *, max_tries=0):
 
 
 def kernel_chunk_grads(kernel, Z, prior, step, X, Y, cache=None):
-    """Backward map of one chunk: partial ``(dZ, dθ)`` (pure; recomputes ``A`` if needed).
+    """Backward map of one chunk: partial ``(dZ, dθ)`` (pure; recomputes ``K_fu`` if needed).
 
-    ``dK_fu = (D Aᵀ(I − B⁻¹) + (Y − Aᵀv) vᵀ/σ²) L⁻¹/σ`` for the chunk's rows.
+    ``dK_fu = (D Aᵀ(I − B⁻¹) + (Y − Aᵀv) vᵀ/σ²) L⁻¹/σ`` for the chunk's rows, written as
+    ``K_fu W + (Y − K_fu G) Gᵀ/σ²`` with ``W = D L⁻ᵀ(I − B⁻¹)L⁻¹/σ²`` and ``G = L⁻ᵀv/σ``, so
+    the map needs no triangular solve.
     """
-    A, kcache = cache if cache is not None else _whitened(kernel, Z, prior, X)
-    dKfu = A.T @ step.W + (Y - A.T @ step.v) @ step.GT
+    Kfu, kcache = cache if cache is not None else kernel.K_cached(X, Z)
+    dKfu = Kfu @ step.W + (Y - Kfu @ step.G) @ step.GT
     kv = kernel.vjp_cached(np.ascontiguousarray(dKfu), kcache, overwrite_dK=True)
     kd = kernel.vjp_diag(np.full(X.shape[0], step.ddiag), X)
     return kv.Z, kv.theta + kd.theta
