@@ -15,6 +15,10 @@ Two measurements, each runnable alone (``--part``):
     One ``DeepGP`` ELBO + gradient (what an Adam step evaluates: 2 layers, D = 8, M =
     ``--gplvm-inducing``, Monte Carlo) per minibatch size of ``--deepgp-batches`` at every
     thread count of ``--threads``, interleaved repeats after a warm-up round.
+``ldgd``
+    One LDGD training-objective gradient (D = 12, K = 3, Q = 7, M = ``--ldgd-inducing`` on
+    both paths, unscented points) per batch size of ``--ldgd-batches`` out of ``--n-rows``
+    rows, at every thread count of ``--threads``.
 ``dask``
     One bound + gradient evaluation of ``SparseGPRegressor`` (M = ``--sgpr-inducing``), one
     global evaluation of the ``UnscentedGPLVM`` bound (q(x_n) held on the workers) and one
@@ -187,6 +191,56 @@ def run_deepgp(args):
     return {"threads": thread_counts, "repeats": args.repeats, "results": out}
 
 
+# ---------------------------------------------------------------------------------- LDGD
+
+def run_ldgd(args):
+    import numpy as np
+
+    from sklearn_lvgp._ldgd_parts import preset_factors
+    from sklearn_lvgp._ldgd_parts._problem import TrainingProblem
+    from sklearn_lvgp._parallel import threads
+    from sklearn_lvgp._psi import unscented_rule
+    from sklearn_lvgp.kernels import RBF
+
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    N, D, K, Q, M = args.n_rows, 12, 3, 7, args.ldgd_inducing
+    r = np.random.default_rng(0)
+    Yr = r.standard_normal((N, D))
+    Yc = np.eye(K)[np.arange(N) % K]
+    kr = RBF(length_scale=np.ones(Q)).initialize(Q, np.random.RandomState(0))
+    kc = RBF(length_scale=np.ones(Q)).initialize(Q, np.random.RandomState(1))
+    prob = TrainingProblem(Yr, Yc, kr, kc, M, M, Q, (1.0, 1.0) + preset_factors("paper", D, K))
+    x = prob.pack({"theta_r": kr.theta, "theta_c": kc.theta, "Z_r": r.standard_normal((M, Q)),
+                   "Z_c": r.standard_normal((M, Q)), "qmu_r": r.standard_normal((M, D)),
+                   "qmu_c": r.standard_normal((M, K)),
+                   "qsqrt_r": np.tile(np.eye(M), (D, 1, 1)), "qsqrt_c": np.tile(np.eye(M),
+                                                                                 (K, 1, 1)),
+                   "noise": np.ones(D), "mu": r.standard_normal((N, Q)),
+                   "sigma": np.full((N, Q), 0.3)})
+    rule = unscented_rule(Q)
+    out = {}
+    for batch in [int(b) for b in args.ldgd_batches.split(",")]:
+        idx = np.sort(r.choice(N, batch, replace=False))
+        times = {n: [] for n in thread_counts}
+        for rep in range(args.repeats + 1):
+            order = thread_counts if rep % 2 == 0 else thread_counts[::-1]
+            for n in order:
+                with threads(n):
+                    t0 = time.perf_counter()
+                    prob.value_and_grad(x, idx, rule.nodes, rule.weights)
+                    if rep:  # the first round is the warm-up
+                        times[n].append(time.perf_counter() - t0)
+        base = np.asarray(times[thread_counts[0]])
+        out[str(batch)] = {str(n): {"median_s": float(np.median(t)),
+                                    "speedup_median": float(np.median(base / np.asarray(t)))}
+                           for n, t in times.items()}
+        print(f"LDGD batch {batch}: " + "  ".join(
+            f"{n}: {v['median_s'] * 1e3:.1f} ms ({v['speedup_median']:.2f}x)"
+            for n, v in out[str(batch)].items()), flush=True)
+    return {"threads": thread_counts, "repeats": args.repeats, "n_rows": N, "inducing": M,
+            "results": out}
+
+
 # ----------------------------------------------------------------------------------- rss
 
 _RSS_CHILD = r"""
@@ -329,7 +383,8 @@ def _print_table(header, rows):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--part", choices=("threads", "rss", "dask", "deepgp"), required=True)
+    parser.add_argument("--part", choices=("threads", "rss", "dask", "deepgp", "ldgd"),
+                        required=True)
     parser.add_argument("--source", default=None, help="checkout to time (default: this one)")
     parser.add_argument("--label", default="current")
     parser.add_argument("--n-rows", type=int, default=50_000)
@@ -347,13 +402,15 @@ def main(argv=None):
                         help="inner L-BFGS-B iterations of the alternating optimiser (0: "
                              "the library's)")
     parser.add_argument("--deepgp-batches", default="10000,1000")
+    parser.add_argument("--ldgd-batches", default="10000,100")
+    parser.add_argument("--ldgd-inducing", type=int, default=25)
     parser.add_argument("--dask-workers", default="1,2")
     parser.add_argument("--dask-partitions", type=int, default=8)
     parser.add_argument("--out", default=str(HERE / "results"))
     args = parser.parse_args(argv)
     _import_path(args.source)
     payload = {"threads": run_threads, "rss": run_rss, "dask": run_dask,
-               "deepgp": run_deepgp}[args.part](args)
+               "deepgp": run_deepgp, "ldgd": run_ldgd}[args.part](args)
     payload["command"] = "python benchmarks/bench_scaling.py " + " ".join(sys.argv[1:])
     payload["cpu_count"] = os.cpu_count()
     out = Path(args.out)

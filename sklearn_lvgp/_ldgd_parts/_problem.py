@@ -8,10 +8,11 @@ global parameters fixed.
 
 import numpy as np
 
+from .._engine._ldgd import ldgd_value_and_vjp
 from .._params import ParamPacker
 from .._svgp import tril_pack, tril_unpack
 from ._encoder import encoder_forward, encoder_vjp
-from ._objective import Globals, latent_kl, latent_kl_vjp, ldgd_forward, ldgd_vjp
+from ._objective import Globals, latent_kl, latent_kl_vjp
 
 __all__ = ["NOISE_FLOOR", "TrainingProblem", "InferenceProblem"]
 
@@ -55,6 +56,7 @@ class TrainingProblem:
         self.factors = tuple(float(f) for f in factors)
         self.encoder_shapes = encoder_shapes
         self.jitter = float(jitter)
+        self.chunk_rows = None  # rows per engine chunk; None: from the problem size
         self.n_gh_points = int(n_gh_points)
         if encoder_shapes is None:
             blocks = [("mu", (N, Q)), ("sigma", (N, Q), "softplus")]
@@ -136,11 +138,10 @@ class TrainingProblem:
             mu_b, sigma_b = p["mu"][idx], p["sigma"][idx]
         else:
             mu_b, sigma_b, enc_cache = encoder_forward(self.encoder_weights(p), self.Yr[idx])
-        value, cache = ldgd_forward(glob, self.Yr[idx], self.Yc[idx], mu_b, sigma_b, nodes,
-                                    weights, scale=scale, factors=(w_r, w_c, gamma),
-                                    kl_factors=(beta_r, beta_c), jitter=self.jitter,
-                                    n_gh_points=self.n_gh_points)
-        g = ldgd_vjp(cache)
+        value, g = ldgd_value_and_vjp(glob, self.Yr[idx], self.Yc[idx], mu_b, sigma_b, nodes,
+                                      weights, scale=scale, factors=(w_r, w_c, gamma),
+                                      kl_factors=(beta_r, beta_c), jitter=self.jitter,
+                                      n_gh_points=self.n_gh_points, chunk_rows=self.chunk_rows)
         grads = {"theta_r": g.theta_r, "Z_r": g.Z_r, "qmu_r": g.qmu_r,
                  "qsqrt_r": tril_pack(g.qsqrt_r), "noise": g.noise, "theta_c": g.theta_c,
                  "Z_c": g.Z_c, "qmu_c": g.qmu_c, "qsqrt_c": tril_pack(g.qsqrt_c)}
@@ -193,6 +194,7 @@ class InferenceProblem:
         self.Yr, self.glob = Yr, glob
         n, Q = Yr.shape[0], glob.Z_r.shape[1]
         self.w_r, self.beta_x, self.jitter = float(w_r), float(beta_x), float(jitter)
+        self.chunk_rows = None  # rows per engine chunk; None: from the problem size
         self.D = Yr.shape[1]
         self.packer = ParamPacker([("mu", (n, Q)), ("sigma", (n, Q), "softplus")])
 
@@ -200,9 +202,9 @@ class InferenceProblem:
         """Minimised ``−L*/D`` and its gradient (nodes shared by every row)."""
         p = self.packer.unpack(flat)
         mu, sigma = p["mu"], p["sigma"]
-        value, cache = ldgd_forward(self.glob, self.Yr, None, mu, sigma, nodes, weights,
-                                    factors=(self.w_r, 0.0, 0.0), jitter=self.jitter)
-        g = ldgd_vjp(cache)
+        value, g = ldgd_value_and_vjp(self.glob, self.Yr, None, mu, sigma, nodes, weights,
+                                      factors=(self.w_r, 0.0, 0.0), jitter=self.jitter,
+                                      chunk_rows=self.chunk_rows)
         value -= self.beta_x * latent_kl(mu, sigma)
         kmu, ksig = latent_kl_vjp(mu, sigma)
         grads = {"mu": g.mu - self.beta_x * kmu, "sigma": g.sigma - self.beta_x * ksig}
