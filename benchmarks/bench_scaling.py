@@ -19,6 +19,9 @@ Two measurements, each runnable alone (``--part``):
     One LDGD training-objective gradient (D = 12, K = 3, Q = 7, M = ``--ldgd-inducing`` on
     both paths, unscented points) per batch size of ``--ldgd-batches`` out of ``--n-rows``
     rows, at every thread count of ``--threads``.
+``gpcde``
+    One ``GPCDE`` bound + gradient with the default model on scikit-learn's diabetes data (442
+    rows, the full batch an Adam step of the default ``batch_size`` sees).
 ``dask``
     One bound + gradient evaluation of ``SparseGPRegressor`` (M = ``--sgpr-inducing``), one
     global evaluation of the ``UnscentedGPLVM`` bound (q(x_n) held on the workers) and one
@@ -241,6 +244,42 @@ def run_ldgd(args):
             "results": out}
 
 
+# --------------------------------------------------------------------------------- GPCDE
+
+def run_gpcde(args):
+    import warnings
+
+    import numpy as np
+    from sklearn.datasets import load_diabetes
+
+    from sklearn_lvgp import GPCDE
+    from sklearn_lvgp._parallel import threads
+
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    X, y = load_diabetes(return_X_y=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = GPCDE(max_iter=2, random_state=0).fit(X, y)
+    Xs = (X - m.X_mean_) / m.X_scale_
+    Ys = (y[:, None] - m.y_mean_) / m.y_scale_
+    rows = np.arange(X.shape[0])
+    times = {n: [] for n in thread_counts}
+    for rep in range(args.repeats + 1):
+        for n in (thread_counts if rep % 2 == 0 else thread_counts[::-1]):
+            with threads(n):
+                t0 = time.perf_counter()
+                m._model.elbo(m._x, Xs, Ys, rows, 1.0, np.random.RandomState(0))
+                if rep:  # the first round is the warm-up
+                    times[n].append(time.perf_counter() - t0)
+    base = np.asarray(times[thread_counts[0]])
+    out = {str(n): {"median_s": float(np.median(t)),
+                    "speedup_median": float(np.median(base / np.asarray(t)))}
+           for n, t in times.items()}
+    print("GPCDE (defaults, diabetes, full batch): " + "  ".join(
+        f"{n}: {v['median_s'] * 1e3:.1f} ms ({v['speedup_median']:.2f}x)" for n, v in out.items()))
+    return {"threads": thread_counts, "repeats": args.repeats, "results": out}
+
+
 # ----------------------------------------------------------------------------------- rss
 
 _RSS_CHILD = r"""
@@ -383,7 +422,7 @@ def _print_table(header, rows):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--part", choices=("threads", "rss", "dask", "deepgp", "ldgd"),
+    parser.add_argument("--part", choices=("threads", "rss", "dask", "deepgp", "ldgd", "gpcde"),
                         required=True)
     parser.add_argument("--source", default=None, help="checkout to time (default: this one)")
     parser.add_argument("--label", default="current")
@@ -410,7 +449,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     _import_path(args.source)
     payload = {"threads": run_threads, "rss": run_rss, "dask": run_dask,
-               "deepgp": run_deepgp, "ldgd": run_ldgd}[args.part](args)
+               "deepgp": run_deepgp, "ldgd": run_ldgd, "gpcde": run_gpcde}[args.part](args)
     payload["command"] = "python benchmarks/bench_scaling.py " + " ".join(sys.argv[1:])
     payload["cpu_count"] = os.cpu_count()
     out = Path(args.out)

@@ -11,6 +11,8 @@ processed in row chunks; each chunk's backward runs right after its forward, so 
 import numpy as np
 from scipy.special import expit
 
+from .._engine._dsvi import FLOPS_PER_WORK
+from .._engine._executor import ChunkExecutor, plan_chunks
 from .._params import ParamPacker, softplus
 from .._svgp import (
     kl_divergence,
@@ -187,14 +189,21 @@ class CDEModel:
                  beta=beta, ecache=ecache)
         return s
 
+    def _chunk_ranges(self, n, J):
+        """Row chunks: enough work each to be worth a thread, at most ``CHUNK_POINTS`` points."""
+        M = self.M
+        work = J * M * (M * (1 + self.Dy) + self.Dh + self.Dw) / FLOPS_PER_WORK
+        return plan_chunks(n, work, max_rows=max(1, CHUNK_POINTS // J))
+
+    def _points(self, s, sl, nc):
+        """Evaluation points ``t = [h_n, w]`` of rows ``sl`` (``nc`` rows × ``J`` nodes)."""
+        return np.concatenate([np.repeat(s["h"][sl], s["J"], axis=0),
+                               s["W"][sl].reshape(nc * s["J"], self.Dw)], axis=1)
+
     def _chunks(self, s):
-        rows = max(1, CHUNK_POINTS // s["J"])
-        for start in range(0, s["n"], rows):
-            sl = slice(start, min(start + rows, s["n"]))
-            nc = sl.stop - sl.start
-            H = np.concatenate([np.repeat(s["h"][sl], s["J"], axis=0),
-                                s["W"][sl].reshape(nc * s["J"], self.Dw)], axis=1)
-            yield sl, nc, H
+        for a, b in self._chunk_ranges(s["n"], s["J"]):
+            sl = slice(a, b)
+            yield sl, b - a, self._points(s, sl, b - a)
 
     # ------------------------------------------------------------------------------ bound
     def elbo(self, x, Xb, Yb, idx, scale, random_state=None, eps_w=None, eps_A=None):
@@ -228,40 +237,33 @@ class CDEModel:
         prior = prior_factor(kernel, Z, self.jitter)
         s = self._setup(p, Xb, Yb, idx, random_state, eps_w, eps_A)
         n, J, Dh = s["n"], s["J"], self.Dh
-        dq_mu = np.zeros_like(q_mu)
-        dq_sqrt = np.zeros_like(q_sqrt)
-        dZ = np.zeros_like(Z)
-        dtheta = np.zeros(kernel.n_theta)
-        dLu = np.zeros_like(prior.Lu)
-        dP = np.zeros((self.L, self.Dy)) if self.mixing else None
-        dnoise = 0.0
         dh = np.zeros((n, Dh))
         dW = np.zeros((n, J, self.Dw))
-        total = 0.0
-        for sl, nc, H in self._chunks(s):
+
+        def chunk(i, a, b):  # one chunk's forward and backward (rows a:b), local grads in place
+            nc = b - a
+            H = self._points(s, slice(a, b), nc)
             mu, var, mc = marginals(kernel, Z, q_mu, q_sqrt, H, prior.Lu, None, self.whiten)
-            vals, cc = conditional_ell(np.repeat(Yb[sl], J, axis=0), mu, var, P, s2)
+            vals, cc = conditional_ell(np.repeat(Yb[a:b], J, axis=0), mu, var, P, s2)
             vals = vals.reshape(nc, J)
             if self.mode == "quadrature":
                 bnd, resp = quadrature_bound(self.logw, vals)
-                total += scale * float(np.sum(bnd))
+                value = scale * float(np.sum(bnd))
                 dvals = scale * resp
             else:
-                total += scale * float(np.sum(vals @ s["beta"]))
+                value = scale * float(np.sum(vals @ s["beta"]))
                 dvals = np.broadcast_to(scale * s["beta"][None, :], (nc, J))
             cv = conditional_ell_vjp(dvals.ravel(), cc)
             mv = marginals_vjp(cv.mu, cv.var, mc)
-            dq_mu += mv.q_mu
-            dq_sqrt += mv.q_sqrt
-            dZ += mv.Z
-            dtheta += mv.theta
-            dLu += mv.Lu
-            dnoise += cv.noise_variance
-            if self.mixing:
-                dP += cv.P
             dH = mv.H.reshape(nc, J, -1)
-            dh[sl] = dH[:, :, :Dh].sum(axis=1)
-            dW[sl] = dH[:, :, Dh:]
+            dh[a:b] = dH[:, :, :Dh].sum(axis=1)
+            dW[a:b] = dH[:, :, Dh:]
+            return (value, mv.q_mu, mv.q_sqrt, mv.Z, mv.theta, mv.Lu, cv.noise_variance,
+                    cv.P if self.mixing else None)
+
+        # the chunk partition depends on the batch only; partials are added in chunk order
+        total, dq_mu, dq_sqrt, dZ, dtheta, dLu, dnoise, dP = ChunkExecutor().map_reduce(
+            chunk, self._chunk_ranges(n, J))
         grads = {}
         if self.mode == "gaussian":
             a, b, rho = s["a"], s["b"], s["rho"]
