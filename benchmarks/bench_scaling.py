@@ -153,6 +153,33 @@ def run_threads(args):
     return {"n_rows": N, "threads": thread_counts, "repeats": args.repeats, "results": out}
 
 
+# ------------------------------------------------------- one evaluation against threads
+
+def _thread_curve(fn, thread_counts, repeats, label):
+    """Median time of ``fn()`` per thread count (interleaved, after a warm-up round) and the
+    median per-repeat speed-up over the first count; prints one line."""
+    import numpy as np
+
+    from sklearn_lvgp._parallel import threads
+
+    times = {n: [] for n in thread_counts}
+    for rep in range(repeats + 1):
+        for n in (thread_counts if rep % 2 == 0 else thread_counts[::-1]):
+            with threads(n):
+                t0 = time.perf_counter()
+                fn()
+                if rep:  # the first round is the warm-up
+                    times[n].append(time.perf_counter() - t0)
+    base = np.asarray(times[thread_counts[0]])
+    out = {str(n): {"median_s": float(np.median(t)),
+                    "speedup_median": float(np.median(base / np.asarray(t)))}
+           for n, t in times.items()}
+    print(f"{label}: " + "  ".join(f"{n}: {v['median_s'] * 1e3:.1f} ms "
+                                   f"({v['speedup_median']:.2f}x)" for n, v in out.items()),
+          flush=True)
+    return out
+
+
 # ------------------------------------------------------------------------------- deep GP
 
 def run_deepgp(args):
@@ -161,7 +188,6 @@ def run_deepgp(args):
     import numpy as np
 
     from sklearn_lvgp import DeepGP
-    from sklearn_lvgp._parallel import threads
 
     thread_counts = [int(t) for t in args.threads.split(",")]
     out = {}
@@ -175,22 +201,10 @@ def run_deepgp(args):
                        random_state=0).fit(X[:2000], y[:2000])
         Xs = (X - m.X_mean_) / m.X_scale_
         Ys = (y[:, None] - m.y_mean_) / m.y_scale_
-        times = {n: [] for n in thread_counts}
-        for r in range(args.repeats + 1):
-            order = thread_counts if r % 2 == 0 else thread_counts[::-1]
-            for n in order:
-                with threads(n):
-                    t0 = time.perf_counter()
-                    m._model.elbo(m._x, Xs, Ys, 1.0, 1, np.random.RandomState(0))
-                    if r:  # the first round is the warm-up
-                        times[n].append(time.perf_counter() - t0)
-        base = np.asarray(times[thread_counts[0]])
-        out[str(batch)] = {str(n): {"median_s": float(np.median(t)),
-                                    "speedup_median": float(np.median(base / np.asarray(t)))}
-                           for n, t in times.items()}
-        print(f"DeepGP batch {batch}: " + "  ".join(
-            f"{n}: {v['median_s'] * 1e3:.1f} ms ({v['speedup_median']:.2f}x)"
-            for n, v in out[str(batch)].items()), flush=True)
+        out[str(batch)] = _thread_curve(
+            lambda m=m, Xs=Xs, Ys=Ys: m._model.elbo(m._x, Xs, Ys, 1.0, 1,
+                                                    np.random.RandomState(0)),
+            thread_counts, args.repeats, f"DeepGP batch {batch}")
     return {"threads": thread_counts, "repeats": args.repeats, "results": out}
 
 
@@ -201,7 +215,6 @@ def run_ldgd(args):
 
     from sklearn_lvgp._ldgd_parts import preset_factors
     from sklearn_lvgp._ldgd_parts._problem import TrainingProblem
-    from sklearn_lvgp._parallel import threads
     from sklearn_lvgp._psi import unscented_rule
     from sklearn_lvgp.kernels import RBF
 
@@ -224,22 +237,9 @@ def run_ldgd(args):
     out = {}
     for batch in [int(b) for b in args.ldgd_batches.split(",")]:
         idx = np.sort(r.choice(N, batch, replace=False))
-        times = {n: [] for n in thread_counts}
-        for rep in range(args.repeats + 1):
-            order = thread_counts if rep % 2 == 0 else thread_counts[::-1]
-            for n in order:
-                with threads(n):
-                    t0 = time.perf_counter()
-                    prob.value_and_grad(x, idx, rule.nodes, rule.weights)
-                    if rep:  # the first round is the warm-up
-                        times[n].append(time.perf_counter() - t0)
-        base = np.asarray(times[thread_counts[0]])
-        out[str(batch)] = {str(n): {"median_s": float(np.median(t)),
-                                    "speedup_median": float(np.median(base / np.asarray(t)))}
-                           for n, t in times.items()}
-        print(f"LDGD batch {batch}: " + "  ".join(
-            f"{n}: {v['median_s'] * 1e3:.1f} ms ({v['speedup_median']:.2f}x)"
-            for n, v in out[str(batch)].items()), flush=True)
+        out[str(batch)] = _thread_curve(
+            lambda idx=idx: prob.value_and_grad(x, idx, rule.nodes, rule.weights),
+            thread_counts, args.repeats, f"LDGD batch {batch}")
     return {"threads": thread_counts, "repeats": args.repeats, "n_rows": N, "inducing": M,
             "results": out}
 
@@ -253,7 +253,6 @@ def run_gpcde(args):
     from sklearn.datasets import load_diabetes
 
     from sklearn_lvgp import GPCDE
-    from sklearn_lvgp._parallel import threads
 
     thread_counts = [int(t) for t in args.threads.split(",")]
     X, y = load_diabetes(return_X_y=True)
@@ -263,20 +262,9 @@ def run_gpcde(args):
     Xs = (X - m.X_mean_) / m.X_scale_
     Ys = (y[:, None] - m.y_mean_) / m.y_scale_
     rows = np.arange(X.shape[0])
-    times = {n: [] for n in thread_counts}
-    for rep in range(args.repeats + 1):
-        for n in (thread_counts if rep % 2 == 0 else thread_counts[::-1]):
-            with threads(n):
-                t0 = time.perf_counter()
-                m._model.elbo(m._x, Xs, Ys, rows, 1.0, np.random.RandomState(0))
-                if rep:  # the first round is the warm-up
-                    times[n].append(time.perf_counter() - t0)
-    base = np.asarray(times[thread_counts[0]])
-    out = {str(n): {"median_s": float(np.median(t)),
-                    "speedup_median": float(np.median(base / np.asarray(t)))}
-           for n, t in times.items()}
-    print("GPCDE (defaults, diabetes, full batch): " + "  ".join(
-        f"{n}: {v['median_s'] * 1e3:.1f} ms ({v['speedup_median']:.2f}x)" for n, v in out.items()))
+    out = _thread_curve(
+        lambda: m._model.elbo(m._x, Xs, Ys, rows, 1.0, np.random.RandomState(0)),
+        thread_counts, args.repeats, "GPCDE (defaults, diabetes, full batch)")
     return {"threads": thread_counts, "repeats": args.repeats, "results": out}
 
 
