@@ -15,12 +15,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._deep_gp_dask import fit_deep_gp_dask
 from ._engine._dask import is_dask_collection, map_row_blocks
-from ._engine._dsvi import dsvi_elbo
+from ._engine._dsvi import dsvi_elbo, moment_match, sigma_points
 from ._init import kmeans_inducing
 from ._optimize import minimize_lbfgsb
 from ._parallel import threads
 from ._params import ParamPacker, softplus_inverse
-from ._psi import unscented_rule
 from ._scaling import column_moments
 from ._stochastic import AdamState, run_adam
 from ._svgp import (
@@ -214,21 +213,13 @@ class _DSVI:
         tape.append((cache, None, None))
         weights = np.ones(n)
         for ell in range(1, L):
-            rule = unscented_rule(mu.shape[1])
-            K = rule.n_points
-            sd = np.sqrt(var + _DELTA)
-            H = (mu[:, None, :] + sd[:, None, :] * rule.nodes[None]).reshape(n * K, -1)
+            H, rule, sd = sigma_points(mu, var, _DELTA)
             mu_k, var_k, kl, cache = layer_forward(layers[ell], H, self.jitter, with_kl,
                                                    ws[ell])
             kl_total += kl
             mm = None
             if ell < L - 1:
-                mk = mu_k.reshape(n, K, -1)
-                w = rule.weights[None, :, None]
-                mu = np.sum(w * mk, axis=1)
-                dev = mk - mu[:, None, :]
-                var = np.sum(w * (var_k.reshape(n, K, -1) + dev * dev), axis=1)
-                mm = (w, dev)
+                mu, var, mm = moment_match(mu_k, var_k, rule, n)
             else:
                 mu, var = mu_k, var_k
                 weights = np.tile(rule.weights, n)

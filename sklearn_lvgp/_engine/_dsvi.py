@@ -36,7 +36,7 @@ from .._workspace import Workspace
 from ._executor import ChunkExecutor, plan_chunks
 
 __all__ = ["FLOPS_PER_WORK", "chunk_pass", "dsvi_draws", "dsvi_elbo", "dsvi_finish",
-           "dsvi_globals", "dsvi_rows"]
+           "dsvi_globals", "dsvi_rows", "moment_match", "sigma_points"]
 
 #: Matrix-product flops counted as one unit of :func:`~._executor.plan_chunks` work. A chunk's
 #: pass costs about 800 Python-level calls (the per-output loops of the marginals and their
@@ -57,6 +57,27 @@ def _thread_workspaces(n_layers):
     if _THREAD_WS.layers is None or len(_THREAD_WS.layers) < n_layers:
         _THREAD_WS.layers = [Workspace() for _ in range(n_layers)]
     return _THREAD_WS.layers
+
+
+def sigma_points(mu, var, delta):
+    """Unscented points of the Gaussian marginals ``N(mu, var + delta)`` of ``n`` rows, stacked
+    row-major as ``(n·2D, D)``; with the rule and the standard deviations (for the backward)."""
+    rule = unscented_rule(mu.shape[1])
+    sd = np.sqrt(var + delta)
+    H = (mu[:, None, :] + sd[:, None, :] * rule.nodes[None]).reshape(-1, mu.shape[1])
+    return H, rule, sd
+
+
+def moment_match(mu_k, var_k, rule, n):
+    """Mean and variance of the mixture of the ``n·K`` point marginals, per row, and the
+    factors ``(w, dev)`` its backward pass needs (Salimbeni & Deisenroth 2017, §3.3)."""
+    K = rule.n_points
+    mk = mu_k.reshape(n, K, -1)
+    w = rule.weights[None, :, None]
+    mu = np.sum(w * mk, axis=1)
+    dev = mk - mu[:, None, :]
+    var = np.sum(w * (var_k.reshape(n, K, -1) + dev * dev), axis=1)
+    return mu, var, (w, dev)
 
 
 def _work_per_row(model, n_points):
@@ -97,22 +118,14 @@ def chunk_pass(model, layers, priors, noise, X, Y, scale, S, eps, workspaces):
         tape.append((mcache, None, None))
         weights = np.ones(m)
         for ell in range(1, L):
-            rule = unscented_rule(mu.shape[1])
-            K = rule.n_points
-            sd = np.sqrt(var + model.delta)
-            H = (mu[:, None, :] + sd[:, None, :] * rule.nodes[None]).reshape(m * K, -1)
+            H, rule, sd = sigma_points(mu, var, model.delta)
             layer = layers[ell]
             mu_k, var_k, mcache = marginals(layer.kernel, layer.Z, layer.q_mu, layer.q_sqrt, H,
                                             priors[ell].Lu, layer.mean_function, layer.whiten,
                                             workspaces[ell])
             mm = None
             if ell < L - 1:
-                mk = mu_k.reshape(m, K, -1)
-                w = rule.weights[None, :, None]
-                mu = np.sum(w * mk, axis=1)
-                dev = mk - mu[:, None, :]
-                var = np.sum(w * (var_k.reshape(m, K, -1) + dev * dev), axis=1)
-                mm = (w, dev)
+                mu, var, mm = moment_match(mu_k, var_k, rule, m)
             else:
                 mu, var = mu_k, var_k
                 weights = np.tile(rule.weights, m)
