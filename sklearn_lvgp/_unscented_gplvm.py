@@ -8,17 +8,19 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._engine import CollapsedPsiBound
-from ._engine._alternating import InMemoryLocals
+from ._engine._alternating import InMemoryLocals, heldout_objective, local_step
+from ._engine._collapsed import psi_row_cost, rule_rows
 from ._engine._dask import is_dask_collection, map_row_blocks
+from ._engine._executor import ChunkExecutor, plan_chunks
 from ._gplvm_dask import fit_gplvm_dask
 from ._gplvm_setup import initial_model, run_alternating
 from ._init import pca_latents
 from ._objectives._collapsed import heldout_bound, predictive_moments
-from ._objectives._kl import gaussian_kl, gaussian_kl_vjp, standard_normal_kl_and_vjp
+from ._objectives._kl import gaussian_kl, standard_normal_kl_and_vjp
 from ._optimize import minimize_adam, minimize_lbfgsb
 from ._parallel import threads
 from ._params import ParamPacker
-from ._psi import EXPECTATIONS, PointRule, monte_carlo_rule, psi_statistics, psi_vjp
+from ._psi import EXPECTATIONS, PointRule, monte_carlo_rule, psi_statistics
 from ._scaling import column_scales
 from ._validation import (
     check_bool,
@@ -28,11 +30,25 @@ from ._validation import (
     check_n_inducing,
     check_option,
 )
-from ._workspace import Workspace
 from .base import _BaseLVGP
 from .kernels import Kernel
 
 __all__ = ["UnscentedGPLVM"]
+
+#: Largest block of the new-rows × reference-rows distance matrix of ``transform`` (32 MiB).
+_DISTANCE_BLOCK = 2 ** 22
+
+
+def _nearest_rows(Y, refs):
+    """Index of the nearest row of ``refs`` for each row of ``Y``, in blocks of ``Y``'s rows."""
+    rows = max(1, _DISTANCE_BLOCK // max(1, refs.shape[0]))
+    ref_sq = np.sum(refs ** 2, axis=1)[None, :]
+    nearest = np.empty(Y.shape[0], dtype=np.intp)
+    for a in range(0, Y.shape[0], rows):
+        block = Y[a:a + rows]
+        d2 = np.sum(block ** 2, axis=1)[:, None] - 2.0 * block @ refs.T + ref_sq
+        nearest[a:a + rows] = np.argmin(d2, axis=1)
+    return nearest
 
 _PREDICT_CHUNK = 256
 
@@ -315,34 +331,29 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             ref_mu = self.inducing_inputs_
             refs = self.inverse_transform(ref_mu) - self.mean_
             ref_S = np.full_like(ref_mu, float(self.latent_variance_init))
-        d2 = (np.sum(Ystar ** 2, axis=1)[:, None] - 2.0 * Ystar @ refs.T
-              + np.sum(refs ** 2, axis=1)[None, :])
-        nearest = np.argmin(d2, axis=1)
+        nearest = _nearest_rows(Ystar, refs)
         mu0 = ref_mu[nearest]
         S0 = ref_S[nearest]
-        packer = ParamPacker([("mu", (n, Q)), ("S", (n, Q), "log")])
         rule = self._rule_shared()
-        workspace = Workspace()  # as in fit: the same Ψ2 buffers at every evaluation
+        Z = self.inducing_inputs_
+        work, _, cap = psi_row_cost(rule, Z.shape[0], Q)
+        mu, S = np.empty((n, Q)), np.empty((n, Q))
+        name = f"{type(self).__name__}.transform"
 
-        def objective(flat):
-            p = packer.unpack(flat)
-            value, adj, cache = self._heldout(Ystar, p["mu"], p["S"], rule, workspace)
-            pv = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, cache)
-            dkl_mu, dkl_S = gaussian_kl_vjp(p["mu"], p["S"])
-            grads = {"mu": pv.mu - dkl_mu, "S": pv.S - dkl_S}
-            return -value, -packer.pack_grad(grads, p)
+        def chunk(i, a, b):  # the rows of a chunk are one L-BFGS-B problem (model fixed)
+            mu[a:b], S[a:b] = local_step(
+                self.kernel_, Z, rule_rows(rule, a, b), self._post, mu0[a:b], S0[a:b],
+                Ystar[a:b], max_iter=self.transform_max_iter, tol=self.tol,
+                verbose=self.verbose, name=name, warn_unconverged=True)
+            return 0.0
 
-        res = minimize_lbfgsb(objective, packer.pack({"mu": mu0, "S": S0}),
-                              max_iter=self.transform_max_iter, tol=self.tol,
-                              verbose=self.verbose, name=f"{type(self).__name__}.transform")
-        p = packer.unpack(res.x)
-        return p["mu"], p["S"]
+        ChunkExecutor().map_reduce(chunk, plan_chunks(n, work, max_rows=cap))
+        return mu, S
 
-    def _heldout(self, Ystar, mu, S, rule, workspace=None):
-        stats, cache = psi_statistics(self.kernel_, self.inducing_inputs_, mu, S, rule,
-                                      workspace=workspace)
-        value, adj = heldout_bound(Ystar, stats.psi0, stats.Psi1, stats.Psi2, self._post)
-        return value - gaussian_kl(mu, S), adj, cache
+    def _heldout(self, Ystar, mu, S, rule):
+        """Held-out objective of rows ``Ystar`` (bound − KL), its Ψ adjoints and Ψ cache."""
+        return heldout_objective(self.kernel_, self.inducing_inputs_, rule, self._post, Ystar,
+                                 mu, S)
 
     def _latents_for(self, X):
         """Latent means/variances of validated rows: stored for training rows, inferred else."""

@@ -26,7 +26,8 @@ from .._psi import psi_statistics, psi_vjp
 from ._collapsed import rule_rows
 from ._executor import ChunkExecutor
 
-__all__ = ["AlternatingResult", "fit_alternating", "local_step"]
+__all__ = ["AlternatingResult", "InMemoryLocals", "fit_alternating", "heldout_objective",
+           "local_step"]
 
 #: L-BFGS-B iterations of a chunk's local step and of the global step in one round.
 LOCAL_ITER = 20
@@ -44,11 +45,27 @@ class AlternatingResult(NamedTuple):
     history: np.ndarray
 
 
-def local_step(kernel, Z, rule, post, mu, S, Y, *, max_iter=LOCAL_ITER):
+def heldout_objective(kernel, Z, rule, post, Y, mu, S):
+    """Σ_n ℓ_n(μ_n, S_n) − KL_n of rows ``Y`` with the model and q(u) fixed.
+
+    ``ℓ`` is the held-out bound (Titsias & Lawrence 2010, eq. 27). Returns the value, the
+    adjoints of the rows' Ψ-statistics (the KL's adjoints are the caller's, by
+    :func:`~sklearn_lvgp._objectives._kl.gaussian_kl_vjp`) and the Ψ cache.
+    """
+    stats, cache = psi_statistics(kernel, Z, mu, S, rule)
+    value, adj = heldout_bound(Y, stats.psi0, stats.Psi1, stats.Psi2, post)
+    return value - gaussian_kl(mu, S), adj, cache
+
+
+def local_step(kernel, Z, rule, post, mu, S, Y, *, max_iter=LOCAL_ITER, tol=None, verbose=0,
+               name="local step", warn_unconverged=False):
     """Improve the rows' q(x_n) of one chunk with the model and q(u) fixed.
 
     Pure (it can run on any thread or worker). Maximises ``Σ_n ℓ_n(μ_n, S_n) − KL_n`` with
     ``ℓ`` the held-out bound of :func:`~sklearn_lvgp._objectives._collapsed.heldout_bound`.
+
+    ``max_iter``, ``tol``, ``verbose``, ``name`` and ``warn_unconverged`` go to the
+    L-BFGS-B run (:func:`sklearn_lvgp._optimize.minimize_lbfgsb`).
 
     Returns
     -------
@@ -60,15 +77,15 @@ def local_step(kernel, Z, rule, post, mu, S, Y, *, max_iter=LOCAL_ITER):
 
     def objective(flat):
         p = packer.unpack(flat)
-        stats, cache = psi_statistics(kernel, Z, p["mu"], p["S"], rule)
-        value, adj = heldout_bound(Y, stats.psi0, stats.Psi1, stats.Psi2, post)
+        value, adj, cache = heldout_objective(kernel, Z, rule, post, Y, p["mu"], p["S"])
         pv = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, cache)
         dkl_mu, dkl_S = gaussian_kl_vjp(p["mu"], p["S"])
         grads = {"mu": pv.mu - dkl_mu, "S": pv.S - dkl_S}
-        return -(value - gaussian_kl(p["mu"], p["S"])), -packer.pack_grad(grads, p)
+        return -value, -packer.pack_grad(grads, p)
 
     res = minimize_lbfgsb(objective, packer.pack({"mu": mu, "S": S}), max_iter=max_iter,
-                          name="local step", warn_unconverged=False)
+                          tol=tol, verbose=verbose, name=name,
+                          warn_unconverged=warn_unconverged)
     p = packer.unpack(res.x)
     return p["mu"], p["S"]
 

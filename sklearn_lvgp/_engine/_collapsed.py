@@ -53,7 +53,7 @@ def rule_rows(rule, a, b):
     return rule
 
 
-def _psi_row_cost(rule, M, Q):
+def psi_row_cost(rule, M, Q):
     """Per-row work and kept entries of the Ψ-statistics under ``rule``, and the chunk cap."""
     if isinstance(rule, PointRule):
         per_row = rule.weights.shape[0] * M
@@ -122,7 +122,7 @@ class CollapsedPsiBound:
         """Chunks and keep decision for ``M`` inducing inputs and this rule's shape."""
         key = (isinstance(rule, PointRule) and rule.weights.shape[0], M, Q)
         if key not in self._plans:
-            work, kept, cap = _psi_row_cost(rule, M, Q)
+            work, kept, cap = psi_row_cost(rule, M, Q)
             N = self.Y.shape[0]
             chunks = plan_chunks(N, work, max_rows=max(1, cap), chunk_rows=self.chunk_rows)
             self._plans[key] = (chunks, N * kept <= KEEP_TOTAL)

@@ -361,3 +361,26 @@ def test_a_forked_child_runs_chunks_after_the_parent_did():
 def _child_sum(queue):
     chunks = plan_chunks(12, 1.0, chunk_rows=2)
     queue.put(ChunkExecutor(2).map_reduce(lambda i, a, b: float(i), chunks))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_transform_runs_chunks_on_threads_and_blocks_its_distances(small_chunks, monkeypatch):
+    """New rows: one L-BFGS-B problem per chunk, the same for every n_jobs; the nearest-row
+    start is found in blocks of rows (memory bounded in the number of new rows)."""
+    from sklearn_lvgp import _unscented_gplvm
+
+    r = np.random.default_rng(8)
+    Y = r.standard_normal((60, 4))
+    model = UnscentedGPLVM(n_inducing=6, max_iter=20, transform_max_iter=15,
+                           random_state=0).fit(Y)
+    new = Y[:30] + 0.1 * r.standard_normal((30, 4))
+    out = []
+    for n_jobs in (1, 2, 3):
+        out.append(model.set_params(n_jobs=n_jobs).transform(new, return_variance=True))
+    for mu, S in out[1:]:
+        np.testing.assert_array_equal(mu, out[0][0])
+        np.testing.assert_array_equal(S, out[0][1])
+    refs = model._Y
+    full = np.argmin(np.sum(new ** 2, 1)[:, None] - 2 * new @ refs.T + np.sum(refs ** 2, 1), 1)
+    monkeypatch.setattr(_unscented_gplvm, "_DISTANCE_BLOCK", 7 * refs.shape[0])
+    np.testing.assert_array_equal(_unscented_gplvm._nearest_rows(new, refs), full)
