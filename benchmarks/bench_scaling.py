@@ -22,6 +22,8 @@ Two measurements, each runnable alone (``--part``):
 ``gpcde``
     One ``GPCDE`` bound + gradient with the default model on scikit-learn's diabetes data (442
     rows, the full batch an Adam step of the default ``batch_size`` sees).
+``dvmgp``
+    One ``DVMGP`` bound + gradient (D = 8, Q = 2, m_v = 10, m_u = 30) on ``--n-rows`` rows.
 ``dask``
     One bound + gradient evaluation of ``SparseGPRegressor`` (M = ``--sgpr-inducing``), one
     global evaluation of the ``UnscentedGPLVM`` bound (q(x_n) held on the workers) and one
@@ -268,6 +270,26 @@ def run_gpcde(args):
     return {"threads": thread_counts, "repeats": args.repeats, "results": out}
 
 
+# --------------------------------------------------------------------------------- DVMGP
+
+def run_dvmgp(args):
+    import numpy as np
+
+    from sklearn_lvgp._dvmgp import _elbo_and_grads
+
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    N, D, Q, m_v, m_u = args.n_rows, 8, 2, 10, 30
+    r = np.random.default_rng(0)
+    X = r.standard_normal((N, D))
+    Y = np.sin(X[:, :1]) + 0.1 * r.standard_normal((N, 1))
+    p = {"zeta": r.standard_normal((m_u, Q)), "Xi": r.standard_normal((m_v, D)),
+         "mu": 0.3 * r.standard_normal((Q, m_v, D)), "c_diag": np.full((Q, m_v), 0.5),
+         "wtheta": np.zeros((Q, 1 + D)), "signal_std": 1.0, "noise": 0.1}
+    out = _thread_curve(lambda: _elbo_and_grads(X, Y, p, 1e-6, "diag"), thread_counts,
+                        args.repeats, f"DVMGP bound + gradient, N = {N}")
+    return {"threads": thread_counts, "repeats": args.repeats, "n_rows": N, "results": out}
+
+
 # ----------------------------------------------------------------------------------- rss
 
 _RSS_CHILD = r"""
@@ -410,8 +432,8 @@ def _print_table(header, rows):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--part", choices=("threads", "rss", "dask", "deepgp", "ldgd", "gpcde"),
-                        required=True)
+    parser.add_argument("--part", required=True,
+                        choices=("threads", "rss", "dask", "deepgp", "ldgd", "gpcde", "dvmgp"))
     parser.add_argument("--source", default=None, help="checkout to time (default: this one)")
     parser.add_argument("--label", default="current")
     parser.add_argument("--n-rows", type=int, default=50_000)
@@ -437,7 +459,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     _import_path(args.source)
     payload = {"threads": run_threads, "rss": run_rss, "dask": run_dask,
-               "deepgp": run_deepgp, "ldgd": run_ldgd, "gpcde": run_gpcde}[args.part](args)
+               "deepgp": run_deepgp, "ldgd": run_ldgd, "gpcde": run_gpcde,
+               "dvmgp": run_dvmgp}[args.part](args)
     payload["command"] = "python benchmarks/bench_scaling.py " + " ".join(sys.argv[1:])
     payload["cpu_count"] = os.cpu_count()
     out = Path(args.out)

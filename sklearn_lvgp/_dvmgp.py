@@ -11,17 +11,15 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._engine._dvmgp import dvmgp_elbo_and_grads
 from ._linalg import cholesky_jitter
-from ._objectives._collapsed import collapsed_bound, collapsed_bound_vjp, predictive_moments
+from ._objectives._collapsed import predictive_moments
 from ._objectives._dvmgp_bound import (
     latent_moments,
-    latent_moments_vjp,
     output_kernel,
     output_psi,
-    output_psi_vjp,
     projection_forward,
     projection_kernels,
-    projection_vjp,
 )
 from ._optimize import minimize_adam, minimize_lbfgsb
 from ._parallel import threads
@@ -530,27 +528,14 @@ def _elbo_and_grads(X, Y, p, jitter, qv_covariance, max_tries=0):
         Gradient of the ELBO wrt every block of ``p`` (natural space).
     post : CollapsedPosterior
     """
-    zeta, sf, s2 = p["zeta"], float(p["signal_std"]), float(p["noise"])
-    Q = zeta.shape[1]
-    a, b, kl, pcache = projection_forward(X, p["Xi"], p["mu"], _chol(p, qv_covariance),
-                                          projection_kernels(p["wtheta"]), jitter)
-    h, eta = latent_moments(a, b, X)
-    stats, ocache = output_psi(zeta, h, eta, sf)
-    kern = output_kernel(sf, Q)
-    F, post = collapsed_bound(Y, stats.psi0, stats.Psi1, stats.Psi2, kern.K(zeta), s2,
-                              jitter=jitter, max_tries=max_tries)
-    adj = collapsed_bound_vjp(post)
-    dh, deta, dzeta, dsf = output_psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, ocache)
-    kv = kern.vjp(adj.Kuu, zeta)
-    da, db = latent_moments_vjp(dh, deta, b, X)
-    g = projection_vjp(da, db, -1.0, pcache)
-    grads = {"zeta": dzeta + kv.X, "Xi": g.Xi, "mu": g.mu, "wtheta": g.theta,
-             "signal_std": dsf + 2.0 * float(kv.theta[0]) / sf, "noise": adj.noise_variance}
+    elbo, grads, post = dvmgp_elbo_and_grads(X, Y, p, _chol(p, qv_covariance), jitter,
+                                             max_tries=max_tries)
+    dchol = grads.pop("chol")
     if qv_covariance == "diag":
-        grads["c_diag"] = g.chol
+        grads["c_diag"] = dchol
     else:
-        m_v = g.chol.shape[1]
+        m_v = dchol.shape[1]
         i, j = np.tril_indices(m_v, -1)
-        grads["c_diag"] = g.chol[:, np.arange(m_v), np.arange(m_v)]
-        grads["c_off"] = g.chol[:, i, j]
-    return F - kl, grads, post
+        grads["c_diag"] = dchol[:, np.arange(m_v), np.arange(m_v)]
+        grads["c_off"] = dchol[:, i, j]
+    return elbo, grads, post
