@@ -34,6 +34,7 @@ from ..kernels import RBF
 
 __all__ = [
     "projection_kernels", "projection_forward", "projection_vjp", "ProjectionVJP",
+    "RowFactors", "row_marginals", "row_local_vjp", "row_global_vjp",
     "latent_moments", "latent_moments_vjp", "output_kernel", "output_psi", "output_psi_vjp",
     "chol_factors",
 ]
@@ -85,50 +86,68 @@ def chol_factors(chol, m_v):
 # --------------------------------------------------------------------------- one row of W
 
 class _Row(NamedTuple):
-    Lv: np.ndarray
+    factors: object
     beta: np.ndarray
     alpha: np.ndarray
-    mu: np.ndarray
-    Lsig: np.ndarray
 
 
-def _row_forward(Kv, Kvw, kdiag, mu_q, Lsig):
-    """Marginals of row q of W at the inputs (§3.1) and the row's KL term (§5.1).
+class RowFactors:
+    """chol(K_v) of one row q of the W-layer and its KL term (§5.1); :meth:`backward_factors`
+    adds ``K_v⁻¹``, ``K_v⁻¹μ`` and ``Σ_q`` for the backward pass.
 
-    ``Kv`` already contains the jitter. Returns ``a`` (n, D), ``b`` (n,), ``kl`` and a cache.
+    ``Kv`` already contains the jitter. The pieces below split a row's forward and backward
+    passes into the per-input part (:func:`row_marginals`, :func:`row_local_vjp`), which the
+    chunk engine runs chunk by chunk, and the global part (:func:`row_global_vjp`).
     """
-    m_v, D = mu_q.shape
-    Lv, _ = cholesky_jitter(Kv, 0.0, max_tries=0, name="K_v (projection GP)", warn=False)
-    beta = solve_lower(Lv, Kvw)
-    alpha = solve_upper(Lv, beta)
-    a = alpha.T @ mu_q
-    SLa = Lsig.T @ alpha
+
+    def __init__(self, Kv, mu_q, Lsig):
+        m_v, D = mu_q.shape
+        self.mu, self.Lsig = mu_q, Lsig
+        self.Lv, _ = cholesky_jitter(Kv, 0.0, max_tries=0, name="K_v (projection GP)",
+                                     warn=False)
+        # §5.1: D (log|K_v| − log|Σ_q| + tr(K_v⁻¹ Σ_q)) + Σ_d μ_qdᵀ K_v⁻¹ μ_qd − m_v D
+        iLS = solve_lower(self.Lv, Lsig)
+        iLmu = solve_lower(self.Lv, mu_q)
+        logdet_sig = 2.0 * float(np.sum(np.log(np.abs(np.diag(Lsig)))))
+        self.kl = 0.5 * (D * (logdet_from_chol(self.Lv) - logdet_sig + float(np.sum(iLS * iLS)))
+                         + float(np.sum(iLmu * iLmu)) - m_v * D)
+        self.Kinv = self.Kinv_mu = self.Sig = None
+
+    def backward_factors(self):
+        """Compute ``K_v⁻¹``, ``K_v⁻¹μ`` and ``Σ_q`` (once per backward pass); returns self."""
+        if self.Kinv is None:
+            self.Kinv = cho_solve(self.Lv, np.eye(self.Lv.shape[0]))
+            self.Kinv_mu = self.Kinv @ self.mu
+            self.Sig = self.Lsig @ self.Lsig.T
+        return self
+
+
+def row_marginals(f, Kvw, kdiag):
+    """Marginals ``a`` (n, D), ``b`` (n,) of row q of W at the inputs (§3.1), ``α``, ``β``."""
+    beta = solve_lower(f.Lv, Kvw)
+    alpha = solve_upper(f.Lv, beta)
+    a = alpha.T @ f.mu
+    SLa = f.Lsig.T @ alpha
     b = kdiag - np.sum(beta * beta, axis=0) + np.sum(SLa * SLa, axis=0)
-    # §5.1: D (log|K_v| − log|Σ_q| + tr(K_v⁻¹ Σ_q)) + Σ_d μ_qdᵀ K_v⁻¹ μ_qd − m_v D
-    iLS = solve_lower(Lv, Lsig)
-    iLmu = solve_lower(Lv, mu_q)
-    logdet_sig = 2.0 * float(np.sum(np.log(np.abs(np.diag(Lsig)))))
-    kl = 0.5 * (D * (logdet_from_chol(Lv) - logdet_sig + float(np.sum(iLS * iLS)))
-                + float(np.sum(iLmu * iLmu)) - m_v * D)
-    return a, b, kl, _Row(Lv, beta, alpha, mu_q, Lsig)
+    return a, b, alpha, beta
 
 
-def _row_vjp(da, db, dkl, row):
-    """Backward pass of :func:`_row_forward` (§6 step 4 and §5.1).
-
-    Returns the adjoints of ``Kv`` (symmetric), ``Kvw``, ``kdiag``, ``mu_q`` and ``Lsig`` (lower
-    triangle).
-    """
-    Lv, alpha, mu, Lsig = row.Lv, row.alpha, row.mu, row.Lsig
-    m_v, D = mu.shape
-    Kinv = cho_solve(Lv, np.eye(m_v))
-    Kinv_mu = Kinv @ mu
-    Sig = Lsig @ Lsig.T
-    # marginals: a = αᵀμ, b = k − diag(K_wv K_v⁻¹ K_vw) + diag(αᵀ Σ α)
+def row_local_vjp(f, alpha, da, db):
+    """Per-input part of a row's backward pass (§6 step 4): ``αᵀda`` (the μ adjoint's data
+    part), ``Ā = (α ∘ db) αᵀ`` (sums over inputs) and the adjoints of ``K_vw`` and k(x, x)."""
     dmu = alpha @ da
     Abar = (alpha * db) @ alpha.T
-    KinvSa = Kinv @ (Sig @ alpha)
-    dKvw = Kinv_mu @ da.T - 2.0 * (alpha - KinvSa) * db
+    KinvSa = f.Kinv @ (f.Sig @ alpha)
+    dKvw = f.Kinv_mu @ da.T - 2.0 * (alpha - KinvSa) * db
+    return dmu, Abar, dKvw, np.asarray(db, dtype=np.float64).copy()
+
+
+def row_global_vjp(f, dmu, Abar, dkl):
+    """Global part of a row's backward pass from the summed ``αᵀda`` and ``Ā``, with the KL's
+    adjoint ``dkl``: the adjoints of ``K_v`` (symmetric), ``μ_q`` and ``L_q`` (lower)."""
+    Kinv, Kinv_mu, Sig, Lsig = f.Kinv, f.Kinv_mu, f.Sig, f.Lsig
+    D = f.mu.shape[1]
+    # marginals: a = αᵀμ, b = k − diag(K_wv K_v⁻¹ K_vw) + diag(αᵀ Σ α)
     ASK = Abar @ Sig @ Kinv
     dKv = -Kinv_mu @ dmu.T + Abar - ASK - ASK.T
     dLsig = 2.0 * Abar @ Lsig
@@ -137,7 +156,29 @@ def _row_vjp(da, db, dkl, row):
         dKv = dKv + 0.5 * dkl * (D * Kinv - D * Kinv @ Sig @ Kinv - Kinv_mu @ Kinv_mu.T)
         dmu = dmu + dkl * Kinv_mu
         dLsig = dLsig + dkl * D * (Kinv @ Lsig - np.diag(1.0 / np.diag(Lsig)))
-    return symmetrise(dKv), dKvw, np.asarray(db, dtype=np.float64).copy(), dmu, tril(dLsig)
+    return symmetrise(dKv), dmu, tril(dLsig)
+
+
+def _row_forward(Kv, Kvw, kdiag, mu_q, Lsig):
+    """Marginals of row q of W at the inputs (§3.1) and the row's KL term (§5.1).
+
+    ``Kv`` already contains the jitter. Returns ``a`` (n, D), ``b`` (n,), ``kl`` and a cache.
+    """
+    f = RowFactors(Kv, mu_q, Lsig)
+    a, b, alpha, beta = row_marginals(f, Kvw, kdiag)
+    return a, b, f.kl, _Row(f, beta, alpha)
+
+
+def _row_vjp(da, db, dkl, row):
+    """Backward pass of :func:`_row_forward` (§6 step 4 and §5.1).
+
+    Returns the adjoints of ``Kv`` (symmetric), ``Kvw``, ``kdiag``, ``mu_q`` and ``Lsig`` (lower
+    triangle).
+    """
+    f = row.factors.backward_factors()
+    dmu, Abar, dKvw, dkdiag = row_local_vjp(f, row.alpha, da, db)
+    dKv, dmu, dLsig = row_global_vjp(f, dmu, Abar, dkl)
+    return dKv, dKvw, dkdiag, dmu, dLsig
 
 
 # --------------------------------------------------------------------------- the whole layer
