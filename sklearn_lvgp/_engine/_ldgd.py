@@ -6,8 +6,8 @@ evaluation is: each path's prior factor chol(K_uu) and KL once; one map over row
 expanding its rows' latent points, evaluating both paths' marginals and likelihoods and
 backpropagating them at once (returning the gradients of its rows' μ, σ and partial adjoints
 of q(u), Z, θ, L_u and the noise); then, once per path, the KL adjoints and the prior factor's
-backward pass. It returns what :func:`sklearn_lvgp._ldgd_parts._objective.ldgd_forward`
-followed by ``ldgd_vjp`` returns, with the same arithmetic per row.
+backward pass. This is the one implementation of the composed LDGD objective
+(:func:`ldgd_forward`).
 """
 
 import numpy as np
@@ -32,7 +32,7 @@ from .._svgp import (
 from ._dsvi import FLOPS_PER_WORK
 from ._executor import ChunkExecutor, plan_chunks
 
-__all__ = ["ldgd_value_and_vjp"]
+__all__ = ["ldgd_forward", "ldgd_value_and_vjp", "ldgd_vjp"]
 
 
 def _path_pass(kernel, Z, q_mu, q_sqrt, prior, H):
@@ -85,16 +85,48 @@ def _finish_path(kernel, prior, part, kl_cache, dkl):
 def ldgd_value_and_vjp(glob, Yr, Yc, mu, sigma, nodes, weights, *, scale=1.0,
                        factors=(1.0, 1.0, 1.0), kl_factors=(1.0, 1.0), jitter=1e-6,
                        n_gh_points=20, chunk_rows=None, n_threads=None):
-    """The value of ``ldgd_forward`` and the adjoints of ``ldgd_vjp``, chunk by chunk.
+    """Data terms and q(U) KL terms of the LDGD bound for a batch of rows, and their adjoints.
 
-    Parameters are those of :func:`sklearn_lvgp._ldgd_parts._objective.ldgd_forward`, plus
-    ``chunk_rows`` (rows per chunk; ``None`` chooses from the problem size, never from the
-    thread count) and ``n_threads`` (``None``: the enclosing ``threads`` context).
+    The bound (Ziaei et al. 2024, eq. 9, with the weights of spec §4.5) is
+    ``s Σ_i Σ_p w_p [w_r Σ_d ℓ^r_id + w_c γ Σ_k ℓ^c_ik] − w_r β_r KL_u^r − w_c γ β_c KL_u^c``.
+
+    Parameters
+    ----------
+    glob : Globals
+        Global parameters.
+    Yr : ndarray of shape (b, D)
+        Continuous observations of the batch.
+    Yc : ndarray of shape (b, K) or None
+        One-hot labels; ``None`` drops the classification path and both KL_u terms (test
+        time).
+    mu, sigma : ndarray of shape (b, Q)
+        q(x_i) of the batch rows.
+    nodes : ndarray of shape (P, Q) or (b, P, Q)
+        Unit-space nodes (reparameterisation samples ε or sigma points).
+    weights : ndarray of shape (P,)
+        Node weights (``1/J`` for Monte Carlo, ``1/(2Q)`` for the unscented rule).
+    scale : float, default=1.0
+        Minibatch scale ``N / b``.
+    factors : tuple (w_r, w_c, gamma), default=(1, 1, 1)
+        Path weights and the classification up-weighting γ.
+    kl_factors : tuple (beta_r, beta_c), default=(1, 1)
+        KL_u weights of the preset.
+    jitter : float, default=1e-6
+        Relative jitter on ``K_uu``.
+    n_gh_points : int, default=20
+        Gauss–Hermite nodes of the classification expectation.
+    chunk_rows : int, default=None
+        Rows per chunk; ``None`` chooses from the problem size (never from the thread count).
+    n_threads : int, default=None
+        Threads; ``None`` takes the enclosing :func:`sklearn_lvgp._parallel.threads` context.
 
     Returns
     -------
     value : float
+        The (maximised) partial bound.
     adjoints : GlobalsVJP
+        Its gradients wrt every global block (kernel ``theta`` in the kernel's own log space)
+        and wrt the batch's ``mu`` and ``sigma``.
     """
     w_r, w_c, gamma = factors
     beta_r, beta_c = kl_factors
@@ -137,3 +169,15 @@ def ldgd_value_and_vjp(glob, Yr, Yc, mu, sigma, nodes, weights, *, scale=1.0,
                                                 dkl_c)
     return value, GlobalsVJP(theta_r, Z_r, qmu_r, qsqrt_r, dnoise, theta_c, Z_c, qmu_c, qsqrt_c,
                              dmu, dsigma)
+
+
+def ldgd_forward(glob, Yr, Yc, mu, sigma, nodes, weights, **kwargs):
+    """``(value, adjoints)`` of :func:`ldgd_value_and_vjp`, as a forward/backward pair with
+    :func:`ldgd_vjp` (the adjoints are formed in the same pass)."""
+    return ldgd_value_and_vjp(glob, Yr, Yc, mu, sigma, nodes, weights, **kwargs)
+
+
+def ldgd_vjp(cache):
+    """The adjoints (:class:`~sklearn_lvgp._ldgd_parts._objective.GlobalsVJP`) of
+    :func:`ldgd_forward`'s value."""
+    return cache

@@ -16,8 +16,6 @@ from ._objective import (
     expand_points_vjp,
     latent_kl,
     latent_kl_vjp,
-    ldgd_forward,
-    ldgd_vjp,
     preset_factors,
     regression_ell,
     regression_ell_vjp,
@@ -26,6 +24,6 @@ from ._objective import (
 __all__ = [
     "PRESETS", "Globals", "GlobalsVJP", "preset_factors", "regression_ell", "regression_ell_vjp",
     "classification_ell", "classification_ell_vjp", "latent_kl", "latent_kl_vjp",
-    "expand_points", "expand_points_vjp", "ldgd_forward", "ldgd_vjp", "encoder_init",
+    "expand_points", "expand_points_vjp", "encoder_init",
     "encoder_shapes", "encoder_forward", "encoder_vjp",
 ]

@@ -1,8 +1,8 @@
 """LDGD objective: both likelihood paths, the KL terms and the weighting presets (spec §4–§6).
 
-Every piece is a forward function with its ``*_vjp`` beside it. The composed objective
-:func:`ldgd_forward` evaluates, for a batch of rows with latent points ``x_ip`` (samples or sigma
-points of q(x_i) with weights ``w_p``),
+Every piece is a forward function with its ``*_vjp`` beside it. The composed objective,
+:func:`sklearn_lvgp._engine._ldgd.ldgd_forward` (evaluated chunk by chunk), is for a batch of
+rows with latent points ``x_ip`` (samples or sigma points of q(x_i) with weights ``w_p``)
 
     L = s Σ_i Σ_p w_p [ w_r Σ_d ℓ^r_id(x_ip) + w_c γ Σ_k ℓ^c_ik(x_ip) ]
         − w_r β_r KL_u^r − w_c γ β_c KL_u^c                                  (spec §4.5)
@@ -17,16 +17,13 @@ from typing import NamedTuple
 import numpy as np
 
 from .._svgp import (
-    SVGPLayer,
     bernoulli_probit_expectation,
     bernoulli_probit_expectation_vjp,
-    layer_forward,
-    layer_vjp,
 )
 
 __all__ = ["PRESETS", "Globals", "GlobalsVJP", "preset_factors", "regression_ell",
            "regression_ell_vjp", "classification_ell", "classification_ell_vjp", "latent_kl",
-           "latent_kl_vjp", "expand_points", "expand_points_vjp", "ldgd_forward", "ldgd_vjp"]
+           "latent_kl_vjp", "expand_points", "expand_points_vjp"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -192,8 +189,8 @@ class Globals(NamedTuple):
 
 
 class GlobalsVJP(NamedTuple):
-    """Adjoints of :func:`ldgd_forward`'s value (``None`` for the classification blocks at
-    test time)."""
+    """Adjoints of the LDGD objective's value (``None`` for the classification blocks at
+    test time; :func:`sklearn_lvgp._engine._ldgd.ldgd_forward`)."""
 
     theta_r: np.ndarray
     Z_r: np.ndarray
@@ -206,113 +203,3 @@ class GlobalsVJP(NamedTuple):
     qsqrt_c: np.ndarray | None
     mu: np.ndarray
     sigma: np.ndarray
-
-
-class _Cache(NamedTuple):
-    Yr: np.ndarray
-    mu_r: np.ndarray
-    var_r: np.ndarray
-    noise: np.ndarray
-    cache_r: tuple
-    cache_c: tuple | None
-    gh_cache: tuple | None
-    G_r: np.ndarray
-    G_c: np.ndarray | None
-    dkl_r: float
-    dkl_c: float
-    sigma: np.ndarray
-    nodes: np.ndarray
-
-
-def ldgd_forward(glob, Yr, Yc, mu, sigma, nodes, weights, *, scale=1.0, factors=(1.0, 1.0, 1.0),
-                 kl_factors=(1.0, 1.0), jitter=1e-6, n_gh_points=20):
-    """Data terms and q(U) KL terms of the LDGD bound for a batch of rows (spec §4.5).
-
-    Parameters
-    ----------
-    glob : Globals
-        Global parameters.
-    Yr : ndarray of shape (b, D)
-        Continuous observations of the batch.
-    Yc : ndarray of shape (b, K) or None
-        One-hot labels; ``None`` drops the classification path and both KL_u terms (test time,
-        spec §8.1).
-    mu, sigma : ndarray of shape (b, Q)
-        q(x_i) of the batch rows.
-    nodes : ndarray of shape (P, Q) or (b, P, Q)
-        Unit-space nodes (reparameterisation samples ε or sigma points).
-    weights : ndarray of shape (P,)
-        Node weights (``1/J`` for Monte Carlo, ``1/(2Q)`` for the unscented rule).
-    scale : float, default=1.0
-        Minibatch scale ``N / b``.
-    factors : tuple (w_r, w_c, gamma), default=(1, 1, 1)
-        Path weights and the classification up-weighting γ.
-    kl_factors : tuple (beta_r, beta_c), default=(1, 1)
-        KL_u weights of the preset.
-    jitter : float, default=1e-6
-        Relative jitter on ``K_uu``.
-    n_gh_points : int, default=20
-        Gauss–Hermite nodes of the classification expectation.
-
-    Returns
-    -------
-    value : float
-        The (maximised) partial bound.
-    cache : tuple
-        Input of :func:`ldgd_vjp`.
-    """
-    w_r, w_c, gamma = factors
-    beta_r, beta_c = kl_factors
-    b = mu.shape[0]
-    P = weights.shape[0]
-    H = expand_points(mu, sigma, nodes)
-    # spec §4.3: the same latent point feeds both paths
-    wp = np.tile(np.asarray(weights, dtype=np.float64), b)[:, None]
-    Yr_rep = np.repeat(Yr, P, axis=0)
-    layer_r = SVGPLayer(glob.kernel_r, glob.Z_r, glob.qmu_r, glob.qsqrt_r)
-    mu_r, var_r, kl_r, cache_r = layer_forward(layer_r, H, jitter, with_kl=Yc is not None)
-    ell_r = regression_ell(Yr_rep, mu_r, var_r, glob.noise)
-    G_r = np.broadcast_to(scale * w_r * wp, ell_r.shape)
-    value = float(np.sum(G_r * ell_r))
-    cache_c = gh_cache = G_c = None
-    dkl_r = dkl_c = 0.0
-    if Yc is not None:
-        layer_c = SVGPLayer(glob.kernel_c, glob.Z_c, glob.qmu_c, glob.qsqrt_c)
-        mu_c, var_c, kl_c, cache_c = layer_forward(layer_c, H, jitter, with_kl=True)
-        ell_c, gh_cache = classification_ell(np.repeat(Yc, P, axis=0), mu_c, var_c, n_gh_points)
-        G_c = np.broadcast_to(scale * w_c * gamma * wp, ell_c.shape)
-        dkl_r, dkl_c = -w_r * beta_r, -w_c * gamma * beta_c
-        value += float(np.sum(G_c * ell_c)) + dkl_r * kl_r + dkl_c * kl_c
-    return value, _Cache(Yr_rep, mu_r, var_r, glob.noise, cache_r, cache_c, gh_cache, G_r, G_c,
-                         dkl_r, dkl_c, sigma, nodes)
-
-
-def ldgd_vjp(cache):
-    """Backward pass of :func:`ldgd_forward` (spec §6.2–§6.6).
-
-    Parameters
-    ----------
-    cache : tuple
-        From :func:`ldgd_forward`.
-
-    Returns
-    -------
-    GlobalsVJP
-        Gradients of the value wrt every global block (kernel ``theta`` in the kernel's own
-        log space) and wrt the batch's ``mu`` and ``sigma``.
-    """
-    c = cache
-    dmu_r, dvar_r, dnoise = regression_ell_vjp(c.G_r, c.Yr, c.mu_r, c.var_r, c.noise)
-    vr = layer_vjp(dmu_r, dvar_r, c.dkl_r, c.cache_r)
-    dH = vr.H
-    vc = None
-    if c.cache_c is not None:
-        dmu_c, dvar_c = classification_ell_vjp(c.G_c, c.gh_cache)
-        vc = layer_vjp(dmu_c, dvar_c, c.dkl_c, c.cache_c)
-        dH = dH + vc.H
-    dmu, dsigma = expand_points_vjp(dH, c.sigma, c.nodes)
-    if vc is None:
-        return GlobalsVJP(vr.theta, vr.Z, vr.q_mu, vr.q_sqrt, dnoise, None, None, None, None,
-                          dmu, dsigma)
-    return GlobalsVJP(vr.theta, vr.Z, vr.q_mu, vr.q_sqrt, dnoise, vc.theta, vc.Z, vc.q_mu,
-                      vc.q_sqrt, dmu, dsigma)

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from sklearn_lvgp._engine._ldgd import ldgd_value_and_vjp
-from sklearn_lvgp._ldgd_parts import Globals, ldgd_forward, ldgd_vjp
+from sklearn_lvgp._engine._ldgd import ldgd_forward, ldgd_value_and_vjp, ldgd_vjp
+from sklearn_lvgp._ldgd_parts import Globals
 from sklearn_lvgp._parallel import threads
 from sklearn_lvgp._psi import unscented_rule
 from sklearn_lvgp.kernels import RBF, Matern32

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy.special import ndtr
 
+from sklearn_lvgp._engine._ldgd import ldgd_forward
 from sklearn_lvgp._ldgd_parts import (
     PRESETS,
     Globals,
@@ -22,7 +23,6 @@ from sklearn_lvgp._ldgd_parts import (
     expand_points_vjp,
     latent_kl,
     latent_kl_vjp,
-    ldgd_forward,
     preset_factors,
     regression_ell,
     regression_ell_vjp,
