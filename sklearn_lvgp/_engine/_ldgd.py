@@ -87,7 +87,7 @@ def ldgd_value_and_vjp(glob, Yr, Yc, mu, sigma, nodes, weights, *, scale=1.0,
                        n_gh_points=20, chunk_rows=None, n_threads=None):
     """Data terms and q(U) KL terms of the LDGD bound for a batch of rows, and their adjoints.
 
-    The bound (Ziaei et al. 2024, eq. 9, with the weights of spec §4.5) is
+    The bound (Ziaei et al. 2024, eq. 9, with the weights w_r, w_c, γ, β of its presets) is
     ``s Σ_i Σ_p w_p [w_r Σ_d ℓ^r_id + w_c γ Σ_k ℓ^c_ik] − w_r β_r KL_u^r − w_c γ β_c KL_u^c``.
 
     Parameters
