@@ -2,7 +2,7 @@
 
 Given the global parameters — the W-layer's inducing inputs Ξ, q(V) = N(μ_q, Σ_q) and kernels,
 the output layer's ζ and σ_f, the noise — a row's q(W) marginals, its latent point
-``N(h_i, diag η_i)`` and its Ψ-statistics depend on that row only (de Souza 2023, ch. 4), and the
+``N(h_i, diag η_i)`` and its Ψ-statistics depend on that row only (de Souza 2020, ch. 4), and the
 collapsed bound sees the rows through ψ0, Ψ1ᵀY, Ψ2 and Σy² (Titsias & Lawrence 2010, eq. 14).
 So an evaluation is: the W-layer's factors chol(K_v,q) and KL once; a forward map (projection,
 latent moments, output Ψ-statistics per chunk); the global collapsed step; a backward map that
