@@ -15,9 +15,11 @@ of the previous forward pass with the same workspace: run each backward pass bef
 forward pass, as an optimiser's objective does. A workspace is never pickled with its buffers.
 """
 
+import threading
+
 import numpy as np
 
-__all__ = ["Workspace"]
+__all__ = ["Workspace", "thread_workspace"]
 
 
 class Workspace:
@@ -84,3 +86,19 @@ class _Scoped:
     def child(self, prefix):
         """A further-prefixed view (:meth:`Workspace.child`)."""
         return _Scoped(self._root, f"{self._prefix}{prefix}/")
+
+
+_thread_local = threading.local()
+
+
+def thread_workspace():
+    """This Python thread's own :class:`Workspace`, for the chunk engine's passes.
+
+    Each chunk's forward and backward pass uses it from start to end on one thread, so chunks
+    running on different threads never share a buffer. Callers take a :meth:`Workspace.child`
+    of it so that different objectives do not share names.
+    """
+    ws = getattr(_thread_local, "ws", None)
+    if ws is None:
+        ws = _thread_local.ws = Workspace()
+    return ws

@@ -16,11 +16,10 @@ from .._engine._executor import ChunkExecutor, plan_chunks
 from .._params import ParamPacker, softplus
 from .._svgp import (
     kl_divergence,
-    kl_divergence_vjp,
+    layer_global_vjp,
     marginals,
     marginals_vjp,
     prior_factor,
-    prior_factor_vjp,
     tril_pack,
     tril_unpack,
 )
@@ -287,10 +286,10 @@ class CDEModel:
                     grads[f"enc_W{i}"], grads[f"enc_b{i}"] = eg[2 * i], eg[2 * i + 1]
         kl, kc = kl_divergence(q_mu, q_sqrt, prior.Lu, self.whiten)
         total -= kl
-        kv = kl_divergence_vjp(-1.0, kc)
-        dZp, dthp = prior_factor_vjp(kernel, prior, dLu, kv.Kuu)
-        grads.update(q_mu=dq_mu + kv.q_mu, q_sqrt=tril_pack(dq_sqrt + kv.q_sqrt), Z=dZ + dZp,
-                     theta=dtheta + dthp, noise_variance=np.array([dnoise]))
+        gq_mu, gq_sqrt, gZ, gtheta = layer_global_vjp(kernel, prior, kc, -1.0, dq_mu, dq_sqrt,
+                                                      dZ, dtheta, dLu)
+        grads.update(q_mu=gq_mu, q_sqrt=tril_pack(gq_sqrt), Z=gZ, theta=gtheta,
+                     noise_variance=np.array([dnoise]))
         if self.mixing:
             grads["P"] = dP
         if self.projection:

@@ -18,7 +18,6 @@ the data, the local parameters and one chunk's working arrays per thread.
 """
 
 import math
-import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -31,7 +30,7 @@ from .._objectives._collapsed import (
     collapsed_stats_vjp,
 )
 from .._psi import PointRule, psi_statistics, psi_vjp
-from .._workspace import Workspace
+from .._workspace import Workspace, thread_workspace
 from ._executor import ChunkExecutor, plan_chunks
 
 __all__ = ["CollapsedPsiBound", "CollapsedKernelBound", "KEEP_TOTAL", "psi_chunk_stats",
@@ -92,11 +91,6 @@ def psi_chunk_grads(kernel, Z, rule, mu, S, Y, adj, dPY_T, *, cache=None, need_l
     return local, (pv.Z, pv.theta)
 
 
-class _ThreadWorkspaces(threading.local):
-    def __init__(self):
-        self.ws = Workspace()
-
-
 class CollapsedPsiBound:
     """Chunked collapsed bound with Gaussian inputs q(x_n) = N(μ_n, diag S_n).
 
@@ -116,7 +110,6 @@ class CollapsedPsiBound:
         self.n_threads = n_threads
         self._plans = {}
         self._chunk_ws = []
-        self._thread_ws = _ThreadWorkspaces()
 
     def plan(self, rule, M, Q):
         """Chunks and keep decision for ``M`` inducing inputs and this rule's shape."""
@@ -130,7 +123,7 @@ class CollapsedPsiBound:
 
     def _workspace(self, i, keep):
         if not keep:
-            return self._thread_ws.ws
+            return thread_workspace().child("collapsed")
         while len(self._chunk_ws) <= i:
             self._chunk_ws.append(Workspace())
         return self._chunk_ws[i]

@@ -16,7 +16,6 @@ propagation draws them, so the chunked bound is the same estimate for any chunki
 number of threads.
 """
 
-import threading
 
 import numpy as np
 
@@ -25,14 +24,13 @@ from .._svgp import (
     gaussian_expectation,
     gaussian_expectation_vjp,
     kl_divergence,
-    kl_divergence_vjp,
+    layer_global_vjp,
     marginals,
     marginals_vjp,
     prior_factor,
-    prior_factor_vjp,
     tril_pack,
 )
-from .._workspace import Workspace
+from .._workspace import thread_workspace
 from ._executor import ChunkExecutor, plan_chunks
 
 __all__ = ["FLOPS_PER_WORK", "chunk_pass", "dsvi_draws", "dsvi_elbo", "dsvi_finish",
@@ -43,20 +41,6 @@ __all__ = ["FLOPS_PER_WORK", "chunk_pass", "dsvi_draws", "dsvi_elbo", "dsvi_fini
 #: backward pass), which hold the GIL; at 32 the chunks of a 10⁴-row minibatch (M = 100,
 #: 2 layers) have about 1100 rows, and 2 threads gave 1.76× (16: 1.53×, smaller chunks).
 FLOPS_PER_WORK = 32
-
-
-class _ThreadWorkspaces(threading.local):
-    def __init__(self):
-        self.layers = None
-
-
-_THREAD_WS = _ThreadWorkspaces()
-
-
-def _thread_workspaces(n_layers):
-    if _THREAD_WS.layers is None or len(_THREAD_WS.layers) < n_layers:
-        _THREAD_WS.layers = [Workspace() for _ in range(n_layers)]
-    return _THREAD_WS.layers
 
 
 def sigma_points(mu, var, delta):
@@ -204,7 +188,10 @@ def dsvi_elbo(model, x, X, Y, scale, n_samples, random_state=None, eps=None, wor
     single = len(chunks) == 1
 
     def chunk(i, a, b):
-        ws = (workspaces or [None] * L) if single else _thread_workspaces(L)
+        if single:
+            ws = workspaces or [None] * L
+        else:  # this thread's buffers, one part per layer
+            ws = [thread_workspace().child(f"dsvi{ell}") for ell in range(L)]
         return chunk_pass(model, layers, priors, noise, X[a:b], Y[a:b], scale, S,
                           dsvi_rows(eps, n, S, np.arange(a, b)), ws)
 
@@ -242,12 +229,11 @@ def dsvi_finish(model, layers, priors, kls, values, partials):
     data, dnoise, parts = partials
     grads = {}
     for ell, layer in enumerate(layers):
-        dq_mu, dq_sqrt, dZ_m, dtheta_m, dLu = parts[ell]
-        kv = kl_divergence_vjp(-1.0, kls[ell][1])
-        dZ, dtheta = prior_factor_vjp(layer.kernel, priors[ell], dLu, kv.Kuu)
-        grads[f"q_mu{ell}"] = dq_mu + kv.q_mu
-        grads[f"q_sqrt{ell}"] = tril_pack(dq_sqrt + kv.q_sqrt)
-        grads[f"Z{ell}"] = dZ + dZ_m
-        grads.update(model._theta_grads(ell, dtheta + dtheta_m, values))
+        dq_mu, dq_sqrt, dZ, dtheta = layer_global_vjp(layer.kernel, priors[ell], kls[ell][1],
+                                                      -1.0, *parts[ell])
+        grads[f"q_mu{ell}"] = dq_mu
+        grads[f"q_sqrt{ell}"] = tril_pack(dq_sqrt)
+        grads[f"Z{ell}"] = dZ
+        grads.update(model._theta_grads(ell, dtheta, values))
     grads["noise_variance"] = np.array([dnoise])
     return data - sum(kl for kl, _ in kls), model.packer.pack_grad(grads, values)

@@ -23,11 +23,10 @@ from .._ldgd_parts._objective import (
 )
 from .._svgp import (
     kl_divergence,
-    kl_divergence_vjp,
+    layer_global_vjp,
     marginals,
     marginals_vjp,
     prior_factor,
-    prior_factor_vjp,
 )
 from ._dsvi import FLOPS_PER_WORK
 from ._executor import ChunkExecutor, plan_chunks
@@ -72,14 +71,9 @@ def _chunk(glob, priors, Yr, Yc, mu, sigma, nodes, weights, G_scale, n_gh_points
 
 
 def _finish_path(kernel, prior, part, kl_cache, dkl):
-    """The path's global adjoints: chunk partials plus KL and prior-factor backward passes."""
-    dq_mu, dq_sqrt, dZ_m, dtheta_m, dLu = part
-    dKuu = None
-    if kl_cache is not None:
-        kv = kl_divergence_vjp(dkl, kl_cache)
-        dq_mu, dq_sqrt, dKuu = dq_mu + kv.q_mu, dq_sqrt + kv.q_sqrt, kv.Kuu
-    dZ, dtheta = prior_factor_vjp(kernel, prior, dLu, dKuu)
-    return dtheta + dtheta_m, dZ + dZ_m, dq_mu, dq_sqrt
+    """The path's global adjoints ``(dθ, dZ, dq_mu, dq_sqrt)`` from its chunk partials."""
+    dq_mu, dq_sqrt, dZ, dtheta = layer_global_vjp(kernel, prior, kl_cache, dkl, *part)
+    return dtheta, dZ, dq_mu, dq_sqrt
 
 
 def ldgd_value_and_vjp(glob, Yr, Yc, mu, sigma, nodes, weights, *, scale=1.0,

@@ -13,6 +13,7 @@ from ._layer import (
     PriorFactor,
     SVGPLayer,
     layer_forward,
+    layer_global_vjp,
     layer_vjp,
     marginals,
     marginals_precision_adjoint,
@@ -42,6 +43,7 @@ from ._natgrad import (
 __all__ = [
     "SVGPLayer", "PriorFactor", "prior_factor", "prior_factor_vjp", "marginals",
     "marginals_vjp", "marginals_precision_adjoint", "MarginalsVJP", "layer_forward", "layer_vjp",
+    "layer_global_vjp",
     "LayerVJP", "tril_pack", "tril_unpack", "kl_divergence", "kl_divergence_vjp", "KLVJP",
     "gaussian_expectation", "gaussian_expectation_vjp", "gaussian_log_density",
     "bernoulli_probit_expectation", "bernoulli_probit_expectation_vjp",

@@ -32,7 +32,8 @@ from ._mean_functions import ZeroMean
 #: Largest ``D * M * P`` for which the forward keeps every ``B_d = L_d^T A`` for the backward.
 _MAX_CACHED_B = 2 ** 24
 
-__all__ = ["SVGPLayer", "PriorFactor", "prior_factor", "prior_factor_vjp", "MarginalsCache",
+__all__ = ["SVGPLayer", "PriorFactor", "prior_factor", "prior_factor_vjp", "layer_global_vjp",
+           "MarginalsCache",
            "MarginalsVJP", "marginals", "marginals_vjp", "marginals_precision_adjoint",
            "LayerVJP", "layer_forward", "layer_vjp", "tril_pack", "tril_unpack"]
 
@@ -440,11 +441,41 @@ def layer_vjp(dL_dmu, dL_dvar, dL_dkl, cache):
     """
     kernel, prior, mcache, kcache = cache
     mv = marginals_vjp(dL_dmu, dL_dvar, mcache)
-    dq_mu, dq_sqrt, dKuu = mv.q_mu, mv.q_sqrt, None
-    if kcache is not None:
-        kv = kl_divergence_vjp(dL_dkl, kcache)
+    dq_mu, dq_sqrt, dZ, dtheta = layer_global_vjp(kernel, prior, kcache, dL_dkl, mv.q_mu,
+                                                  mv.q_sqrt, mv.Z, mv.theta, mv.Lu)
+    return LayerVJP(dq_mu, dq_sqrt, dZ, dtheta, mv.H)
+
+
+def layer_global_vjp(kernel, prior, kl_cache, dL_dkl, dq_mu, dq_sqrt, dZ, dtheta, dLu):
+    """Close a layer's backward pass: add the KL's adjoints and push ``L_u`` and ``K_uu``'s
+    adjoints through :func:`prior_factor_vjp` (spec §3.3 steps 9–12).
+
+    The marginals' adjoints may be summed over chunks of inputs first (the chunk engine), so
+    this runs once per layer and evaluation whatever the number of chunks.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        Layer kernel.
+    prior : PriorFactor
+        From :func:`prior_factor`.
+    kl_cache : object or None
+        From :func:`~sklearn_lvgp._svgp._kl.kl_divergence` (``None``: no KL term).
+    dL_dkl : float
+        Adjoint of the KL value.
+    dq_mu, dq_sqrt, dZ, dtheta, dLu : ndarray
+        The marginals' adjoints of q(u), Z, θ and ``L_u`` (:class:`MarginalsVJP` fields).
+
+    Returns
+    -------
+    dq_mu, dq_sqrt, dZ, dtheta : ndarray
+        The layer's total adjoints.
+    """
+    dKuu = None
+    if kl_cache is not None:
+        kv = kl_divergence_vjp(dL_dkl, kl_cache)
         dq_mu = dq_mu + kv.q_mu
         dq_sqrt = dq_sqrt + kv.q_sqrt
         dKuu = kv.Kuu
-    dZ, dtheta = prior_factor_vjp(kernel, prior, mv.Lu, dKuu)
-    return LayerVJP(dq_mu, dq_sqrt, dZ + mv.Z, dtheta + mv.theta, mv.H)
+    dZ_prior, dtheta_prior = prior_factor_vjp(kernel, prior, dLu, dKuu)
+    return dq_mu, dq_sqrt, dZ_prior + dZ, dtheta_prior + dtheta

@@ -42,3 +42,17 @@ def test_chunked_bound_equals_one_chunk_and_ignores_threads(q_w, monkeypatch):
     for f_n, g_n in results[1:]:
         assert f_n == f
         np.testing.assert_array_equal(g_n, g)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_chunked_bound_gradient_matches_finite_differences(monkeypatch):
+    from sklearn_lvgp.utils.gradcheck import check_grad
+
+    model, x, Xs, Ys = _fitted("quadrature")
+    monkeypatch.setattr(engine_executor, "MIN_CHUNK_WORK", 1)
+    monkeypatch.setattr(engine_executor, "TARGET_CHUNKS", 5)
+    rows = np.arange(Xs.shape[0])
+    x = x + 0.01 * np.random.default_rng(4).standard_normal(x.size)
+    with threads(2):
+        check_grad(lambda z: model.elbo(z, Xs, Ys, rows, 1.5, np.random.RandomState(3)), x,
+                   rtol=1e-5)
