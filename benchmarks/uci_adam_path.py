@@ -112,7 +112,7 @@ def recording_run_adam(run_adam, steps, snaps, elbo, outcome):
 def score(model, x, X_test, y_test):
     """Test LL and RMSE of ``model`` at parameters ``x`` (the protocol's 100 stored paths)."""
     model._x = x
-    ll = float(model.score_samples(X_test, y_test).mean())
+    ll = float(model.predict_log_density(X_test, y_test).mean())
     rmse = float(np.sqrt(np.mean((model.predict(X_test) - y_test) ** 2)))
     return ll, rmse
 

@@ -74,7 +74,7 @@ for s in range(N_SPLITS):
         model = DeepGP(n_layers=L, n_inducing=100, max_iter=N_ITER, natgrad_gamma=0.1,
                        random_state=s).fit(X, y)
         results["SGP" if L == 1 else f"DGP {L}"].append(
-            float(model.score_samples(Xt, yt).mean()))
+            float(model.predict_log_density(Xt, yt).mean()))
     print(f"split {s}: " + ", ".join(f"{k} {v[-1]:.3f}" for k, v in results.items())
           + f" ({time.time() - t0:.0f}s)", flush=True)
 

@@ -116,7 +116,7 @@ for seed in SEEDS:
         model = DeepGP(n_inducing=50, likelihood_variance=0.01, max_iter=N_ITER, batch_size=None,
                        natgrad_gamma=0.1, n_predict_samples=200, random_state=seed, **kw)
         model.fit(X, y)
-        results[seed][name] = float(model.score_samples(Xt, yt).mean())
+        results[seed][name] = float(model.predict_log_density(Xt, yt).mean())
         print(f"seed {seed} {name:12s} test LL {results[seed][name]: .3f} "
               f"({time.perf_counter() - t0:.0f} s)")
         if seed == SEEDS[0]:
@@ -146,7 +146,7 @@ if SEEDS:
         if name == "oracle":
             dens = np.exp(oracle_log_density(XX.ravel(), YY.ravel()))
         else:
-            dens = np.exp(fitted[name].score_samples(XX.reshape(-1, 1), YY.ravel()))
+            dens = np.exp(fitted[name].predict_log_density(XX.reshape(-1, 1), YY.ravel()))
         ax.pcolormesh(XX, YY, np.minimum(dens.reshape(XX.shape), 8.0), cmap="viridis",
                       shading="auto")
         ax.plot(X[:, 0], y, ".", ms=2, color="w", alpha=0.6)
@@ -201,7 +201,7 @@ for name in UCI:
                            batch_size=512, learning_rate=5e-3, natgrad_gamma=0.01,
                            learning_rate_schedule="staircase", n_predict_samples=200,
                            random_state=split, **kw).fit(Xa[~te], ya[~te])
-            ll = float(model.score_samples(Xa[te], ya[te]).mean() + np.log(sy))
+            ll = float(model.predict_log_density(Xa[te], ya[te]).mean() + np.log(sy))
             uci.setdefault(name, {}).setdefault(mname, []).append(ll)
             print(f"{name} split {split} {mname:9s} LL (standardised) {ll: .3f} "
                   f"({time.perf_counter() - t0:.0f} s)")

@@ -74,7 +74,7 @@ def make_model(depth, gamma=None):
 
 
 def evaluate(model):
-    ll = float(model.score_samples(Xte, yte).mean())
+    ll = float(model.predict_log_density(Xte, yte).mean())
     rmse = float(np.sqrt(np.mean((model.predict(Xte) - yte) ** 2)))
     return ll, rmse
 

@@ -77,7 +77,7 @@ for seed in range(N_SEEDS):
                                           - 0.5 * (yt - m) ** 2 / s ** 2)))
     for L in (2, 3):
         model = deep_gp(L, seed).fit(x, y)
-        rows[f"DGP {L}"].append(float(model.score_samples(xt, yt).mean()))
+        rows[f"DGP {L}"].append(float(model.predict_log_density(xt, yt).mean()))
         samples = model.sample_y(np.array([[0.25], [0.75]]), n_samples=200, random_state=seed)
         med = np.median(samples, axis=1)
         medians_ok[f"DGP {L}"] += int(abs(med[0]) < 0.05 and abs(med[1] - 1) < 0.05)

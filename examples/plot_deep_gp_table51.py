@@ -34,7 +34,7 @@ Protocol (spec §5.5 and §7.5, settled from the IWVI code):
   rates × 0.98 every 1000 steps (``learning_rate_schedule="staircase"``);
 * evaluation on the first ≤ 10,000 test points: 2000 samples of ``y`` per point
   (``f ~ N(mu, v)`` plus noise) and a Gaussian KDE with Silverman's bandwidth
-  (``DeepGP.score_samples(method="kde")``); the exact log predictive density
+  (``DeepGP.predict_log_density(method="kde")``); the exact log predictive density
   (``method="mixture"``, here one Gaussian per point) is reported next to it.
 
 The thesis optimises for **100,000 steps** with minibatch 512, Adam 5e-3 and NGD γ = 0.01
@@ -216,8 +216,8 @@ def make_model(n_features, s, random_state):
 def evaluate(model, Xt, yt):
     """KDE and exact (mixture) test log-likelihood and RMSE, standardised units."""
     Xt, yt = Xt[:10_000], yt[:10_000]
-    kde = model.score_samples(Xt, yt, method="kde", n_kde_samples=N_KDE, random_state=0)
-    mix = model.score_samples(Xt, yt)
+    kde = model.predict_log_density(Xt, yt, method="kde", n_kde_samples=N_KDE, random_state=0)
+    mix = model.predict_log_density(Xt, yt)
     rmse = np.sqrt(np.mean((model.predict(Xt) - yt) ** 2))
     return float(kde.mean()), float(mix.mean()), float(rmse)
 

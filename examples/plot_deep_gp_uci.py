@@ -208,7 +208,7 @@ else:
                     continue
                 t = time.time()
                 model = make_model(name).fit(X_tr, y_tr)
-                ll = float(model.score_samples(X_te, y_te).mean())
+                ll = float(model.predict_log_density(X_te, y_te).mean())
                 rmse = float(np.sqrt(np.mean((model.predict(X_te) - y_te) ** 2)))
                 runs.append({"split": split, "ll": ll, "rmse": rmse, "seconds": time.time() - t})
                 runs.sort(key=lambda r: r["split"])

@@ -102,7 +102,7 @@ def fit_sgpr(X, y):
                               inducing_inputs=Z0, noise_variance_init=0.01, normalize_y=True,
                               max_iter=1000, random_state=0).fit(Xs, y)
     return lambda Xt, yt: (model.predict((Xt - mean) / std),
-                           model.score_samples((Xt - mean) / std, yt))
+                           model.predict_log_density((Xt - mean) / std, yt))
 
 
 def fit_dvmgp(X, y):
@@ -112,7 +112,7 @@ def fit_dvmgp(X, y):
         kw = {"optimizer": "lbfgs"}
     model = DVMGP(n_inducing=50, n_inducing_projection=25, n_iter_fixed_noise=ITERS[0],
                   max_iter=ITERS[1], random_state=SEED, **kw).fit(X, y)
-    predict = lambda Xt, yt: (model.predict(Xt), model.score_samples(Xt, yt))  # noqa: E731
+    predict = lambda Xt, yt: (model.predict(Xt), model.predict_log_density(Xt, yt))  # noqa: E731
     return predict, model.relevance_
 
 

@@ -87,7 +87,7 @@ for dataset in DATASETS:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 model = make_model(name).fit(X_tr, y_tr)
-            ll = float(model.score_samples(X_te, y_te).mean())
+            ll = float(model.predict_log_density(X_te, y_te).mean())
             results.setdefault(dataset, {}).setdefault(name, []).append(
                 {"split": split, "ll": ll, "seconds": time.time() - t,
                  "latent_used": bool(getattr(model, "latent_used_", False))})

@@ -37,7 +37,7 @@ from ._svgp import (
 from ._validation import check_bool, check_float, check_int, check_natgrad_gamma, check_option
 from ._workspace import Workspace
 from .base import _BaseLVGPRegressor
-from .kernels import RBF, Kernel
+from .kernels import RBF, as_lvgp_kernel
 from .metrics import kde_log_density
 
 __all__ = ["DeepGP"]
@@ -311,7 +311,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     n_samples : int, default=1
         Monte Carlo samples per data point in each training step.
     n_predict_samples : int, default=100
-        Paths per test point in :meth:`predict`, :meth:`score_samples`.
+        Paths per test point in :meth:`predict`, :meth:`predict_log_density`.
     propagation : {"monte_carlo", "unscented"}, default="monte_carlo"
         ``"monte_carlo"``: DSVI sampling (the paper). ``"unscented"``: each inner layer's
         Gaussian marginals are moment-matched and passed through the next layer at ``2D`` sigma
@@ -522,17 +522,15 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         if isinstance(self.kernel, (list, tuple)) and len(self.kernel) != self.n_layers:
             raise ValueError(f"kernel has {len(self.kernel)} entries but n_layers = "
                              f"{self.n_layers}; pass one kernel or one per layer.")
-        for k in kernels:
-            if k is not None and not isinstance(k, Kernel):
-                raise TypeError(f"kernel must be a sklearn_lvgp.kernels.Kernel, got "
-                                f"{type(k).__name__}.")
+        self._kernels = [as_lvgp_kernel(k) for k in kernels]
         if (self.optimizer == "lbfgs" and self.propagation == "monte_carlo"
                 and self.n_layers > 1):
             raise ValueError("optimizer='lbfgs' needs a deterministic objective: use "
                              "propagation='unscented' or n_layers=1 with Monte Carlo DSVI use "
                              "optimizer='adam'.")
         if self.early_stopping and X.shape[0] < 4:
-            raise ValueError("early_stopping needs at least 4 samples.")
+            raise ValueError(f"early_stopping needs at least 4 samples, got n_samples = "
+                             f"{X.shape[0]}.")
         latent = check_int("latent_dim", self.latent_dim, min_value=0, allow_none=True)
         check_option("inference", self.inference, ("vi", "iwvi"))
         check_int("n_importance", self.n_importance, min_value=1)
@@ -579,10 +577,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         L, M = self.n_layers, self.n_inducing
         Dw = self._latent()
         dims = [Xs.shape[1] + Dw] + self._hidden(Xs.shape[1]) + [n_targets]
-        if isinstance(self.kernel, (list, tuple)):
-            templates = list(self.kernel)
-        else:
-            templates = [self.kernel] * L
+        templates = (self._kernels if len(self._kernels) == L else self._kernels * L)
         kernels, means, layers = [], [], []
         X_run = Xs
         Z_run = kmeans_inducing(Xs, M, random_state)
@@ -845,7 +840,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         v = np.maximum(v, 0.0)
         return out, self._shape_out(self.y_scale_ * np.sqrt(v))
 
-    def score_samples(self, X, y, method="mixture", n_kde_samples=2000, random_state=0):
+    def predict_log_density(self, X, y, method="mixture", n_kde_samples=2000, random_state=0):
         """Log predictive density of each row, in original units (spec §2.4, §5.5).
 
         ``method="mixture"`` (default): ``logsumexp_s sum_d log N(y_d | mu_sd, v_sd + s2) - log
@@ -879,7 +874,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         """
         check_option("method", method, ("mixture", "kde"))
         if method == "kde":
-            return self._score_samples_kde(X, y, n_kde_samples, random_state)
+            return self._log_density_kde(X, y, n_kde_samples, random_state)
         mu, var, noise = self._components(X)
         Y = self._check_targets(y, *mu.shape[1:])
         m = self.y_mean_ + self.y_scale_ * mu
@@ -887,7 +882,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         lp = gaussian_log_density(Y[None], m, v).sum(axis=2)
         return logsumexp(lp, axis=0) - np.log(lp.shape[0])
 
-    def _score_samples_kde(self, X, y, n_kde_samples, random_state):
+    def _log_density_kde(self, X, y, n_kde_samples, random_state):
         """KDE log density of ``y`` from :meth:`sample_y` draws, in row chunks (spec §5.5)."""
         check_is_fitted(self, "layers_")
         check_int("n_kde_samples", n_kde_samples, min_value=2)

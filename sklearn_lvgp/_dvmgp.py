@@ -384,7 +384,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
             return mean
         return mean, self._output(np.sqrt(v) * self.y_scale_)
 
-    def score_samples(self, X, y):
+    def predict_log_density(self, X, y):
         """Per-point log predictive density of the targets, in nats (original units).
 
         The Gaussian with the predictive moments of :meth:`predict` is used, as for the NLPD of

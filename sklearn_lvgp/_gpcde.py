@@ -36,7 +36,7 @@ from ._stochastic import run_adam
 from ._svgp import marginals, prior_factor
 from ._validation import check_bool, check_float, check_int, check_natgrad_gamma, check_option
 from .base import _BaseLVGPRegressor
-from .kernels import RBF, Kernel
+from .kernels import RBF, as_lvgp_kernel
 from .kernels._stationary import _Stationary
 
 __all__ = ["GPCDE"]
@@ -179,8 +179,10 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
 
     Notes
     -----
-    :meth:`score` is the **mean log predictive density** per row (not R²), so model selection
-    with ``GridSearchCV`` compares densities. ``score_samples(X, y)`` needs the targets.
+    :meth:`score` is R², as for every scikit-learn regressor. To select models by density
+    (what a conditional density model is for), pass
+    ``scoring=sklearn_lvgp.metrics.neg_log_predictive_density`` to ``GridSearchCV``; it calls
+    :meth:`predict_log_density`.
 
     References
     ----------
@@ -247,9 +249,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         check_int("input_projection_dim", self.input_projection_dim, min_value=1,
                   allow_none=True)
         check_int("output_mixing_dim", self.output_mixing_dim, min_value=1, allow_none=True)
-        if self.kernel is not None and not isinstance(self.kernel, Kernel):
-            raise TypeError(f"kernel must be a sklearn_lvgp.kernels.Kernel, got "
-                            f"{type(self.kernel).__name__}.")
+        self._kernel = as_lvgp_kernel(self.kernel)
         check_int("n_inducing", self.n_inducing, min_value=1)
         check_bool("whiten", self.whiten)
         check_float("likelihood_variance", self.likelihood_variance, 0.0, exclusive_min=True)
@@ -287,9 +287,9 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
     def _gp_init_possible(self, Dw):
         if Dw < 1 or self.input_projection_dim is not None or self.output_mixing_dim is not None:
             return False
-        if self.kernel is None:
+        if self._kernel is None:
             return True
-        k = self.kernel
+        k = self._kernel
         return (isinstance(k, _Stationary) and np.ndim(k.length_scale) == 1
                 and not isinstance(k.length_scale_bounds, str))
 
@@ -303,8 +303,8 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         L = Dy if self.output_mixing_dim is None else int(self.output_mixing_dim)
         M = int(self.n_inducing)
         D = Dh + Dw
-        kernel = (RBF(length_scale=np.full(D, np.sqrt(D)), variance=1.0) if self.kernel is None
-                  else self.kernel.initialize(D, random_state))
+        kernel = (RBF(length_scale=np.full(D, np.sqrt(D)), variance=1.0) if self._kernel is None
+                  else self._kernel.initialize(D, random_state))
         model = CDEModel(kernel, Dx, self.input_projection_dim, Dw, L, Dy, M,
                          self.output_mixing_dim is not None, self.q_w, self.expectation,
                          int(self.n_samples), int(self.n_quadrature), N,
@@ -555,7 +555,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         var = np.maximum(np.sum(w * (v + m * m), axis=1) - mean * mean, 0.0)
         return self._shape_out(mean), self._shape_out(np.sqrt(var))
 
-    def score_samples(self, X, y):
+    def predict_log_density(self, X, y):
         """Log predictive density ``log p(y_n | x_n)`` of each row, in original units.
 
         Gauss–Hermite integration over ``w`` (``n_quadrature`` nodes per dimension) when
@@ -583,25 +583,6 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
                                         self.noise_variance_)
             out[sl] = logsumexp(lp + self._logw[None, :], axis=1)
         return out - np.sum(np.log(self.y_scale_))
-
-    def score(self, X, y, sample_weight=None):
-        """Mean log predictive density per row (overrides the R² of ``RegressorMixin``).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Row weights of the mean.
-
-        Returns
-        -------
-        score : float
-            ``mean_n log p(y_n | x_n)`` in original units (higher is better).
-        """
-        return float(np.average(self.score_samples(X, y), weights=sample_weight))
 
     def predict_density(self, X, y_grid):
         """Predictive density ``p(y | x)`` on a grid of target values (for plotting).

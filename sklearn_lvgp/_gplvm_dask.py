@@ -72,7 +72,7 @@ def fit_gplvm_dask(est, X, random_state):
     mu0 = _initial_means(est, Y, Q, random_state).persist()
     var_y, scales = dask.compute(Y.var(axis=0).mean(), column_moments(mu0)[1])
     kernel, name, rule, _, Z0, noise0, jitter, var_y = initial_model(est,
-        mu0, np.asarray(scales) if est.kernel is None else None, float(var_y), random_state)
+        mu0, np.asarray(scales) if est._kernel is None else None, float(var_y), random_state)
     random_state.randint(np.iinfo(np.int32).max)  # the in-memory fit's Monte Carlo seed draw
     state = DaskPsiBound(rows)
     state.set_locals(mu0, da.full(mu0.shape, float(est.latent_variance_init),

@@ -27,11 +27,11 @@ def initial_model(est, mu0, latent_scales, var_y, random_state):
     """
     N, Q = mu0.shape
     var_y = var_y if var_y > 0 else 1.0
-    if est.kernel is None:
+    if est._kernel is None:
         # default: ARD RBF matched to the data scale and the spread of the initial latents
         kernel = RBF(length_scale=latent_scales, variance=var_y)
     else:
-        kernel = est.kernel
+        kernel = est._kernel
     kernel = kernel.initialize(Q, random_state)
     name, rule = make_rule(est.expectation, kernel, Q, gh_order=est.gh_order,
                            n_samples=est.n_samples, random_state=random_state, n_points=N)

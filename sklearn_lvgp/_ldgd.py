@@ -31,8 +31,7 @@ from ._svgp import marginals, prior_factor
 from ._validation import check_bool, check_float, check_int, check_option
 from ._warn import warn
 from .base import _BaseLVGP
-from .kernels import RBF
-from .kernels._base import Kernel
+from .kernels import RBF, as_lvgp_kernel
 
 __all__ = ["LDGD"]
 
@@ -224,16 +223,15 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
             M_c = check_int("n_inducing[1]", M[1], min_value=1)
         else:
             M_r = M_c = check_int("n_inducing", M, min_value=1)
-        k = self.kernel
+        k, Q = self.kernel, self.n_components
         if k is None:
-            k_r = k_c = RBF(length_scale=np.ones(self.n_components), variance=1.0)
-        elif isinstance(k, Kernel):
-            k_r = k_c = k
-        elif isinstance(k, (tuple, list)) and len(k) == 2 and all(isinstance(v, Kernel)
-                                                                  for v in k):
-            k_r, k_c = k
+            k_r = k_c = RBF(length_scale=np.ones(Q), variance=1.0)
+        elif isinstance(k, (tuple, list)):
+            if len(k) != 2 or any(v is None for v in k):
+                raise TypeError(f"kernel must be a kernel, a pair of kernels or None, got {k!r}.")
+            k_r, k_c = (as_lvgp_kernel(v, "kernel", Q) for v in k)
         else:
-            raise TypeError(f"kernel must be a Kernel, a pair of Kernels or None, got {k!r}.")
+            k_r = k_c = as_lvgp_kernel(k, "kernel", Q)
         return M_r, M_c, k_r.clone(), k_c.clone()
 
     def _check_params(self, X, y):

@@ -39,7 +39,7 @@ from ._validation import (
     check_option,
 )
 from .base import _BaseLVGPRegressor
-from .kernels import RBF, Kernel
+from .kernels import RBF, as_lvgp_kernel
 
 __all__ = ["SparseGPRegressor", "sgpr_bound_and_grads"]
 
@@ -229,8 +229,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
     def _check_params(self, X, y):
         n = X.shape[0]
         name = type(self).__name__
-        if self.kernel is not None and not isinstance(self.kernel, Kernel):
-            raise TypeError(f"kernel must be a sklearn_lvgp kernel or None, got {self.kernel!r}.")
+        self._kernel = as_lvgp_kernel(self.kernel, input_dim=X.shape[1])
         if self.inducing_inputs is not None:
             Z = check_finite_array("inducing_inputs", self.inducing_inputs)
             if Z.ndim != 2 or Z.shape[1] != X.shape[1]:
@@ -300,7 +299,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             y_mean, y_std = np.zeros(Y.shape[1]), np.ones(Y.shape[1])
         Yn = (Y - y_mean) / y_std
         var_y = float(np.mean(np.var(Yn, axis=0)))
-        scales = column_scales(X) if self.kernel is None else None
+        scales = column_scales(X) if self._kernel is None else None
         return self._fit_moments(X, Yn, X_var, random_state, y_mean, y_std, var_y, scales,
                                  _make_bound(X, Yn, X_var))
 
@@ -329,7 +328,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         var_y, scales = dask.compute(Yn_d.var(axis=0).mean(), column_moments(X_d)[1])
         bound = DaskKernelBound(DaskRows({"X": X_d, "y": Yn_d}))
         return self._fit_moments(X_d, None, None, random_state, y_mean, y_std, float(var_y),
-                                 None if self.kernel is not None else np.asarray(scales), bound)
+                                 None if self._kernel is not None else np.asarray(scales), bound)
 
     def _fit_moments(self, X, Yn, X_var, random_state, y_mean, y_std, var_y, scales, bound):
         """The fit from the data's summary statistics and a chunked bound (in memory or Dask).
@@ -339,8 +338,8 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         N, Qx = X.shape
         self.y_mean_, self.y_std_ = y_mean, y_std
         var_y = var_y if var_y > 0 else 1.0
-        kernel = (RBF(length_scale=scales, variance=var_y) if self.kernel is None
-                  else self.kernel).initialize(Qx, random_state)
+        kernel = (RBF(length_scale=scales, variance=var_y) if self._kernel is None
+                  else self._kernel).initialize(Qx, random_state)
 
         fixed_Z = False
         if self.inducing_inputs is not None:
@@ -528,7 +527,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         std = np.sqrt(np.maximum(var + noise, 0.0)) * self.y_std_
         return mean, self._output(std)
 
-    def score_samples(self, X, y, X_var=None, expectation=None):
+    def predict_log_density(self, X, y, X_var=None, expectation=None):
         """Log predictive density of each test pair (summed over targets), in nats.
 
         The predictive of y is Gaussian for deterministic inputs; for uncertain inputs it is the

@@ -31,7 +31,7 @@ from ._validation import (
     check_option,
 )
 from .base import _BaseLVGP
-from .kernels import Kernel
+from .kernels import as_lvgp_kernel
 
 __all__ = ["UnscentedGPLVM"]
 
@@ -203,10 +203,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
         check_int("transform_max_iter", self.transform_max_iter, min_value=1)
         check_float("jitter", self.jitter, 0.0)
-        if self.kernel is not None and not isinstance(self.kernel, Kernel):
-            raise TypeError(
-                f"kernel must be a sklearn_lvgp.kernels.Kernel, got {type(self.kernel).__name__}."
-                " (scikit-learn's own kernels have no VJPs and cannot be used.)")
+        self._kernel = as_lvgp_kernel(self.kernel, input_dim=self.n_components)
         if isinstance(self.init, str):
             check_option("init", self.init, ("pca", "pca_unscaled", "random"))
         if self.expectation == "monte_carlo" and self.optimizer in ("lbfgs", "alternating"):
@@ -236,7 +233,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         mu0 = self._initial_means(Y, Q, random_state)
         var_y = float(np.mean(np.var(Y, axis=0)))
         kernel, name, rule, optimizer, Z0, noise0, jitter, var_y = initial_model(self,
-            mu0, column_scales(mu0) if self.kernel is None else None, var_y, random_state)
+            mu0, column_scales(mu0) if self._kernel is None else None, var_y, random_state)
         stochastic = name == "monte_carlo"
         S0 = np.full((N, Q), float(self.latent_variance_init))
 

@@ -1,19 +1,78 @@
-"""Evaluation metrics for predictive distributions given by samples.
+"""Metrics for predictive distributions.
 
-Spec ``deep_gp.md`` §5.5 (evaluation of Table 5.1, seed 003 §5.3.2): the test log-likelihood of
-a model whose predictive density is only available through samples is estimated per test point
-by a Gaussian kernel density estimate (KDE) of the samples, with Silverman's rule-of-thumb
-bandwidth ``1.06 * std * n^(-1/5)``.
+- :func:`neg_log_predictive_density` is a scorer for model selection by density: pass it as
+  ``scoring=`` to ``GridSearchCV`` or ``cross_validate``; it calls the regressor's
+  ``predict_log_density(X, y)``.
+- :func:`kde_log_density` estimates the test log-likelihood of a model whose predictive density
+  is only available through samples, per test point, by a Gaussian kernel density estimate of the
+  samples with Silverman's rule-of-thumb bandwidth ``1.06 * std * n^(-1/5)`` (the evaluation of
+  :cite:`salimbeni2020deep`, Table 5.1).
 """
 
 import numpy as np
 from scipy.special import logsumexp
 
-__all__ = ["kde_log_density", "silverman_bandwidth"]
+__all__ = ["kde_log_density", "neg_log_predictive_density", "silverman_bandwidth"]
 
 #: Samples x points evaluated per block (bounds the temporary memory to ~8 MB).
 _BLOCK = 1_000_000
 _LOG_2PI = np.log(2.0 * np.pi)
+
+
+def neg_log_predictive_density(estimator, X, y, sample_weight=None):
+    """Score a fitted regressor by the mean log predictive density of ``y`` (greater is better).
+
+    The negated NLPD, ``mean_n log p(y_n | x_n, data)``, in nats per row: the scorer to pass as
+    ``scoring=neg_log_predictive_density`` to ``GridSearchCV`` or ``cross_validate`` when models
+    are to be compared by their predictive distributions rather than by R² (which ``score``
+    gives). It calls ``estimator.predict_log_density(X, y)``; for a ``Pipeline`` the steps
+    before the last transform ``X`` first.
+
+    Parameters
+    ----------
+    estimator : fitted regressor or Pipeline ending in one
+        A model with ``predict_log_density(X, y)``.
+    X : array-like of shape (n_samples, n_features)
+        Inputs.
+    y : array-like of shape (n_samples,) or (n_samples, n_targets)
+        Targets.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Row weights of the mean.
+
+    Returns
+    -------
+    score : float
+        Mean log predictive density per row.
+
+    Raises
+    ------
+    TypeError
+        If the (final) estimator has no ``predict_log_density``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> from sklearn_lvgp import SparseGPRegressor
+    >>> from sklearn_lvgp.metrics import neg_log_predictive_density
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, (60, 1)); y = np.sin(X[:, 0]) + 0.1 * rng.randn(60)
+    >>> search = GridSearchCV(SparseGPRegressor(random_state=0), {"n_inducing": [5, 10]},
+    ...                       scoring=neg_log_predictive_density, cv=3).fit(X, y)
+    >>> sorted(search.best_params_)
+    ['n_inducing']
+    """
+    final = estimator
+    if not hasattr(final, "predict_log_density") and hasattr(estimator, "steps"):
+        final = estimator.steps[-1][1]
+        for _, step in estimator.steps[:-1]:
+            if step is not None and step != "passthrough":
+                X = step.transform(X)
+    if not hasattr(final, "predict_log_density"):
+        raise TypeError(f"neg_log_predictive_density needs a regressor with "
+                        f"predict_log_density(X, y); {type(final).__name__} has none.")
+    log_density = np.asarray(final.predict_log_density(X, y), dtype=np.float64)
+    return float(np.average(log_density, weights=sample_weight))
 
 
 def _check_samples(samples):
@@ -33,7 +92,7 @@ def silverman_bandwidth(samples):
 
     ``h = 1.06 * s * n^(-1/5)`` with ``s`` the standard deviation of the row (``ddof=0``, as
     ``numpy.std``) and ``n`` the number of samples per row (Silverman 1986, eq. 3.28; the rule
-    of the IWVI evaluation script, spec ``deep_gp.md`` §5.5).
+    of the importance-weighted DGP evaluation, :cite:`salimbeni2020deep`, Table 5.1).
 
     Parameters
     ----------
@@ -72,7 +131,7 @@ def kde_log_density(samples, y, bandwidth="silverman"):
 
     evaluated with a stable log-sum-exp (finite for any ``y``), vectorised over points in blocks.
     This equals ``sklearn.neighbors.KernelDensity(bandwidth=h_i).fit(x_i).score([[y_i]])``, the
-    estimator of the Table 5.1 evaluation (spec ``deep_gp.md`` §5.5).
+    estimator of the evaluation of :cite:`salimbeni2020deep`, Table 5.1.
 
     Note the estimate is biased towards a smoother density: for samples from ``N(m, s^2)`` its
     expectation is the density of ``N(m, s^2 + h^2)``; Silverman's rule with 2000 samples gives

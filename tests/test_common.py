@@ -23,21 +23,10 @@ FAST_PARAMS = {
                        "random_state": 0},
 }
 
-_NEEDS_Y = ("score_samples(X, y) is the log predictive density of targets, so it needs y; the "
-            "check calls score_samples(X). predict is checked first (methods are tried in the "
-            "order predict, ..., score_samples) and passes; score_samples' subset and order "
-            "invariance are tested in each regressor's own test file.")
-
-#: Checks expected to fail, with the reason.
-_SCORE_SAMPLES_NEEDS_Y = {"check_methods_sample_order_invariance": _NEEDS_Y,
-                          "check_methods_subset_invariance": _NEEDS_Y}
-EXPECTED_FAILED = {name: _SCORE_SAMPLES_NEEDS_Y
-                   for name in ("DVMGP", "DeepGP", "GPCDE", "SparseGPRegressor")}
-
-
 #: Extra configurations whose code paths differ from the defaults.
 VARIANTS = {
-    "DVMGP": [{"qv_covariance": "full", "optimizer": "adam", "learning_rate": 0.05}],
+    "DVMGP": [{"qv_covariance": "full", "optimizer": "adam", "learning_rate": 0.05},
+              {"max_iter": 50}],
     "DeepGP": [
         {"n_layers": 1, "optimizer": "lbfgs"},
         {"n_layers": 3, "propagation": "unscented", "whiten": False, "positive_transform": "log"},
@@ -46,12 +35,17 @@ VARIANTS = {
         {"latent_dim": 1, "n_layers": 3, "inference": "iwvi", "n_importance": 2,
          "natgrad_gamma": 0.1},
         {"latent_dim": 2, "n_layers": 1},
+        {"early_stopping": True, "learning_rate_schedule": "cosine", "max_iter": 100,
+         "learning_rate": 0.1},
+        {"learning_rate_schedule": "staircase", "n_layers": 2, "whiten": False},
     ],
     "GPCDE": [
         {"q_w": "amortized", "latent_dim": 3, "n_predict_samples": 20},
         {"q_w": "gaussian", "expectation": "unscented", "optimizer": "lbfgs"},
         {"input_projection_dim": 2, "output_mixing_dim": 2, "whiten": False,
          "n_predict_samples": 20},
+        {"natgrad_gamma": None, "learning_rate_schedule": "cosine", "init": "prior"},
+        {"init": "gp", "latent_dim": 2, "n_quadrature": 4},
     ],
     "LDGD": [
         {"expectation": "monte_carlo", "max_iter": 150, "learning_rate": 0.05, "batch_size": 50,
@@ -63,11 +57,14 @@ VARIANTS = {
     "SparseGPRegressor": [
         {"kernel": Matern32(), "positive_transform": "softplus", "normalize_y": True},
         {"n_inducing": "all"},
+        {"expectation": "unscented", "optimize_inducing": False},
     ],
     "UnscentedGPLVM": [
         {"expectation": "unscented", "kernel": Matern32()},
         {"expectation": "monte_carlo", "n_samples": 4},
         {"optimizer": "alternating", "max_iter": 3},
+        {"optimizer": "adam", "learning_rate": 0.05},
+        {"expectation": "gauss_hermite", "kernel": Matern32(), "n_components": 1},
     ],
 }
 
@@ -79,16 +76,12 @@ def _instances():
             yield cls(**{**FAST_PARAMS.get(name, {}), **variant})
 
 
-def _expected_failed(estimator):
-    return EXPECTED_FAILED.get(type(estimator).__name__, {})
-
-
 def test_every_estimator_has_fast_params():
     assert {name for name, _ in all_estimators()} <= set(FAST_PARAMS)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@parametrize_with_checks(list(_instances()), expected_failed_checks=_expected_failed)
+@parametrize_with_checks(list(_instances()))
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
 
@@ -113,9 +106,10 @@ def test_regressors_take_numeric_string_targets_and_refuse_others(estimator):
     with pytest.raises(ValueError, match="y must be numeric for a regressor.*first value 'a'"):
         clone(estimator).fit(X, np.array(["a"] * 30))
     fitted = clone(estimator).fit(X, y)
-    np.testing.assert_allclose(fitted.score_samples(X, y_str), fitted.score_samples(X, y))
+    np.testing.assert_allclose(fitted.predict_log_density(X, y_str),
+                               fitted.predict_log_density(X, y))
     with pytest.raises(ValueError, match="y must be numeric for a regressor"):
-        fitted.score_samples(X, np.array(["a"] * 30))
+        fitted.predict_log_density(X, np.array(["a"] * 30))
     if hasattr(estimator, "partial_fit"):
         with pytest.raises(ValueError, match="y must be numeric for a regressor"):
             clone(estimator).partial_fit(X, np.array(["a"] * 30))

@@ -1,4 +1,4 @@
-"""KDE log density of samples (spec deep_gp.md §5.5) and DeepGP.score_samples(method="kde").
+"""KDE log density of samples (spec deep_gp.md §5.5) and DeepGP.predict_log_density(method="kde").
 
 Tolerances. For samples ``x_1..x_n ~ N(m, s^2)`` and a Gaussian kernel ``K(x) = N(y | x, h^2)``
 with a fixed bandwidth ``h``, the KDE value is ``p = mean_s K(x_s)`` with
@@ -134,10 +134,10 @@ def svgp_1d():
     return model, Xt, yt
 
 
-def test_score_samples_default_is_mixture(svgp_1d):
+def test_predict_log_density_default_is_mixture(svgp_1d):
     model, Xt, yt = svgp_1d
-    a = model.score_samples(Xt, yt)
-    b = model.score_samples(Xt, yt, method="mixture")
+    a = model.predict_log_density(Xt, yt)
+    b = model.predict_log_density(Xt, yt, method="mixture")
     np.testing.assert_array_equal(a, b)
     # one layer: the mixture is the single Gaussian N(mean, std^2), original units
     mean, std = model.predict(Xt, return_std=True)
@@ -145,11 +145,11 @@ def test_score_samples_default_is_mixture(svgp_1d):
     np.testing.assert_allclose(a, exact, rtol=1e-10, atol=1e-10)
 
 
-def test_score_samples_kde_matches_smoothed_mixture(svgp_1d):
+def test_log_density_kde_matches_smoothed_mixture(svgp_1d):
     """1-layer model: KDE of 2000 draws vs the Gaussian predictive smoothed by Silverman's h."""
     model, Xt, yt = svgp_1d
     n = 2000
-    kde = model.score_samples(Xt, yt, method="kde", n_kde_samples=n, random_state=1)
+    kde = model.predict_log_density(Xt, yt, method="kde", n_kde_samples=n, random_state=1)
     mean, std = model.predict(Xt, return_std=True)
     z = (yt - mean) / std
     assert np.max(np.abs(z)) < 4
@@ -157,43 +157,70 @@ def test_score_samples_kde_matches_smoothed_mixture(svgp_1d):
     sd = sd(n)
     assert np.all(np.abs(kde - expected) <= 5 * sd + 0.01 + 0.002 * z * z)
     assert abs(np.mean(kde - expected)) <= 5 * np.sqrt(np.mean(sd * sd) / len(yt)) + 0.01
-    mixture = model.score_samples(Xt, yt)
+    mixture = model.predict_log_density(Xt, yt)
     # the smoothing bias per point is -log(1 + c^2)/2 + z^2 c^2 / (2 (1 + c^2)), c^2 = 0.054
     assert np.mean(np.abs(kde - mixture)) < 0.1
     # reproducible with a seed, different with another
-    again = model.score_samples(Xt, yt, method="kde", n_kde_samples=n, random_state=1)
+    again = model.predict_log_density(Xt, yt, method="kde", n_kde_samples=n, random_state=1)
     np.testing.assert_array_equal(kde, again)
 
 
-def test_score_samples_kde_chunks_rows(svgp_1d, monkeypatch):
+def test_log_density_kde_chunks_rows(svgp_1d, monkeypatch):
     import sklearn_lvgp._deep_gp as dgp
 
     model, Xt, yt = svgp_1d
     monkeypatch.setattr(dgp, "_PREDICT_POINTS", 10)  # one row per chunk
-    out = model.score_samples(Xt[:7], yt[:7], method="kde", n_kde_samples=50, random_state=0)
+    out = model.predict_log_density(Xt[:7], yt[:7], method="kde", n_kde_samples=50, random_state=0)
     assert out.shape == (7,) and np.all(np.isfinite(out))
 
 
-def test_score_samples_kde_two_layers_runs():
+def test_log_density_kde_two_layers_runs():
     r = np.random.RandomState(0)
     X = r.uniform(-2, 2, (40, 2))
     y = np.sin(X[:, 0]) + 0.1 * r.randn(40)
     model = DeepGP(n_layers=2, n_inducing=8, max_iter=20, random_state=0).fit(X, y)
-    out = model.score_samples(X[:5], y[:5], method="kde", n_kde_samples=300)
+    out = model.predict_log_density(X[:5], y[:5], method="kde", n_kde_samples=300)
     assert out.shape == (5,) and np.all(np.isfinite(out))
 
 
-def test_score_samples_kde_bad_input(svgp_1d):
+def test_log_density_kde_bad_input(svgp_1d):
     model, Xt, yt = svgp_1d
     with pytest.raises(ValueError, match="method"):
-        model.score_samples(Xt, yt, method="histogram")
+        model.predict_log_density(Xt, yt, method="histogram")
     with pytest.raises(ValueError, match="n_kde_samples"):
-        model.score_samples(Xt, yt, method="kde", n_kde_samples=1)
+        model.predict_log_density(Xt, yt, method="kde", n_kde_samples=1)
     with pytest.raises(ValueError, match="NaN"):
-        model.score_samples(Xt, np.full(len(yt), np.nan), method="kde", n_kde_samples=10)
+        model.predict_log_density(Xt, np.full(len(yt), np.nan), method="kde", n_kde_samples=10)
     r = np.random.RandomState(0)
     X = r.randn(30, 2)
     Y = np.column_stack([X[:, 0], X[:, 1]])
     multi = DeepGP(n_layers=1, n_inducing=5, max_iter=5, random_state=0).fit(X, Y)
     with pytest.raises(ValueError, match="1-D density"):
-        multi.score_samples(X, Y, method="kde", n_kde_samples=10)
+        multi.predict_log_density(X, Y, method="kde", n_kde_samples=10)
+
+
+def test_density_scorer_selects_in_grid_search_and_reaches_through_a_pipeline():
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_lvgp import SparseGPRegressor
+    from sklearn_lvgp.metrics import neg_log_predictive_density
+
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, (60, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.randn(60)
+    pipe = make_pipeline(StandardScaler(), SparseGPRegressor(n_inducing=8, random_state=0))
+    pipe.fit(X, y)
+    Xs = pipe[0].transform(X)
+    expected = pipe[-1].predict_log_density(Xs, y).mean()
+    assert neg_log_predictive_density(pipe, X, y) == pytest.approx(expected)
+    w = rng.uniform(size=60)
+    assert neg_log_predictive_density(pipe, X, y, sample_weight=w) == pytest.approx(
+        np.average(pipe[-1].predict_log_density(Xs, y), weights=w))
+    search = GridSearchCV(SparseGPRegressor(random_state=0), {"n_inducing": [2, 10]},
+                          scoring=neg_log_predictive_density, cv=3).fit(X, y)
+    assert search.best_params_ == {"n_inducing": 10}
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    with pytest.raises(TypeError, match="StandardScaler has none"):
+        neg_log_predictive_density(StandardScaler().fit(X), X, y)

@@ -6,6 +6,7 @@ see :class:`Kernel`.
 
 from ._base import Hyperparameter, Kernel, KernelVJP, Product, Sum
 from ._constant import Constant, White
+from ._from_sklearn import as_lvgp_kernel, from_sklearn
 from ._linear import Linear
 from ._mlp import MLPKernel
 from ._periodic import Periodic
@@ -15,4 +16,5 @@ __all__ = [
     "Kernel", "Hyperparameter", "KernelVJP", "Sum", "Product",
     "RBF", "Matern12", "Matern32", "Matern52", "RationalQuadratic",
     "Constant", "White", "Linear", "Periodic", "MLPKernel",
+    "from_sklearn", "as_lvgp_kernel",
 ]

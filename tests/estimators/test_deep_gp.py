@@ -321,7 +321,7 @@ def test_deep_natgrad_gamma_one_is_optimal_for_fixed_samples(propagation, whiten
 
 
 # ----------------------------------------------------------------------------- prediction
-def test_score_samples_is_logsumexp_over_paths_and_scale_equivariant():
+def test_predict_log_density_is_logsumexp_over_paths_and_scale_equivariant():
     """§9.1 item 9."""
     X, y = _toy()
     m = _fitted(X, y, n_layers=2, max_iter=20, n_predict_samples=13)
@@ -330,11 +330,11 @@ def test_score_samples_is_logsumexp_over_paths_and_scale_equivariant():
     mo = m.y_mean_ + m.y_scale_ * mu[..., 0]
     vo = m.y_scale_ ** 2 * (var[..., 0] + noise)
     direct = logsumexp(-0.5 * np.log(2 * np.pi * vo) - 0.5 * (y[:5] - mo) ** 2 / vo, axis=0)
-    np.testing.assert_allclose(m.score_samples(X[:5], y[:5]), direct - np.log(13), rtol=1e-12)
+    np.testing.assert_allclose(m.predict_log_density(X[:5], y[:5]), direct - np.log(13), rtol=1e-12)
     a, b = -3.5, 7.0
     m2 = _fitted(X, a * y + b, n_layers=2, max_iter=20, n_predict_samples=13)
-    np.testing.assert_allclose(m2.score_samples(X, a * y + b),
-                               m.score_samples(X, y) - np.log(abs(a)), rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(m2.predict_log_density(X, a * y + b),
+                               m.predict_log_density(X, y) - np.log(abs(a)), rtol=1e-8, atol=1e-8)
     np.testing.assert_allclose(m2.predict(X), a * m.predict(X) + b, rtol=1e-8, atol=1e-8)
 
 
@@ -359,7 +359,7 @@ def test_multi_output_shapes():
     m = _fitted(X, Y, n_layers=2, max_iter=5)
     assert m.predict(X).shape == (20, 2)
     assert m.predict(X, return_std=True)[1].shape == (20, 2)
-    assert m.score_samples(X, Y).shape == (20,)
+    assert m.predict_log_density(X, Y).shape == (20,)
     assert m.sample_y(X, 3).shape == (20, 2, 3)
 
 
@@ -435,7 +435,7 @@ def test_rejects_non_finite(bad):
     with pytest.raises(ValueError, match="NaN|infinity"):
         m.predict(Xb)
     with pytest.raises(ValueError, match="NaN|infinity"):
-        m.score_samples(X, yb)
+        m.predict_log_density(X, yb)
 
 
 def test_rejects_bad_shapes():
@@ -448,7 +448,7 @@ def test_rejects_bad_shapes():
     with pytest.raises(ValueError, match="features"):
         m.predict(X[:, :2])
     with pytest.raises(ValueError, match="shape"):
-        m.score_samples(X, np.column_stack([y, y]))
+        m.predict_log_density(X, np.column_stack([y, y]))
 
 
 @pytest.mark.parametrize("params,match", [
@@ -483,7 +483,7 @@ def test_more_inducing_points_than_samples_is_allowed():
     X, y = _toy(n=8)
     m = _fitted(X, y, n_layers=2, n_inducing=12, max_iter=20)
     assert [layer.Z.shape[0] for layer in m.layers_] == [12, 12]
-    assert np.all(np.isfinite(m.predict(X))) and np.all(np.isfinite(m.score_samples(X, y)))
+    assert np.all(np.isfinite(m.predict(X))) and np.all(np.isfinite(m.predict_log_density(X, y)))
 
 
 class _ExplodingRBF(RBF):
@@ -589,7 +589,7 @@ def _step_check(n_layers, seed, max_iter=2000):
     m = DeepGP(n_layers=n_layers, n_inducing=25, kernel=RBF(length_scale=0.2),
                likelihood_variance=0.01, n_samples=10, max_iter=max_iter, batch_size=None,
                random_state=seed).fit(x, y)
-    ll = m.score_samples(xt, yt).mean()
+    ll = m.predict_log_density(xt, yt).mean()
     med = np.median(m.sample_y(np.array([[0.25], [0.75]]), 200, random_state=seed), axis=1)
     return ll, med
 
@@ -624,7 +624,7 @@ def test_diabetes_sgp_reduced():
     X, y, Xt, yt = _diabetes_split(0)
     ll = DeepGP(n_layers=1, n_inducing=50, max_iter=800, learning_rate=0.03,
                 random_state=0).fit(
-        X, y).score_samples(Xt, yt).mean()
+        X, y).predict_log_density(Xt, yt).mean()
     assert ll >= _exact_gp_ll(X, y, Xt, yt) - 0.03
 
 
@@ -651,7 +651,7 @@ def test_diabetes_protocol():
         for L in (1, 2, 3):
             m = DeepGP(n_layers=L, n_inducing=100, max_iter=1500, natgrad_gamma=0.1,
                        random_state=s).fit(X, y)
-            ll[L].append(m.score_samples(Xt, yt).mean())
+            ll[L].append(m.predict_log_density(Xt, yt).mean())
     mean = {k: np.mean(v) for k, v in ll.items()}
     assert mean[1] >= mean["gp"] - 0.03
     assert mean[2] >= mean[1] - 0.15
@@ -685,8 +685,8 @@ def test_kin8nm_split0_sgp_and_dgp2(shared_data, scheme, dgp2_max):
     X, y, Xt, yt = _kin8nm(shared_data, scheme)
     sgp = DeepGP(n_layers=1, max_iter=5000, random_state=0).fit(X, y)
     dgp = DeepGP(n_layers=2, max_iter=5000, random_state=0).fit(X, y)
-    ll_sgp = sgp.score_samples(Xt, yt).mean()
-    ll_dgp = dgp.score_samples(Xt, yt).mean()
+    ll_sgp = sgp.predict_log_density(Xt, yt).mean()
+    ll_dgp = dgp.predict_log_density(Xt, yt).mean()
     assert 0.93 <= ll_sgp <= 1.05
     assert 1.25 <= ll_dgp <= dgp2_max
     assert ll_dgp >= ll_sgp + 0.2
@@ -729,7 +729,7 @@ def test_naval_cosine_schedule_removes_adams_excursions(shared_data):
     for schedule in ("constant", "cosine"):
         model = DeepGP(n_layers=1, max_iter=5000, learning_rate_schedule=schedule,
                        random_state=0).fit(X, y)
-        ll[schedule] = model.score_samples(Xt, yt).mean()
+        ll[schedule] = model.predict_log_density(Xt, yt).mean()
         hist[schedule] = model.elbo_history_[-1000:]
 
     def worst_drop(h):  # deepest fall of the ELBO estimate below its previous 100 steps' median
@@ -755,11 +755,11 @@ def test_kin8nm_natgrad_after_adam_like_the_reference_notebook(shared_data):
     X, y, Xt, yt = _kin8nm(shared_data, "shuffle")
     dgp = DeepGP(n_layers=2, whiten=False, likelihood_variance=1.0, n_samples=5,
                  batch_size=1000, max_iter=5100, warm_start=True, random_state=0).fit(X, y)
-    ll_adam = dgp.score_samples(Xt, yt).mean()
+    ll_adam = dgp.predict_log_density(Xt, yt).mean()
     with warnings.catch_warnings():
         warnings.simplefilter("error", JitterWarning)
         dgp.set_params(natgrad_gamma=0.1, max_iter=100).fit(X, y)
-    ll_ngd = dgp.score_samples(Xt, yt).mean()
+    ll_ngd = dgp.predict_log_density(Xt, yt).mean()
     assert ll_ngd >= 1.25
     assert ll_ngd >= ll_adam - 0.02
 

@@ -139,7 +139,7 @@ def test_latent_dim_zero_is_plain_dsvi_bit_for_bit():
     a = DeepGP(n_inducing=5, max_iter=20, random_state=0).fit(X, y)
     b = DeepGP(n_inducing=5, max_iter=20, random_state=0, latent_dim=0).fit(X, y)
     np.testing.assert_array_equal(a._x, b._x)
-    np.testing.assert_array_equal(a.score_samples(X, y), b.score_samples(X, y))
+    np.testing.assert_array_equal(a.predict_log_density(X, y), b.predict_log_density(X, y))
     assert type(b._model).__name__ == "_DSVI"
 
 
@@ -163,7 +163,7 @@ def test_iw_bound_is_non_decreasing_in_k():
 
 
 # --------------------------------------------------------------------------- prediction
-def test_score_samples_is_logsumexp_over_prior_paths():
+def test_predict_log_density_is_logsumexp_over_prior_paths():
     """§9.1 item 9 for the LV model: prior w, stored paths, original units; predict moments."""
     X, y = _toy()
     m = _fit(X, y, n_layers=2, hidden_dims=2, inference="iwvi", n_predict_samples=7,
@@ -175,10 +175,11 @@ def test_score_samples_is_logsumexp_over_prior_paths():
     assert mu.shape == (7, 20, 1)
     lp = gaussian_log_density(y[None, :, None], m.y_mean_ + m.y_scale_ * mu,
                               m.y_scale_ ** 2 * (var + noise)).sum(axis=2)
-    np.testing.assert_allclose(m.score_samples(X, y), logsumexp(lp, axis=0) - np.log(7),
+    np.testing.assert_allclose(m.predict_log_density(X, y), logsumexp(lp, axis=0) - np.log(7),
                                rtol=1e-12)
     # rows are independent: a subset gives the same values
-    np.testing.assert_allclose(m.score_samples(X[5:9], y[5:9]), m.score_samples(X, y)[5:9],
+    np.testing.assert_allclose(m.predict_log_density(X[5:9], y[5:9]),
+                               m.predict_log_density(X, y)[5:9],
                                rtol=1e-12)
     mean, std = m.predict(X, return_std=True)
     np.testing.assert_allclose(mean, m.y_mean_ + m.y_scale_ * mu.mean(axis=0)[:, 0], rtol=1e-12)
@@ -229,11 +230,11 @@ def test_bimodal_latent_models_beat_svgp():
     common = dict(n_inducing=30, likelihood_variance=0.01, max_iter=600, batch_size=None,
                   natgrad_gamma=0.1, n_predict_samples=100, random_state=0)
     ll = {"sgpr": SparseGPRegressor(n_inducing=30, random_state=0).fit(X, y)
-          .score_samples(Xt, yt).mean()}
+          .predict_log_density(Xt, yt).mean()}
     for name, kw in (("svgp", dict(n_layers=1)),
                      ("vi", dict(n_layers=1, latent_dim=1)),
                      ("iw", dict(n_layers=1, latent_dim=1, inference="iwvi"))):
-        ll[name] = DeepGP(**common, **kw).fit(X, y).score_samples(Xt, yt).mean()
+        ll[name] = DeepGP(**common, **kw).fit(X, y).predict_log_density(Xt, yt).mean()
     for lv in ("vi", "iw"):
         assert ll[lv] > ll["svgp"] + 0.3, ll
         assert ll[lv] > ll["sgpr"] + 0.1, ll

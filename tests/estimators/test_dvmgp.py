@@ -180,20 +180,21 @@ def test_fitted_attributes_and_shapes(small_fit):
     assert model.sample_y(Xte[:3], n_samples=4, random_state=0).shape == (3, 4)
 
 
-def test_predict_is_deterministic_and_score_samples_is_gaussian_log_density(small_fit):
+def test_predict_is_deterministic_and_predict_log_density_is_gaussian_log_density(small_fit):
     model, _, Xte, _, yte = small_fit
     m1, s1 = model.predict(Xte, return_std=True)
     m2, s2 = model.predict(Xte, return_std=True)
     np.testing.assert_array_equal(m1, m2)
     np.testing.assert_array_equal(s1, s2)
     ref = -0.5 * np.log(2 * np.pi * s1 ** 2) - 0.5 * (yte - m1) ** 2 / s1 ** 2
-    np.testing.assert_allclose(model.score_samples(Xte, yte), ref, rtol=1e-12)
+    np.testing.assert_allclose(model.predict_log_density(Xte, yte), ref, rtol=1e-12)
     # rows are independent: a subset or a permutation gives the same numbers
     np.testing.assert_allclose(model.predict(Xte[5:9]), m1[5:9], rtol=1e-12)
-    lp = model.score_samples(Xte, yte)
-    np.testing.assert_allclose(model.score_samples(Xte[5:9], yte[5:9]), lp[5:9], rtol=1e-12)
+    lp = model.predict_log_density(Xte, yte)
+    np.testing.assert_allclose(model.predict_log_density(Xte[5:9], yte[5:9]), lp[5:9], rtol=1e-12)
     perm = np.random.default_rng(0).permutation(Xte.shape[0])
-    np.testing.assert_allclose(model.score_samples(Xte[perm], yte[perm]), lp[perm], rtol=1e-12)
+    np.testing.assert_allclose(model.predict_log_density(Xte[perm], yte[perm]), lp[perm],
+                               rtol=1e-12)
 
 
 def test_predictive_moments_match_sample_y(small_fit):
@@ -251,7 +252,7 @@ def test_multi_output_and_qv_covariance(rng, kind):
     assert model.predict(X).shape == (40, 2)
     assert model.transform(X).shape == (40, 2)
     assert model.sample_y(X[:2], n_samples=3, random_state=0).shape == (2, 2, 3)
-    assert model.score_samples(X, Y).shape == (40,)
+    assert model.predict_log_density(X, Y).shape == (40,)
     expected = (2, 5) if kind == "diag" else (2, 5, 5)
     assert model.qv_chol_.shape == expected
     if kind == "full":
@@ -311,13 +312,13 @@ def test_bad_data(rng, small_fit):
     with pytest.raises(ValueError):
         model.predict(np.ones((3, 3)))
     with pytest.raises(ValueError, match="target column"):
-        model.score_samples(small_fit[2], np.ones((small_fit[2].shape[0], 2)))
+        model.predict_log_density(small_fit[2], np.ones((small_fit[2].shape[0], 2)))
 
 
 # ------------------------------------------------------------------------------ Table 4
 def _table4_metrics(model, X, y):
     mean = model.predict(X)
-    return (-float(np.mean(model.score_samples(X, y))),
+    return (-float(np.mean(model.predict_log_density(X, y))),
             float(np.mean(np.abs(y - mean) / np.abs(y))), float(np.sqrt(np.mean((y - mean) ** 2))))
 
 

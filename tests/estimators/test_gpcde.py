@@ -17,6 +17,7 @@ from sklearn_lvgp.datasets._conditional import (
     make_bimodal_conditional,
 )
 from sklearn_lvgp.kernels import RBF
+from sklearn_lvgp.metrics import neg_log_predictive_density
 
 FAST = {"n_inducing": 8, "n_quadrature": 20, "max_iter": 40, "learning_rate": 0.05,
         "random_state": 0}
@@ -72,9 +73,9 @@ def test_quantiles_outside_unit_interval(fitted, data, q):
 def test_bad_targets(fitted, data):
     X, y = data
     with pytest.raises(ValueError, match="rows"):
-        fitted.score_samples(X, y[:-1])
+        fitted.predict_log_density(X, y[:-1])
     with pytest.raises(ValueError, match="NaN"):
-        fitted.score_samples(X[:2], np.array([0.0, np.nan]))
+        fitted.predict_log_density(X[:2], np.array([0.0, np.nan]))
     with pytest.raises(ValueError, match="y_grid"):
         fitted.predict_density(X[:2], np.array([0.0, np.inf]))
 
@@ -86,15 +87,16 @@ def test_divergence_names_the_step(data):
 
 
 # ------------------------------------------------------------------------ predictive API
-def test_score_is_mean_log_density(fitted, data):
+def test_score_is_r2_and_the_density_scorer_is_the_mean_log_density(fitted, data):
     X, y = data
-    ll = fitted.score_samples(X, y)
+    ll = fitted.predict_log_density(X, y)
     assert ll.shape == (X.shape[0],)
-    np.testing.assert_allclose(fitted.score(X, y), ll.mean())
-    # row-wise: subset and order invariance of score_samples
+    np.testing.assert_allclose(fitted.score(X, y), r2_score(y, fitted.predict(X)))
+    np.testing.assert_allclose(neg_log_predictive_density(fitted, X, y), ll.mean())
+    # row-wise: subset and order invariance of predict_log_density
     perm = np.random.RandomState(0).permutation(X.shape[0])
-    np.testing.assert_allclose(fitted.score_samples(X[perm], y[perm]), ll[perm], rtol=1e-12)
-    np.testing.assert_allclose(fitted.score_samples(X[:5], y[:5]), ll[:5], rtol=1e-12)
+    np.testing.assert_allclose(fitted.predict_log_density(X[perm], y[perm]), ll[perm], rtol=1e-12)
+    np.testing.assert_allclose(fitted.predict_log_density(X[:5], y[:5]), ll[:5], rtol=1e-12)
 
 
 def test_density_integrates_to_one(fitted, data):
@@ -104,7 +106,7 @@ def test_density_integrates_to_one(fitted, data):
     np.testing.assert_allclose(np.trapezoid(dens, grid, axis=1), 1.0, atol=1e-4)
     np.testing.assert_allclose(np.log(fitted.predict_density(data[0][:4], data[1][:4])
                                       [np.arange(4), np.arange(4)]),
-                               fitted.score_samples(data[0][:4], data[1][:4]), rtol=1e-10)
+                               fitted.predict_log_density(data[0][:4], data[1][:4]), rtol=1e-10)
 
 
 def test_density_integrates_to_one_2d():
@@ -141,8 +143,8 @@ def test_moments_quantiles_and_samples_agree(fitted, data):
 
 
 def test_reproducible(data):
-    a = GPCDE(**FAST).fit(*data).score_samples(*data)
-    b = GPCDE(**FAST).fit(*data).score_samples(*data)
+    a = GPCDE(**FAST).fit(*data).predict_log_density(*data)
+    b = GPCDE(**FAST).fit(*data).predict_log_density(*data)
     np.testing.assert_array_equal(a, b)
 
 
@@ -158,7 +160,7 @@ def test_reproducible(data):
 def test_variants_fit_and_predict(data, params):
     X, y = data
     m = GPCDE(**{**FAST, **params}).fit(X, y)
-    ll = m.score_samples(X, y)
+    ll = m.predict_log_density(X, y)
     assert np.all(np.isfinite(ll)) and np.isfinite(m.elbo_)
     assert m.elbo_history_.shape == (m.n_iter_,)
 
@@ -195,8 +197,8 @@ def test_gp_warm_start_near_noiseless():
               "max_iter": 100, "random_state": 0}
         warm = GPCDE(**kw).fit(X, y)
         cold = GPCDE(init="prior", **kw).fit(X, y)
-    ll_gp = gp.score_samples(Xt, yt).mean()
-    assert warm.score(Xt, yt) >= ll_gp - 0.05
+    ll_gp = gp.predict_log_density(Xt, yt).mean()
+    assert warm.predict_log_density(Xt, yt).mean() >= ll_gp - 0.05
     assert warm.elbo_ >= warm.gp_elbo_ and warm.elbo_ > cold.elbo_
     assert cold.gp_elbo_ is None and cold.latent_used_
     if not warm.latent_used_:
@@ -227,13 +229,13 @@ def test_bimodal_beats_gp_small():
     Xt, yt = make_bimodal_conditional(500, 1000)
     with threads(1):
         gp = SparseGPRegressor(n_inducing=20, random_state=0).fit(X, y)
-    ll_gp = gp.score_samples(Xt, yt).mean()
+    ll_gp = gp.predict_log_density(Xt, yt).mean()
     m = GPCDE(n_inducing=20, n_quadrature=20, optimizer="lbfgs", natgrad_gamma=None,
               max_iter=300, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # 300 iterations, not converged
         m.fit(X, y)
-    ll = m.score(Xt, yt)
+    ll = m.predict_log_density(Xt, yt).mean()
     oracle = bimodal_conditional_log_density(Xt, yt).mean()
     assert ll >= ll_gp + 0.3
     assert ll <= oracle
@@ -249,12 +251,13 @@ def test_bimodal_spec_protocol(seed):
     """
     X, y = make_bimodal_conditional(100, seed)
     Xt, yt = make_bimodal_conditional(500, 1000 + seed)
-    gp = SparseGPRegressor(n_inducing=50, random_state=0).fit(X, y).score_samples(Xt, yt).mean()
+    gp = SparseGPRegressor(n_inducing=50, random_state=0).fit(X, y)
+    gp = gp.predict_log_density(Xt, yt).mean()
     oracle = bimodal_conditional_log_density(Xt, yt).mean()
     ll = {}
     for q_w in ("quadrature", "amortized"):
         m = GPCDE(q_w=q_w, n_inducing=50, max_iter=1500, random_state=seed).fit(X, y)
-        ll[q_w] = m.score(Xt, yt)
+        ll[q_w] = m.predict_log_density(Xt, yt).mean()
     assert ll["quadrature"] >= gp + 0.3
     assert ll["amortized"] >= gp + 0.3
     assert ll["quadrature"] >= ll["amortized"] - 0.02
@@ -283,4 +286,5 @@ def test_uci_not_worse_than_gp(shared_data, dataset):
     m = GPCDE(n_inducing=50, n_quadrature=20, optimizer="lbfgs", natgrad_gamma=None,
               max_iter=300, random_state=0).fit(X[~te], y[~te])
     assert m.elbo_ >= m.gp_elbo_
-    assert m.score(X[te], y[te]) >= gp.score_samples(X[te], y[te]).mean() - 0.02
+    ll_gp = gp.predict_log_density(X[te], y[te]).mean()
+    assert m.predict_log_density(X[te], y[te]).mean() >= ll_gp - 0.02

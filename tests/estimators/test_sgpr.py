@@ -213,16 +213,16 @@ def test_normalize_y_multioutput_shapes_and_sampling(data):
     samples = model.sample_y(X[:5], n_samples=3, random_state=1)
     assert samples.shape == (5, 2, 3)
     np.testing.assert_array_equal(samples, model.sample_y(X[:5], n_samples=3, random_state=1))
-    assert model.score_samples(X[:5], Y[:5]).shape == (5,)
+    assert model.predict_log_density(X[:5], Y[:5]).shape == (5,)
     one = SparseGPRegressor(n_inducing=10, random_state=0).fit(X, y)
     assert one.sample_y(X[:4], n_samples=2).shape == (4, 2)
 
 
-def test_score_samples_is_gaussian_log_density(fitted, data):
+def test_predict_log_density_is_gaussian_log_density(fitted, data):
     X, y = data
     mean, std = fitted.predict(X[:6], return_std=True)
     expected = -0.5 * np.log(2 * np.pi * std ** 2) - 0.5 * (y[:6] - mean) ** 2 / std ** 2
-    np.testing.assert_allclose(fitted.score_samples(X[:6], y[:6]), expected, rtol=1e-12)
+    np.testing.assert_allclose(fitted.predict_log_density(X[:6], y[:6]), expected, rtol=1e-12)
 
 
 def test_thread_count_does_not_change_results(data):
@@ -296,12 +296,12 @@ def test_targets_at_an_overflowing_scale_ask_for_normalize_y(data):
     assert np.all(np.isfinite(model.predict(X)))
 
 
-def test_score_samples_subset_and_order_invariant(fitted, data):
+def test_predict_log_density_subset_and_order_invariant(fitted, data):
     X, y = data
-    full = fitted.score_samples(X, y)
+    full = fitted.predict_log_density(X, y)
     perm = np.random.default_rng(0).permutation(X.shape[0])
-    np.testing.assert_allclose(fitted.score_samples(X[perm], y[perm]), full[perm], atol=1e-9)
-    np.testing.assert_allclose(fitted.score_samples(X[:5], y[:5]), full[:5], atol=1e-9)
+    np.testing.assert_allclose(fitted.predict_log_density(X[perm], y[perm]), full[perm], atol=1e-9)
+    np.testing.assert_allclose(fitted.predict_log_density(X[:5], y[:5]), full[:5], atol=1e-9)
 
 
 def test_deterministic_bound_is_smooth_with_ill_conditioned_kuu():

@@ -1,0 +1,241 @@
+"""Conversion of scikit-learn kernels to the equivalent :mod:`sklearn_lvgp.kernels` kernel.
+
+scikit-learn's stationary kernels have no amplitude of their own: it comes from a
+``ConstantKernel`` factor. The converted stationary and periodic kernels therefore carry
+``variance=1.0`` with ``variance_bounds="fixed"``, and a ``ConstantKernel`` factor of a product
+is folded into that variance (with its bounds) wherever one is free to take it, so that
+``ConstantKernel(c) * RBF(l)`` becomes ``RBF(length_scale=l, variance=c)`` with the same number
+of free hyperparameters as the original.
+"""
+
+import numpy as np
+from sklearn.gaussian_process import kernels as skk
+
+from ._base import Kernel, Product, Sum
+from ._constant import Constant, White
+from ._linear import Linear
+from ._periodic import Periodic
+from ._stationary import RBF, Matern12, Matern32, Matern52, RationalQuadratic
+
+__all__ = ["from_sklearn", "as_lvgp_kernel"]
+
+_SUPPORTED = ("RBF, Matern (nu=0.5, 1.5, 2.5 or inf), RationalQuadratic, ExpSineSquared, "
+              "DotProduct, ConstantKernel, WhiteKernel, and Sum and Product of these")
+
+_MATERN = {0.5: Matern12, 1.5: Matern32, 2.5: Matern52, np.inf: RBF}
+
+
+def _describe(kernel):
+    try:
+        return repr(kernel)
+    except Exception:  # a broken user subclass must still get the intended error
+        return f"<{type(kernel).__name__} instance>"
+
+
+def _unsupported(kernel, why):
+    return TypeError(f"Cannot convert {_describe(kernel)} to a sklearn_lvgp kernel: {why}. "
+                     f"Convertible scikit-learn kernels: {_SUPPORTED}.")
+
+
+def _value(v):
+    """A scalar as ``float``, an ARD vector as a fresh float array (size 1 counts as scalar)."""
+    a = np.asarray(v, dtype=np.float64)
+    return float(a.reshape(-1)[0]) if a.size == 1 else a.copy()
+
+
+def _bounds(b, f=None):
+    """sklearn bounds (a pair, per-element pairs or ``"fixed"``), mapped through ``f``."""
+    if isinstance(b, str):
+        if b != "fixed":
+            raise ValueError(f"Bounds must be a (low, high) pair or 'fixed', got {b!r}.")
+        return "fixed"
+    a = np.asarray(b, dtype=np.float64)
+    if f is not None:
+        a = f(a)
+    if a.size == 2:
+        return float(a.reshape(-1)[0]), float(a.reshape(-1)[1])
+    return a.reshape(-1, 2).copy()
+
+
+def _stationary(cls, k, **extra):
+    return cls(length_scale=_value(k.length_scale), variance=1.0,
+               length_scale_bounds=_bounds(k.length_scale_bounds), variance_bounds="fixed",
+               **extra)
+
+
+def _rbf(k):
+    return _stationary(RBF, k)
+
+
+def _matern(k):
+    nu = float(k.nu)
+    if nu not in _MATERN:
+        raise _unsupported(k, f"Matern with nu={nu} has no sklearn_lvgp equivalent")
+    return _stationary(_MATERN[nu], k)
+
+
+def _rational_quadratic(k):
+    return _stationary(RationalQuadratic, k, alpha=float(k.alpha),
+                       alpha_bounds=_bounds(k.alpha_bounds))
+
+
+def _exp_sine_squared(k):
+    # exp(-2 sin^2(pi d / p) / L^2) = exp(-sin^2(pi d / p) / (2 l^2)) with l = L / 2
+    return Periodic(period=float(k.periodicity), length_scale=0.5 * float(k.length_scale),
+                    variance=1.0, period_bounds=_bounds(k.periodicity_bounds),
+                    length_scale_bounds=_bounds(k.length_scale_bounds, lambda a: 0.5 * a),
+                    variance_bounds="fixed")
+
+
+def _dot_product(k):
+    # sigma_0^2 + x . z = Linear(1, fixed) + Constant(sigma_0^2)
+    linear = Linear(variances=1.0, variances_bounds="fixed")
+    sigma_0, bounds = float(k.sigma_0), _bounds(k.sigma_0_bounds, np.square)
+    if sigma_0 == 0.0 and bounds == "fixed":
+        return linear
+    return Sum(linear, Constant(variance=sigma_0 ** 2, variance_bounds=bounds))
+
+
+def _constant(k):
+    return Constant(variance=float(k.constant_value),
+                    variance_bounds=_bounds(k.constant_value_bounds))
+
+
+def _white(k):
+    return White(noise_level=float(k.noise_level), noise_level_bounds=_bounds(k.noise_level_bounds))
+
+
+def _sum(k):
+    return Sum(from_sklearn(k.k1), from_sklearn(k.k2))
+
+
+def _fold(constant, kernel):
+    """Move ``constant`` into a free unit amplitude of ``kernel`` (in place); ``True`` if done.
+
+    The amplitude is ``variance`` (stationary, periodic) or a scalar ``variances`` (linear)
+    that is still the fixed 1.0 the conversion gave it; a product is searched factor by factor.
+    """
+    if isinstance(kernel, Product):
+        return _fold(constant, kernel.k1) or _fold(constant, kernel.k2)
+    name = "variances" if isinstance(kernel, Linear) else "variance"
+    if isinstance(kernel, Constant) or not hasattr(kernel, name):
+        return False
+    if getattr(kernel, f"{name}_bounds") != "fixed" or np.ndim(getattr(kernel, name)) != 0 \
+            or float(getattr(kernel, name)) != 1.0:
+        return False
+    setattr(kernel, name, constant.variance)
+    setattr(kernel, f"{name}_bounds", constant.variance_bounds)
+    return True
+
+
+def _product(k):
+    k1, k2 = from_sklearn(k.k1), from_sklearn(k.k2)
+    if isinstance(k1, Constant) and _fold(k1, k2):
+        return k2
+    if isinstance(k2, Constant) and _fold(k2, k1):
+        return k1
+    return Product(k1, k2)
+
+
+_CONVERTERS = {
+    skk.RBF: _rbf, skk.Matern: _matern, skk.RationalQuadratic: _rational_quadratic,
+    skk.ExpSineSquared: _exp_sine_squared, skk.DotProduct: _dot_product,
+    skk.ConstantKernel: _constant, skk.WhiteKernel: _white, skk.Sum: _sum,
+    skk.Product: _product,
+}
+
+
+def from_sklearn(kernel):
+    """Convert a scikit-learn kernel to the equivalent sklearn_lvgp kernel.
+
+    Hyperparameter values and bounds (including ``"fixed"``) are carried over; the result
+    evaluates to the same matrices as ``kernel``. Conversions:
+
+    * ``RBF``, ``Matern`` (``nu`` = 0.5, 1.5, 2.5, ``inf``), ``RationalQuadratic`` →
+      :class:`RBF`, :class:`Matern12`, :class:`Matern32`, :class:`Matern52`, :class:`RBF`,
+      :class:`RationalQuadratic` with the same (ARD) ``length_scale`` (and ``alpha``) and
+      ``variance=1.0`` fixed.
+    * ``ExpSineSquared(length_scale=L, periodicity=p)`` → :class:`Periodic` with
+      ``period=p``, ``length_scale=L / 2`` (bounds halved), ``variance=1.0`` fixed. Equal for
+      one-dimensional inputs only: scikit-learn takes the sine of the Euclidean distance,
+      :class:`Periodic` sums the squared sines over the input dimensions.
+    * ``DotProduct(sigma_0)`` → ``Linear(variances=1.0, "fixed") + Constant(sigma_0 ** 2)``
+      (bounds squared); just the :class:`Linear` when ``sigma_0 = 0`` is fixed.
+    * ``ConstantKernel(c)`` → :class:`Constant` ``(variance=c)``; ``WhiteKernel`` →
+      :class:`White` (same semantics: noise only in ``K(X)``, zero in ``K(X, Z)``).
+    * ``Sum``, ``Product`` → :class:`Sum`, :class:`Product` of the converted operands. A
+      ``ConstantKernel`` factor becomes the variance of the other factor when that has a
+      fixed unit amplitude, e.g. ``ConstantKernel(2.0) * RBF()`` → ``RBF(variance=2.0)``.
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+        The kernel to convert; it is not modified.
+
+    Returns
+    -------
+    kernel : sklearn_lvgp.kernels.Kernel
+        A new kernel, independent of the input.
+
+    Raises
+    ------
+    TypeError
+        If ``kernel`` (or a part of it) has no sklearn_lvgp equivalent, e.g. ``Matern`` with
+        another ``nu``, ``PairwiseKernel``, ``Exponentiation``, ``CompoundKernel`` or a
+        subclass of a supported kernel; the message names it.
+
+    Examples
+    --------
+    >>> from sklearn.gaussian_process.kernels import ConstantKernel, RBF, WhiteKernel
+    >>> from sklearn_lvgp.kernels import from_sklearn
+    >>> from_sklearn(ConstantKernel(2.0) * RBF(1.5) + WhiteKernel(0.1))
+    RBF(variance=2, length_scale=1.5) + White(noise_level=0.1)
+    """
+    converter = _CONVERTERS.get(type(kernel))
+    if converter is None:
+        raise _unsupported(kernel, f"{type(kernel).__name__} is not supported")
+    return converter(kernel)
+
+
+def _contains_exp_sine_squared(kernel):
+    if isinstance(kernel, (skk.Sum, skk.Product)):
+        return _contains_exp_sine_squared(kernel.k1) or _contains_exp_sine_squared(kernel.k2)
+    return type(kernel) is skk.ExpSineSquared
+
+
+def as_lvgp_kernel(kernel, name="kernel", input_dim=None):
+    """Validate a ``kernel`` parameter, converting a scikit-learn kernel.
+
+    Parameters
+    ----------
+    kernel : sklearn_lvgp.kernels.Kernel, sklearn.gaussian_process.kernels.Kernel or None
+        The value to validate; it is not modified.
+    name : str, default="kernel"
+        Parameter name used in the error message.
+    input_dim : int or None, default=None
+        Number of input dimensions the kernel will see, when the caller knows it. A
+        scikit-learn ``ExpSineSquared`` converts exactly only in one dimension, so it is
+        refused for ``input_dim > 1``.
+
+    Returns
+    -------
+    kernel : sklearn_lvgp.kernels.Kernel or None
+        ``None`` for ``None``, the input itself (not a copy) for a sklearn_lvgp kernel, and
+        :func:`from_sklearn` of it for a scikit-learn kernel.
+
+    Raises
+    ------
+    TypeError
+        If ``kernel`` is of another type, or a scikit-learn kernel without an equivalent.
+    """
+    if kernel is None or isinstance(kernel, Kernel):
+        return kernel
+    if isinstance(kernel, skk.Kernel):
+        if input_dim is not None and input_dim > 1 and _contains_exp_sine_squared(kernel):
+            raise TypeError(
+                f"{name}: scikit-learn's ExpSineSquared takes the sine of the Euclidean distance "
+                f"and has no exact sklearn_lvgp equivalent on {input_dim} input dimensions; use "
+                "sklearn_lvgp.kernels.Periodic (a sum of sines over dimensions) instead.")
+        return from_sklearn(kernel)
+    raise TypeError(f"{name} must be a sklearn_lvgp.kernels.Kernel or a scikit-learn kernel, "
+                    f"got {type(kernel).__name__}.")
