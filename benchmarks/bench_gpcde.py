@@ -37,8 +37,8 @@ from sklearn_lvgp._parallel import threads  # noqa: E402
 
 VARIANTS = {"amortised (MC, S=1)": {"q_w": "amortized"},
             "amortised (unscented)": {"q_w": "amortized", "expectation": "unscented"},
-            "quadrature H=20": {"q_w": "quadrature", "n_quadrature": 20},
-            "quadrature H=100": {"q_w": "quadrature", "n_quadrature": 100}}
+            "quadrature H=20": {"q_w": "quadrature", "gh_order": 20},
+            "quadrature H=100": {"q_w": "quadrature", "gh_order": 100}}
 BASELINE = "amortised (MC, S=1)"
 
 

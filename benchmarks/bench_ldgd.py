@@ -50,7 +50,7 @@ from sklearn_lvgp.kernels import RBF  # noqa: E402
 
 TARGET = 0.95
 COMMON = {"n_components": 7, "n_inducing": 25, "elbo_weighting": "ref-2024-03",
-          "y_scaling": "none", "random_state": 0}
+          "normalize_X": "none", "random_state": 0}
 
 
 def _data():

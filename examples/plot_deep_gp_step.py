@@ -57,7 +57,7 @@ def step_data(seed):
 def deep_gp(n_layers, seed):
     """The spec's settings for the step function."""
     return DeepGP(n_layers=n_layers, n_inducing=25, kernel=RBF(length_scale=0.2),
-                  likelihood_variance=0.01, n_samples=10, max_iter=N_ITER, batch_size=None,
+                  noise_variance_init=0.01, n_samples=10, max_iter=N_ITER, batch_size=None,
                   random_state=seed)
 
 

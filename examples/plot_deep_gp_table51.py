@@ -207,7 +207,7 @@ def make_model(n_features, s, random_state):
     D = n_features
     return DeepGP(n_layers=1, n_inducing=128,
                   kernel=RBF(length_scale=np.full(D, np.sqrt(D)), variance=1.0),
-                  whiten=True, likelihood_variance=0.01, learning_rate=s["learning_rate"],
+                  whiten=True, noise_variance_init=0.01, learning_rate=s["learning_rate"],
                   learning_rate_schedule="staircase", natgrad_gamma=s["natgrad_gamma"],
                   batch_size=None if s["batch"] == 0 else s["batch"], max_iter=s["max_iter"],
                   normalize_y=False, random_state=random_state)

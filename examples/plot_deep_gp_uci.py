@@ -14,7 +14,7 @@ runs that protocol on the published Hernández-Lobato & Adams splits (``shared/d
   sample per point in training, 100 paths at test time;
 * test log-likelihood (mixture of the 100 paths, logsumexp) and RMSE in original units.
 
-An extra column, "UT-DGP 2", is the same 2-layer model trained with ``propagation="unscented"``:
+An extra column, "UT-DGP 2", is the same 2-layer model trained with ``expectation="unscented"``:
 sigma points instead of samples, a deterministic bound, and one moment-matched Gaussian per test
 point.
 
@@ -114,7 +114,7 @@ def make_model(name):
     return DeepGP(n_layers=depth, n_inducing=500 if name == "SGP500" else 100,
                   learning_rate=0.01, learning_rate_schedule=SCHEDULE, batch_size=BATCH,
                   max_iter=N_ITER, n_samples=1, n_predict_samples=100,
-                  propagation="unscented" if name.startswith("UT") else "monte_carlo",
+                  expectation="unscented" if name.startswith("UT") else "monte_carlo",
                   natgrad_gamma=None if GAMMA is None else float(GAMMA), random_state=0)
 
 

@@ -117,7 +117,7 @@ print(table + note)
 lo, hi = X_train.min(axis=0), X_train.max(axis=0)
 g1, g2 = np.meshgrid(np.linspace(lo[0], hi[0], 50), np.linspace(lo[1], hi[1], 50))
 grid = np.column_stack([g1.ravel(), g2.ravel()])
-Xi = dvmgp.inducing_inputs_projection_ * dvmgp.x_scale_ + dvmgp.x_mean_
+Xi = dvmgp.inducing_inputs_projection_ * dvmgp.X_scale_ + dvmgp.X_mean_
 fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
 means = {"SGPR": sgpr.predict((grid - x_mean) / x_std), "DVMGP": dvmgp.predict(grid)}
 inside = np.all((Xi >= lo) & (Xi <= hi), axis=1)

@@ -80,7 +80,7 @@ for seed in range(N_SEEDS):
            "oracle": float(bimodal_conditional_log_density(Xt, yt).mean())}
     for name, kw in VARIANTS.items():
         t0 = time.perf_counter()
-        m = GPCDE(n_inducing=50, n_quadrature=N_QUAD, max_iter=N_ITER, batch_size=None,
+        m = GPCDE(n_inducing=50, gh_order=N_QUAD, max_iter=N_ITER, batch_size=None,
                   random_state=seed, **kw).fit(X, y)
         row[name] = m.score(Xt, yt)
         row[name + " seconds"] = time.perf_counter() - t0
@@ -93,7 +93,7 @@ keys = ["exact GP", "SVGP (SGPR, M=50)"] + list(VARIANTS) + ["oracle"]
 mean = {k: float(np.mean([r[k] for r in rows])) for k in keys}
 print("mean test LL:", json.dumps(mean, indent=1))
 (OUT / "gpcde_bimodal.json").write_text(json.dumps(
-    {"protocol": {"seeds": N_SEEDS, "max_iter": N_ITER, "n_quadrature": N_QUAD,
+    {"protocol": {"seeds": N_SEEDS, "max_iter": N_ITER, "gh_order": N_QUAD,
                   "n_inducing": 50}, "rows": rows, "mean": mean}, indent=1))
 
 

@@ -67,9 +67,9 @@ def make_model(name):
         return SparseGPRegressor(n_inducing=M, random_state=0)
     if name == "GPCDE quadrature":
         if QUAD_OPT == "lbfgs":
-            return GPCDE(n_inducing=M, n_quadrature=N_QUAD, optimizer="lbfgs",
+            return GPCDE(n_inducing=M, gh_order=N_QUAD, optimizer="lbfgs",
                          natgrad_gamma=None, max_iter=N_LBFGS, random_state=0)
-        return GPCDE(n_inducing=M, n_quadrature=N_QUAD, max_iter=N_ITER, batch_size=512,
+        return GPCDE(n_inducing=M, gh_order=N_QUAD, max_iter=N_ITER, batch_size=512,
                      random_state=0)
     return GPCDE(q_w="amortized", n_inducing=M, max_iter=N_ITER, batch_size=512,
                  random_state=0)

@@ -100,8 +100,8 @@ if "latent" in PARTS:
         for k, c in enumerate(("tab:blue", "tab:orange")):
             ax.scatter(*model.latent_mean_[ytr == k].T, c=c, s=14, label=f"train {k}")
             ax.scatter(*Zte[yte == k].T, c=c, s=6, marker="x", alpha=0.5, label=f"test {k}")
-        ax.scatter(*model.inducing_reg_.T, c="k", marker="^", s=40, label="Z regression")
-        ax.scatter(*model.inducing_cls_.T, c="g", marker="s", s=40, label="Z classification")
+        ax.scatter(*model.inducing_inputs_reg_.T, c="k", marker="^", s=40, label="Z regression")
+        ax.scatter(*model.inducing_inputs_cls_.T, c="g", marker="s", s=40, label="Z classification")
         ax.set_title(f"D = {2 * p} ({noise} noise), test acc {acc:.2f}")
         if col == 0:
             ax.legend(fontsize=7)

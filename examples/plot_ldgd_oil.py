@@ -81,7 +81,7 @@ results = {}
 models = {}
 for mode in MODES:
     t0 = time.perf_counter()
-    model = LDGD(n_components=7, n_inducing=25, elbo_weighting="ref-2024-03", y_scaling="none",
+    model = LDGD(n_components=7, n_inducing=25, elbo_weighting="ref-2024-03", normalize_X="none",
                  random_state=0, **SETTINGS[mode]).fit(Xtr, ytr)
     fit_s = time.perf_counter() - t0
     pred = model.predict(Xte)
@@ -93,7 +93,8 @@ for mode in MODES:
     gen_ok = [int(np.argmin(np.linalg.norm(means - d, axis=1))) == i
               for i, d in enumerate(decoded)]
     # consistency check: labels from inferred training latents vs the fitted ones
-    fitted_pred = np.argmax(model._log_proba(model.latent_mean_, model.latent_std_), axis=1)
+    sigma = np.sqrt(model.latent_variance_)
+    fitted_pred = np.argmax(model._log_proba(model.latent_mean_, sigma), axis=1)
     agree = float(np.mean(model.classes_[fitted_pred] == model.predict(Xtr)))
     results[mode] = {"accuracy": float(np.mean(pred == yte)), "precision": float(p),
                      "recall": float(r), "f1": float(f), "fit_seconds": fit_s,

@@ -98,7 +98,7 @@ for periodic, kname in ((False, "RBF+Linear"), (True, "Per.+RBF+Lin.")):
                            positive_transform="softplus").fit(X_train, y_train)
     s2 = gp.noise_variance_
     print(f"{kname}: stage 1 in {time.perf_counter() - t0:.1f}s, {gp.n_iter_} iterations, "
-          f"log ML {gp.log_marginal_likelihood_value_:.3f}, noise {s2:.4f}")
+          f"log ML {gp.elbo_:.3f}, noise {s2:.4f}")
     mean, std = free_simulation(gp, window0, 132, propagate_variance=False)
     curves[("GP-NARX", kname)] = (mean, std)
     rows.append(("GP-NARX", "-", kname, *nlpd_rmse(mean, std), 0.0, 0.0))

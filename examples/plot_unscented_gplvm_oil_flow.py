@@ -73,7 +73,7 @@ def fit(Y, kernel, expectation, seed=42, n_samples=32):
     """One model with the paper's settings; returns the model and its fit time."""
     model = UnscentedGPLVM(n_components=5, n_inducing=20, kernel=KERNELS[kernel](),
                            expectation=expectation, n_samples=n_samples, init="pca_unscaled",
-                           latent_variance_init=0.1, noise_variance_init=0.01, center=False,
+                           latent_variance_init=0.1, noise_variance_init=0.01, normalize_X="none",
                            max_iter=MAX_ITER, learning_rate=0.01, random_state=seed)
     t0 = time.perf_counter()
     with warnings.catch_warnings():

@@ -73,7 +73,7 @@ def make_model(kernel, Q, expectation, n_evals, seed):
     return UnscentedGPLVM(n_components=Q, n_inducing=20, kernel=k, expectation=expectation,
                           gh_order=2, n_samples=n_evals if stochastic else 32,
                           init="pca_unscaled", latent_variance_init=0.1,
-                          noise_variance_init=0.001, center=False,
+                          noise_variance_init=0.001, normalize_X="none",
                           max_iter=MC_MAX_ITER if stochastic else MAX_ITER, learning_rate=0.01,
                           random_state=seed)
 

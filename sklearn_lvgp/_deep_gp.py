@@ -58,7 +58,7 @@ class _DSVI:
     Holds only structure (kernel templates, fixed mean functions, shapes), never fitted values.
     """
 
-    def __init__(self, kernels, means, dims, n_inducing, whiten, jitter, propagation,
+    def __init__(self, kernels, means, dims, n_inducing, whiten, jitter, expectation,
                  positive_transform="softplus"):
         self.kernels = kernels
         self.means = means
@@ -66,7 +66,7 @@ class _DSVI:
         self.M = n_inducing
         self.whiten = whiten
         self.jitter = jitter
-        self.propagation = propagation
+        self.expectation = expectation
         self.softplus = positive_transform == "softplus"
         self.delta = _DELTA
         self.chunk_rows = None  # rows per engine chunk; None: from the problem size
@@ -163,7 +163,7 @@ class _DSVI:
 
     # ---------------------------------------------------------------------------- forward
     def propagate(self, layers, X, n_samples, random_state=None, eps=None, with_kl=True,
-                  propagation=None, workspaces=None):
+                  expectation=None, workspaces=None):
         """Push ``X`` through the layers; returns the last layer's marginals and a tape.
 
         Monte Carlo (spec §2.2): ``S`` stacked copies of ``X`` (sample-major), inner layers
@@ -171,7 +171,7 @@ class _DSVI:
         layer's Gaussian marginals are moment-matched and pushed through the next layer at the
         ``2 D`` sigma points of :func:`~sklearn_lvgp._psi.unscented_rule`.
 
-        ``propagation`` overrides the model's rule (``sample_y`` always samples).
+        ``expectation`` overrides the model's rule (``sample_y`` always samples).
         ``workspaces`` (one :class:`~sklearn_lvgp._workspace.Workspace` per layer, or
         ``None``) lets a training loop reuse the layers' large buffers from step to step; the
         tape is then valid until the next call with the same workspaces.
@@ -192,7 +192,7 @@ class _DSVI:
         ws = [None] * L if workspaces is None else workspaces
         tape = []
         kl_total = 0.0
-        if (propagation or self.propagation) == "monte_carlo":
+        if (expectation or self.expectation) == "monte_carlo":
             S = n_samples if L > 1 else 1
             H = np.tile(X, (S, 1))
             weights = np.full(S * n, 1.0 / S)
@@ -249,7 +249,7 @@ class _DSVI:
         _, _, w, _, tape = self.propagate(layers, X, n_samples, random_state, with_kl=False)
         _, prior, mcache, _ = tape[-1][0]
         reps = w.size // X.shape[0]
-        Yt = np.repeat(Y, reps, axis=0) if self.propagation == "unscented" else np.tile(
+        Yt = np.repeat(Y, reps, axis=0) if self.expectation == "unscented" else np.tile(
             Y, (reps, 1))
         resid = Yt - last.mean_function(mcache.H)
         q_mu, q_sqrt = gaussian_natgrad_step(last.q_mu, last.q_sqrt, mcache.A, resid, scale * w,
@@ -264,14 +264,14 @@ class _DSVI:
         """Per-path last-layer marginals ``(S, n, D)`` (Monte Carlo) or ``(1, n, D)`` (UT)."""
         layers, noise, _ = self.unpack(x)
         n = X.shape[0]
-        if self.propagation == "monte_carlo" and self.n_layers > 1:
+        if self.expectation == "monte_carlo" and self.n_layers > 1:
             S = n_samples
             eps = [np.repeat(e[:S], n, axis=0) for e in eps_rows]
             mu, var, _, _, _ = self.propagate(layers, X, S, eps=eps, with_kl=False)
             D = mu.shape[1]
             return mu.reshape(S, n, D), var.reshape(S, n, D), noise
         mu, var, w, _, _ = self.propagate(layers, X, 1, with_kl=False)
-        if self.propagation == "unscented" and self.n_layers > 1:
+        if self.expectation == "unscented" and self.n_layers > 1:
             K = mu.shape[0] // n
             mk = mu.reshape(n, K, -1)
             wk = w.reshape(n, K)[:, :, None]
@@ -306,20 +306,20 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         the missing ones start at standard-normal draws.
     whiten : bool, default=True
         Whitened ``q(u)`` (``u = L_u v``, prior ``N(0, I)``).
-    likelihood_variance : float, default=0.05
+    noise_variance_init : float, default=0.05
         Initial Gaussian noise variance (standardised units when ``normalize_y``).
     n_samples : int, default=1
         Monte Carlo samples per data point in each training step.
     n_predict_samples : int, default=100
         Paths per test point in :meth:`predict`, :meth:`predict_log_density`.
-    propagation : {"monte_carlo", "unscented"}, default="monte_carlo"
+    expectation : {"monte_carlo", "unscented"}, default="monte_carlo"
         ``"monte_carlo"``: DSVI sampling (the paper). ``"unscented"``: each inner layer's
         Gaussian marginals are moment-matched and passed through the next layer at ``2D`` sigma
         points, a deterministic objective that L-BFGS can optimise; predictions are then one
         moment-matched Gaussian per point (an approximation of the mixture).
     optimizer : {"adam", "lbfgs"}, default="adam"
         ``"lbfgs"`` uses the full batch and needs a deterministic objective
-        (``propagation="unscented"`` or ``n_layers=1``); it starts from the last layer's optimal
+        (``expectation="unscented"`` or ``n_layers=1``); it starts from the last layer's optimal
         ``q(u)`` for the initial hyperparameters (one natural-gradient step with γ = 1).
     learning_rate : float, default=0.01
         Adam step size.
@@ -370,7 +370,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         (LV-GP-...-GP models, seed 003 ch. 5; ``n_layers=1`` is LV-GP). ``None`` or 0: no latent
         layer (plain DSVI, unchanged). Its proposal ``q(w_n)`` is amortised by a recognition
         MLP on ``[x_n, y_n]``; predictions integrate ``w`` over its prior. Needs
-        ``optimizer="adam"`` and ``propagation="monte_carlo"``.
+        ``optimizer="adam"`` and ``expectation="monte_carlo"``.
     inference : {"vi", "iwvi"}, default="vi"
         Bound for the latent model: ``"vi"`` (eq. 5.3, analytic ``KL(q(w) || p(w))``) or the
         importance-weighted bound with analytic final layer (eq. 5.11), whose ``n_importance``
@@ -386,6 +386,8 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     ----------
     layers_ : list of SVGPLayer
         Fitted layers (kernel, inducing inputs ``Z``, ``q_mu``, ``q_sqrt``, mean function).
+    inducing_inputs_ : list of ndarray of shape (n_inducing, layer input dimension)
+        The inducing inputs of each layer (the ``Z`` of ``layers_``).
     noise_variance_ : float
         Fitted likelihood variance (standardised units).
     elbo_ : float
@@ -440,8 +442,8 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     """
 
     def __init__(self, n_layers=2, hidden_dims=None, kernel=None, n_inducing=100, whiten=True,
-                 likelihood_variance=0.05, n_samples=1, n_predict_samples=100,
-                 propagation="monte_carlo", optimizer="adam", learning_rate=0.01,
+                 noise_variance_init=0.05, n_samples=1, n_predict_samples=100,
+                 expectation="monte_carlo", optimizer="adam", learning_rate=0.01,
                  learning_rate_schedule="constant", batch_size=10000, max_iter=10000,
                  natgrad_gamma=None, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=5, normalize_y=True, positive_transform="softplus",
@@ -452,10 +454,10 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         self.kernel = kernel
         self.n_inducing = n_inducing
         self.whiten = whiten
-        self.likelihood_variance = likelihood_variance
+        self.noise_variance_init = noise_variance_init
         self.n_samples = n_samples
         self.n_predict_samples = n_predict_samples
-        self.propagation = propagation
+        self.expectation = expectation
         self.optimizer = optimizer
         self.learning_rate = learning_rate
         self.learning_rate_schedule = learning_rate_schedule
@@ -496,10 +498,10 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         self._hidden(X.shape[1])
         check_int("n_inducing", self.n_inducing, min_value=1)
         check_bool("whiten", self.whiten)
-        check_float("likelihood_variance", self.likelihood_variance, 0.0, exclusive_min=True)
+        check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True)
         check_int("n_samples", self.n_samples, min_value=1)
         check_int("n_predict_samples", self.n_predict_samples, min_value=1)
-        check_option("propagation", self.propagation, ("monte_carlo", "unscented"))
+        check_option("expectation", self.expectation, ("monte_carlo", "unscented"))
         check_option("optimizer", self.optimizer, ("adam", "lbfgs"))
         check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
         check_option("learning_rate_schedule", self.learning_rate_schedule,
@@ -523,10 +525,10 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
             raise ValueError(f"kernel has {len(self.kernel)} entries but n_layers = "
                              f"{self.n_layers}; pass one kernel or one per layer.")
         self._kernels = [as_lvgp_kernel(k) for k in kernels]
-        if (self.optimizer == "lbfgs" and self.propagation == "monte_carlo"
+        if (self.optimizer == "lbfgs" and self.expectation == "monte_carlo"
                 and self.n_layers > 1):
             raise ValueError("optimizer='lbfgs' needs a deterministic objective: use "
-                             "propagation='unscented' or n_layers=1 with Monte Carlo DSVI use "
+                             "expectation='unscented' or n_layers=1 with Monte Carlo DSVI use "
                              "optimizer='adam'.")
         if self.early_stopping and X.shape[0] < 4:
             raise ValueError(f"early_stopping needs at least 4 samples, got n_samples = "
@@ -544,8 +546,8 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                 raise ValueError("inference='iwvi' importance-weights the latent inputs: it "
                                  "needs latent_dim >= 1.")
         else:
-            if self.propagation != "monte_carlo":
-                raise ValueError("latent_dim >= 1 needs propagation='monte_carlo' (the latent "
+            if self.expectation != "monte_carlo":
+                raise ValueError("latent_dim >= 1 needs expectation='monte_carlo' (the latent "
                                  "inputs are sampled).")
             if self.optimizer != "adam":
                 raise ValueError("latent_dim >= 1 gives a stochastic objective: use "
@@ -563,7 +565,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     def _architecture(self, n_features, n_targets):
         """What a warm start must share with the previous fit to continue from it."""
         return (int(self.n_layers), tuple(self._hidden(n_features)), int(n_features),
-                int(n_targets), int(self.n_inducing), bool(self.whiten), self.propagation,
+                int(n_targets), int(self.n_inducing), bool(self.whiten), self.expectation,
                 self.positive_transform, float(self.jitter), repr(self.kernel),
                 self._latent(), self.inference, int(self.n_importance),
                 tuple(int(h) for h in self.encoder_hidden))
@@ -625,10 +627,10 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                                self.positive_transform, Dw, self.encoder_hidden,
                                self.inference, self.n_importance)
             encoder = model.encoder.initial(random_state)
-            return model, model.pack(layers, float(self.likelihood_variance), encoder)
+            return model, model.pack(layers, float(self.noise_variance_init), encoder)
         model = _DSVI(kernels, means, dims, M, bool(self.whiten), float(self.jitter),
-                      self.propagation, self.positive_transform)
-        return model, model.pack(layers, float(self.likelihood_variance))
+                      self.expectation, self.positive_transform)
+        return model, model.pack(layers, float(self.noise_variance_init))
 
     # ------------------------------------------------------------------------------- fit
     def _fit(self, X, y, random_state):
@@ -778,6 +780,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         self.elbo_history_ = np.asarray(self._elbo_hist)
         layers, noise, _ = model.unpack(self._x)
         self.layers_ = layers
+        self.inducing_inputs_ = [layer.Z for layer in layers]
         self.noise_variance_ = noise
         self._predict_eps = self._draw_predict_eps(rs, self.n_predict_samples)
 
@@ -845,7 +848,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
 
         ``method="mixture"`` (default): ``logsumexp_s sum_d log N(y_d | mu_sd, v_sd + s2) - log
         S`` over the stored prediction paths (one Gaussian per point with
-        ``propagation="unscented"``), with the target standardisation undone.
+        ``expectation="unscented"``), with the target standardisation undone.
 
         ``method="kde"``: the evaluation of seed 003 Table 5.1 — ``n_kde_samples`` draws of
         ``y`` per row from :meth:`sample_y` and a Gaussian kernel density estimate with
@@ -907,7 +910,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     def sample_y(self, X, n_samples=1, random_state=0):
         """Draw targets from the predictive distribution (independent paths, spec §2.4).
 
-        Always Monte Carlo through the layers, whatever ``propagation`` was used in training.
+        Always Monte Carlo through the layers, whatever ``expectation`` was used in training.
 
         Parameters
         ----------
@@ -932,7 +935,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         layers, noise, _ = self._model.unpack(self._x)
         with threads(self.n_jobs):
             mu, var, _, _, _ = self._model.propagate(layers, Xs, n_samples, rs, with_kl=False,
-                                                     propagation="monte_carlo")
+                                                     expectation="monte_carlo")
         n, D = Xs.shape[0], mu.shape[1]
         mu = mu.reshape(-1, n, D)
         var = var.reshape(-1, n, D)

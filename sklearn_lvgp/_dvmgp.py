@@ -24,7 +24,7 @@ from ._objectives._dvmgp_bound import (
 from ._optimize import minimize_adam, minimize_lbfgsb
 from ._parallel import threads
 from ._params import ParamPacker
-from ._scaling import column_moments
+from ._scaling import NORMALIZE_OPTIONS, normalization
 from ._svgp._likelihoods import gaussian_log_density
 from ._validation import (
     check_bool,
@@ -106,9 +106,9 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         that two typical inputs stay as correlated a priori as in two dimensions. The paper's
         fixed value 1 leaves ``W(x)`` at its zero prior mean, with variance κ_q² ‖x‖², away
         from the few Ξ in higher dimensions, and the fit collapses to noise.
-    normalize_X : bool, default=True
-        Standardise the inputs with the training mean and standard deviation. The projection
-        ``W(x) x`` vanishes at ``x = 0``, so the origin matters and standardising is advised.
+    normalize_X : {"standardize", "center", "none"}, default="standardize"
+        Normalisation of the inputs with training statistics. The projection ``W(x) x``
+        vanishes at ``x = 0``, so the origin matters and standardising is advised.
     normalize_y : bool, default=True
         Standardise the targets; predictions are returned in the original units.
     jitter : float, default=1e-6
@@ -145,8 +145,8 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         Bound after each iteration of both phases.
     n_iter_ : int
         Total optimiser iterations.
-    x_mean_, x_scale_ : ndarray of shape (n_features,)
-        Input standardisation (zeros and ones when ``normalize_X=False``).
+    X_mean_, X_scale_ : ndarray of shape (n_features,)
+        Input normalisation, ``(X - X_mean_) / X_scale_``.
     y_mean_, y_scale_ : ndarray of shape (n_targets,)
         Target standardisation.
     n_features_in_ : int
@@ -175,7 +175,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
     def __init__(self, n_components=None, n_inducing=50, n_inducing_projection=25,
                  qv_covariance="diag", optimizer="lbfgs", n_iter_fixed_noise=100, max_iter=1000,
                  learning_rate=0.01, noise_variance_init=0.01,
-                 projection_length_scale_init=None, normalize_X=True,
+                 projection_length_scale_init=None, normalize_X="standardize",
                  normalize_y=True, jitter=1e-6, random_state=None, n_jobs=None, verbose=0):
         self.n_components = n_components
         self.n_inducing = n_inducing
@@ -214,7 +214,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True)
         check_float("projection_length_scale_init", self.projection_length_scale_init, 0.0,
                     exclusive_min=True, allow_none=True)
-        check_bool("normalize_X", self.normalize_X)
+        check_option("normalize_X", self.normalize_X, NORMALIZE_OPTIONS)
         check_bool("normalize_y", self.normalize_y)
         check_float("jitter", self.jitter, 0.0)
 
@@ -233,9 +233,10 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         n, D = X.shape
         Q = D if self.n_components is None else int(self.n_components)
         m_u, m_v = int(self.n_inducing), int(self.n_inducing_projection)
-        self.x_mean_, self.x_scale_ = self._moments(X, self.normalize_X)
-        self.y_mean_, self.y_scale_ = self._moments(Y, self.normalize_y)
-        Xs = (X - self.x_mean_) / self.x_scale_
+        self.X_mean_, self.X_scale_ = normalization(X, self.normalize_X)
+        y_rule = "standardize" if self.normalize_y else "none"
+        self.y_mean_, self.y_scale_ = normalization(Y, y_rule)
+        Xs = (X - self.X_mean_) / self.X_scale_
         Ys = (Y - self.y_mean_) / self.y_scale_
         var_y = float(np.mean(np.var(Ys, axis=0)))
         var_y = var_y if var_y > 0 else 1.0
@@ -294,12 +295,6 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         # keeps E‖x − x'‖² / ℓ² = 4 for standardised inputs, the paper's value at D = 2 (ℓ = 1)
         return float(np.sqrt(max(D, 2) / 2.0))
 
-    @staticmethod
-    def _moments(A, normalize):
-        if not normalize:
-            return np.zeros(A.shape[1]), np.ones(A.shape[1])
-        return column_moments(A)
-
     def _optimise(self, packer, x0, Xs, Ys, jitter, budget, fix_noise, var_y):
         noise_slice = packer.slice("noise")
 
@@ -332,7 +327,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
     def _standardise(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        return (X - self.x_mean_) / self.x_scale_
+        return (X - self.X_mean_) / self.X_scale_
 
     def _latent(self, Xs):
         p = self._params
@@ -410,29 +405,30 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         var = v * self.y_scale_ ** 2
         return gaussian_log_density(Y, mean, var).sum(axis=1)
 
-    def transform(self, X, return_variance=False):
+    def transform(self, X, return_std=False):
         """Latent projection ``E[W(x)] x`` of inputs (spec §7; Figure 7 of seed 000).
 
         Parameters
         ----------
         X : array-like of shape (n, n_features)
             Inputs (original units; standardised internally as in fit).
-        return_variance : bool, default=False
-            Also return the latent variances η(x) = Var[w_q·(x)]‖x‖².
+        return_std : bool, default=False
+            Also return the latent standard deviations, the square roots of
+            η(x) = Var[w_q·(x)]‖x‖².
 
         Returns
         -------
         mean : ndarray of shape (n, n_components)
             Latent means h(x).
-        variance : ndarray of shape (n, n_components)
-            Latent variances (only if ``return_variance``).
+        std : ndarray of shape (n, n_components)
+            Latent standard deviations (only if ``return_std``).
         """
         Xs = self._standardise(X)
         with threads(self.n_jobs):
             h, eta = self._latent(Xs)
-        return (h, eta) if return_variance else h
+        return (h, np.sqrt(eta)) if return_std else h
 
-    def sample_y(self, X, n_samples=1, random_state=None):
+    def sample_y(self, X, n_samples=1, random_state=0):
         """Draw targets from the predictive distribution at each input.
 
         Each draw samples the latent point z ~ N(h(x), diag η(x)) (i.e. W from its q marginals),
@@ -445,7 +441,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
             Inputs.
         n_samples : int, default=1
             Draws per input.
-        random_state : int, RandomState instance or None, default=None
+        random_state : int, RandomState instance or None, default=0
             Source of the draws.
 
         Returns

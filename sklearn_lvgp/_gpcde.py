@@ -73,8 +73,8 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         the ELBO with the optimal free-form ``q(w_n)`` (no local parameters, deterministic;
         ``latent_dim <= 2``). ``"gaussian"``: a free ``q(w_n) = N(a_n, diag b_n^2)`` per training
         row. ``"amortized"``: ``(a_n, b_n)`` from a recognition MLP on ``[x_n, y_n]``.
-    n_quadrature : int, default=100
-        Gauss–Hermite nodes per latent dimension (``n_quadrature ** latent_dim`` evaluation points
+    gh_order : int, default=100
+        Gauss–Hermite nodes per latent dimension (``gh_order ** latent_dim`` evaluation points
         per row) in the quadrature bound and in the predictive density when
         ``latent_dim <= 2`` without projection.
     expectation : {"monte_carlo", "unscented"}, default="monte_carlo"
@@ -97,7 +97,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         number of samples: the missing input columns start at standard-normal draws.
     whiten : bool, default=True
         Whitened ``q(u)``.
-    likelihood_variance : float, default=0.01
+    noise_variance_init : float, default=0.01
         Initial noise variance (standardised units when ``normalize_y``).
     natgrad_gamma : float, tuple (gamma0, gamma1, K) or None, default=0.1
         Natural-gradient step size for ``q(u)`` (alternating with the Adam steps, which then
@@ -151,7 +151,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
     ----------
     kernel_ : Kernel
         Fitted kernel on ``[h, w]``.
-    Z_ : ndarray of shape (n_inducing, D_h + latent_dim)
+    inducing_inputs_ : ndarray of shape (n_inducing, D_h + latent_dim)
         Inducing inputs.
     q_mu_ : ndarray of shape (n_inducing, L)
     q_sqrt_ : ndarray of shape (L, n_inducing, n_inducing)
@@ -195,22 +195,22 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
     >>> from sklearn_lvgp import GPCDE
     >>> rng = np.random.RandomState(0)
     >>> X = rng.uniform(-2, 2, (80, 1)); y = np.where(rng.rand(80) < .5, 1, -1) * X[:, 0]
-    >>> model = GPCDE(n_inducing=10, n_quadrature=20, max_iter=50, random_state=0).fit(X, y)
+    >>> model = GPCDE(n_inducing=10, gh_order=20, max_iter=50, random_state=0).fit(X, y)
     >>> model.predict_quantiles(X[:2], [0.1, 0.9]).shape
     (2, 2)
     """
 
-    def __init__(self, latent_dim=1, q_w="quadrature", n_quadrature=100,
+    def __init__(self, latent_dim=1, q_w="quadrature", gh_order=100,
                  expectation="monte_carlo", n_samples=1, input_projection_dim=None,
                  output_mixing_dim=None, kernel=None, n_inducing=100, whiten=True,
-                 likelihood_variance=0.01, natgrad_gamma=0.1, optimizer="adam",
+                 noise_variance_init=0.01, natgrad_gamma=0.1, optimizer="adam",
                  learning_rate=0.01, learning_rate_schedule="constant", batch_size=512,
                  max_iter=2000, encoder_hidden=(20, 20), n_predict_samples=1000,
                  normalize_y=True, init="auto", jitter=1e-6, random_state=None, n_jobs=None,
                  verbose=0):
         self.latent_dim = latent_dim
         self.q_w = q_w
-        self.n_quadrature = n_quadrature
+        self.gh_order = gh_order
         self.expectation = expectation
         self.n_samples = n_samples
         self.input_projection_dim = input_projection_dim
@@ -218,7 +218,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         self.kernel = kernel
         self.n_inducing = n_inducing
         self.whiten = whiten
-        self.likelihood_variance = likelihood_variance
+        self.noise_variance_init = noise_variance_init
         self.natgrad_gamma = natgrad_gamma
         self.optimizer = optimizer
         self.learning_rate = learning_rate
@@ -238,10 +238,10 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
     def _check_params(self, X, y):
         Dw = check_int("latent_dim", self.latent_dim, min_value=0)
         check_option("q_w", self.q_w, ("quadrature", "gaussian", "amortized"))
-        H = check_int("n_quadrature", self.n_quadrature, min_value=1)
+        H = check_int("gh_order", self.gh_order, min_value=1)
         if self.q_w == "quadrature" and Dw > 2:
             raise ValueError(
-                f"q_w='quadrature' evaluates n_quadrature**latent_dim = {H}**{Dw} = {H ** Dw} "
+                f"q_w='quadrature' evaluates gh_order**latent_dim = {H}**{Dw} = {H ** Dw} "
                 f"GP marginals per data point per step; it is limited to latent_dim <= 2. Use "
                 f"q_w='amortized' or q_w='gaussian' for latent_dim={Dw}.")
         check_option("expectation", self.expectation, ("monte_carlo", "unscented"))
@@ -252,7 +252,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         self._kernel = as_lvgp_kernel(self.kernel)
         check_int("n_inducing", self.n_inducing, min_value=1)
         check_bool("whiten", self.whiten)
-        check_float("likelihood_variance", self.likelihood_variance, 0.0, exclusive_min=True)
+        check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True)
         check_option("optimizer", self.optimizer, ("adam", "lbfgs"))
         check_natgrad_gamma(self.natgrad_gamma)
         check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
@@ -307,9 +307,9 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
                   else self._kernel.initialize(D, random_state))
         model = CDEModel(kernel, Dx, self.input_projection_dim, Dw, L, Dy, M,
                          self.output_mixing_dim is not None, self.q_w, self.expectation,
-                         int(self.n_samples), int(self.n_quadrature), N,
+                         int(self.n_samples), int(self.gh_order), N,
                          tuple(self.encoder_hidden), bool(self.whiten), float(self.jitter))
-        values = {"kernel": kernel, "noise_variance": float(self.likelihood_variance),
+        values = {"kernel": kernel, "noise_variance": float(self.noise_variance_init),
                   "q_mu": np.zeros((M, L))}
         H = Xs
         if self.input_projection_dim is not None:
@@ -482,7 +482,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         model = self._model
         p = model.unpack(self._x)
         self.kernel_ = p["kernel"]
-        self.Z_ = p["Z"]
+        self.inducing_inputs_ = p["Z"]
         self.q_mu_ = p["q_mu"]
         self.q_sqrt_ = p["q_sqrt_full"]
         self.noise_variance_ = p["s2"]
@@ -491,7 +491,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         self.A_std_ = p["A_s"] if model.projection else None
         # predictive integration over w (and A), spec §10
         if not model.projection and model.Dw <= 2:
-            self._nodes, self._logw = hermite_grid(int(self.n_quadrature), model.Dw)
+            self._nodes, self._logw = hermite_grid(int(self.gh_order), model.Dw)
             self._A_draws = None
         else:
             S = int(self.n_predict_samples)
@@ -558,7 +558,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
     def predict_log_density(self, X, y):
         """Log predictive density ``log p(y_n | x_n)`` of each row, in original units.
 
-        Gauss–Hermite integration over ``w`` (``n_quadrature`` nodes per dimension) when
+        Gauss–Hermite integration over ``w`` (``gh_order`` nodes per dimension) when
         ``latent_dim <= 2`` without projection, otherwise ``n_predict_samples`` prior draws of
         ``w`` (and ``A``) fixed at fit time (spec §10).
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from ._engine._dask import DaskPsiBound, DaskRows, _dask
 from ._gplvm_setup import initial_model, run_alternating
-from ._scaling import column_moments
+from ._scaling import column_moments, normalization
 
 __all__ = ["fit_gplvm_dask"]
 
@@ -66,8 +66,8 @@ def fit_gplvm_dask(est, X, random_state):
         raise ValueError("A fit on dask input uses optimizer='alternating' (or 'auto'); got "
                          f"optimizer={est.optimizer!r}.")
     Q = est.n_components
-    mean = np.asarray(X_d.mean(axis=0).compute()) if est.center else np.zeros(X_d.shape[1])
-    rows = DaskRows({"Y": X_d - mean})
+    mean, scale = (np.asarray(a) for a in dask.compute(*normalization(X_d, est.normalize_X)))
+    rows = DaskRows({"Y": (X_d - mean) / scale})
     Y = rows.arrays["Y"]
     mu0 = _initial_means(est, Y, Q, random_state).persist()
     var_y, scales = dask.compute(Y.var(axis=0).mean(), column_moments(mu0)[1])
@@ -81,7 +81,7 @@ def fit_gplvm_dask(est, X, random_state):
     out, g = run_alternating(est, state, work, Z0, noise0, rule, jitter, var_y)
     F, _, post = state.evaluate(work, g["Z"], float(g["noise"]), rule, jitter=jitter,
                                 max_tries=6)
-    est.mean_ = mean
+    est.X_mean_, est.X_scale_ = mean, scale
     est.kernel_ = work
     est.latent_mean_ = out.mu
     est.latent_variance_ = out.S

@@ -103,7 +103,7 @@ class LatentDSVI(_DSVI):
     Parameters
     ----------
     kernels, means, dims, n_inducing, whiten, jitter, positive_transform
-        As :class:`~sklearn_lvgp._deep_gp._DSVI` (propagation is Monte Carlo).
+        As :class:`~sklearn_lvgp._deep_gp._DSVI` (expectation is Monte Carlo).
     latent_dim : int
         Width ``D_w`` of ``w``.
     encoder_hidden : sequence of int
@@ -281,7 +281,7 @@ class LatentDSVI(_DSVI):
 
     # ------------------------------------------------------------------ prediction
     def propagate(self, layers, X, n_samples, random_state=None, eps=None, with_kl=True,
-                  propagation=None):
+                  expectation=None):
         """Paths with ``w`` from the prior (prediction, ``sample_y``); rows (sample, point)."""
         S, n = int(n_samples), X.shape[0]
         W = random_state.standard_normal((S * n, self.Dw))

@@ -11,7 +11,7 @@ import zlib
 
 import numpy as np
 from scipy.special import log_ndtr
-from sklearn.base import ClassifierMixin, TransformerMixin
+from sklearn.base import ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
@@ -25,7 +25,7 @@ from ._optimize import minimize_lbfgsb
 from ._parallel import threads
 from ._params import softplus_inverse
 from ._psi import unscented_rule
-from ._scaling import column_scales
+from ._scaling import NORMALIZE_OPTIONS, column_scales, normalization
 from ._stochastic import run_adam
 from ._svgp import marginals, prior_factor
 from ._validation import check_bool, check_float, check_int, check_option
@@ -39,7 +39,7 @@ _EXPECTATIONS = ("monte_carlo", "unscented")
 _PROBA = ("plugin", "marginal", "integrated")
 
 
-class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
+class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _BaseLVGP):
     """Latent discriminative generative decoder (LDGD) and its amortised variant (Fast LDGD).
 
     Every training row ``y_i`` with label ``c_i`` has a latent point with posterior
@@ -99,9 +99,10 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         ``predict_proba``: ``Φ(μ_k(μ*))`` (reference), ``Φ(μ_k/√(1+v_k))`` at ``μ*`` (GP
         variance), or its average over the sigma points of ``q(x*)`` (GP and latent uncertainty).
         Rows are normalised to sum to one.
-    y_scaling : {"standardize", "center", "none"}, default="standardize"
-        Column scaling of ``X`` before the zero-mean GPs (the reference uses ``"none"``).
-    n_gh_points : int, default=20
+    normalize_X : {"standardize", "center", "none"}, default="standardize"
+        Column normalisation of ``X`` before the zero-mean GPs (the reference implementation
+        uses ``"none"``).
+    gh_order : int, default=20
         Gauss–Hermite nodes of the classification expectation.
     jitter : float, default=1e-6
         Relative jitter added to ``K_uu``.
@@ -118,11 +119,11 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         Class labels.
     latent_mean_ : ndarray of shape (n_samples, n_components)
         Means ``μ_i`` of the training rows (encoder output when amortised).
-    latent_std_ : ndarray of shape (n_samples, n_components)
-        Standard deviations ``σ_i``.
+    latent_variance_ : ndarray of shape (n_samples, n_components)
+        Variances ``σ_i²``.
     kernel_reg_, kernel_cls_ : Kernel
         Fitted kernels of the two paths.
-    inducing_reg_, inducing_cls_ : ndarray of shape (M, n_components)
+    inducing_inputs_reg_, inducing_inputs_cls_ : ndarray of shape (M, n_components)
         Inducing inputs.
     q_u_reg_, q_u_cls_ : tuple (q_mu, q_sqrt)
         Whitened variational parameters (``(M, D)``/``(D, M, M)`` and ``(M, K)``/``(K, M, M)``).
@@ -141,8 +142,8 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         Optimiser iterations.
     expectation_ : str
         The expectation used.
-    mean_, scale_ : ndarray of shape (n_features,)
-        Column centring and scaling applied to ``X``.
+    X_mean_, X_scale_ : ndarray of shape (n_features,)
+        Normalisation of the data, ``(X - X_mean_) / X_scale_``.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` had string column names.
@@ -168,7 +169,7 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
                  reg_weight=1.0, cls_weight=1.0, expectation="monte_carlo", optimizer="auto",
                  amortized=False, encoder_hidden=(50, 20), batch_size=100, learning_rate=0.01,
                  max_iter=2000, transform_max_iter=500, x_init="pca", transform_init="nearest",
-                 proba="plugin", y_scaling="standardize", n_gh_points=20, jitter=1e-6,
+                 proba="plugin", normalize_X="standardize", gh_order=20, jitter=1e-6,
                  random_state=None, n_jobs=None, verbose=0):
         self.n_components = n_components
         self.n_inducing = n_inducing
@@ -187,8 +188,8 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         self.x_init = x_init
         self.transform_init = transform_init
         self.proba = proba
-        self.y_scaling = y_scaling
-        self.n_gh_points = n_gh_points
+        self.normalize_X = normalize_X
+        self.gh_order = gh_order
         self.jitter = jitter
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -258,20 +259,19 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         check_option("x_init", self.x_init, ("pca", "random"))
         check_option("transform_init", self.transform_init, ("nearest", "random"))
         check_option("proba", self.proba, _PROBA)
-        check_option("y_scaling", self.y_scaling, ("standardize", "center", "none"))
-        check_int("n_gh_points", self.n_gh_points, min_value=2)
+        check_option("normalize_X", self.normalize_X, NORMALIZE_OPTIONS)
+        check_int("gh_order", self.gh_order, min_value=2)
         check_float("jitter", self.jitter, min_value=0.0)
 
     # -------------------------------------------------------------------------------- fit
     def _scale(self, X):
-        return (X - self.mean_) / self.scale_
+        return (X - self.X_mean_) / self.X_scale_
 
     def _fit(self, X, y, random_state):
         Q = self.n_components
         N, D = X.shape
         K = self.classes_.size
-        self.mean_ = X.mean(axis=0) if self.y_scaling != "none" else np.zeros(D)
-        self.scale_ = column_scales(X) if self.y_scaling == "standardize" else np.ones(D)
+        self.X_mean_, self.X_scale_ = normalization(X, self.normalize_X)
         Yr = self._scale(X)
         Yc = np.zeros((N, K))
         Yc[np.arange(N), y] = 1.0
@@ -282,7 +282,7 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         factors = (float(self.reg_weight), float(self.cls_weight), gamma, beta_r, beta_c, beta_x)
         shapes = (encoder_shapes(D, tuple(self.encoder_hidden), Q) if self.amortized else None)
         prob = TrainingProblem(Yr, Yc, k_r, k_c, M_r, M_c, Q, factors, shapes, self.jitter,
-                               self.n_gh_points)
+                               self.gh_order)
 
         # spec §7 steps 2-3 (project choice: inducing inputs start on initial latent means)
         mu0 = (pca_latents(Yr, Q) if self.x_init == "pca"
@@ -361,12 +361,12 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         glob = prob.globals_(p)
         self.kernel_reg_ = glob.kernel_r.clone()
         self.kernel_cls_ = glob.kernel_c.clone()
-        self.inducing_reg_, self.inducing_cls_ = glob.Z_r, glob.Z_c
+        self.inducing_inputs_reg_, self.inducing_inputs_cls_ = glob.Z_r, glob.Z_c
         self.q_u_reg_ = (glob.qmu_r, glob.qsqrt_r)
         self.q_u_cls_ = (glob.qmu_c, glob.qsqrt_c)
         self.noise_variance_ = glob.noise
         mu, sigma = prob.latents(p)
-        self.latent_mean_, self.latent_std_ = mu, sigma
+        self.latent_mean_, self.latent_variance_ = mu, sigma ** 2
         self._encoder = prob.encoder_weights(p) if self.amortized else None
         Q = self.n_components
         self.relevance_ = np.vstack([self.kernel_reg_.relevance(Q),
@@ -380,16 +380,16 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
 
     # ------------------------------------------------------------------------ model parts
     def _globals(self):
-        return Globals(self.kernel_reg_, self.inducing_reg_, self.q_u_reg_[0], self.q_u_reg_[1],
-                       self.noise_variance_, self.kernel_cls_, self.inducing_cls_,
-                       self.q_u_cls_[0], self.q_u_cls_[1])
+        return Globals(self.kernel_reg_, self.inducing_inputs_reg_, *self.q_u_reg_,
+                       self.noise_variance_, self.kernel_cls_, self.inducing_inputs_cls_,
+                       *self.q_u_cls_)
 
     def _path_marginals(self, H, path):
         """Marginal means and variances of one path's GPs at latent points ``H``."""
         if path == "reg":
-            kernel, Z, (qm, qs) = self.kernel_reg_, self.inducing_reg_, self.q_u_reg_
+            kernel, Z, (qm, qs) = self.kernel_reg_, self.inducing_inputs_reg_, self.q_u_reg_
         else:
-            kernel, Z, (qm, qs) = self.kernel_cls_, self.inducing_cls_, self.q_u_cls_
+            kernel, Z, (qm, qs) = self.kernel_cls_, self.inducing_inputs_cls_, self.q_u_cls_
         prior = prior_factor(kernel, Z, self.jitter)
         mu, var, _ = marginals(kernel, Z, qm, qs, np.ascontiguousarray(H), prior.Lu)
         return mu, var
@@ -403,7 +403,7 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
         rs = check_random_state(self._transform_seed)
         if self.transform_init == "nearest":
             j = self._best_training_latent(Yr)
-            mu0, sigma0 = self.latent_mean_[j], self.latent_std_[j]
+            mu0, sigma0 = self.latent_mean_[j], np.sqrt(self.latent_variance_[j])
         else:
             # one draw per row from a per-row seed, so a row's start does not depend on the others
             mu0 = np.empty((n, Q))
@@ -586,10 +586,10 @@ class LDGD(ClassifierMixin, TransformerMixin, _BaseLVGP):
             raise ValueError("X contains NaN or infinity.")
         with threads(self.n_jobs):
             m, v = self._path_marginals(H, "reg")
-        mean = m * self.scale_ + self.mean_
+        mean = m * self.X_scale_ + self.X_mean_
         if not return_std:
             return mean
-        return mean, np.sqrt(v + self.noise_variance_) * self.scale_
+        return mean, np.sqrt(v + self.noise_variance_) * self.X_scale_
 
     def sample(self, y_class, n_samples=1, random_state=None, add_noise=False):
         """Generate data rows for a label (spec §8.4, seed 002 Fig. 5).

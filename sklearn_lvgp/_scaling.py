@@ -41,3 +41,28 @@ def column_moments(A):
 def column_scales(A):
     """The ``scale`` of :func:`column_moments` alone (initial length scales, spreads)."""
     return column_moments(A)[1]
+
+
+#: Values of the ``normalize_X`` parameter.
+NORMALIZE_OPTIONS = ("standardize", "center", "none")
+
+
+def normalization(A, rule):
+    """``(mean, scale)`` of the ``normalize_X`` rule: standardise, only centre, or leave as is.
+
+    Parameters
+    ----------
+    A : ndarray of shape (n_samples, n_columns)
+        Data, float64 (a dask array gives dask results).
+    rule : {"standardize", "center", "none"}
+        ``"standardize"``: :func:`column_moments`; ``"center"``: column means and unit scales;
+        ``"none"``: zeros and ones.
+
+    Returns
+    -------
+    mean, scale : ndarray of shape (n_columns,)
+    """
+    if rule == "standardize":
+        return column_moments(A)
+    mean = A.mean(axis=0) if rule == "center" else np.zeros(A.shape[1])
+    return mean, np.ones(A.shape[1])

@@ -171,12 +171,12 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         Inducing inputs.
     expectation_ : str or None
         Rule used for uncertain training inputs (``None`` when they were deterministic).
-    log_marginal_likelihood_value_ : float
+    elbo_ : float
         Final collapsed bound (the exact log marginal likelihood for ``n_inducing="all"``), in
         normalised units when ``normalize_y``.
     n_iter_ : int
         Number of optimiser iterations.
-    y_mean_, y_std_ : ndarray of shape (n_targets,)
+    y_mean_, y_scale_ : ndarray of shape (n_targets,)
         Target normalisation (zeros and ones when ``normalize_y=False``).
     n_features_in_ : int
         Number of features seen during fit.
@@ -336,7 +336,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         ``X`` is only read to pick the inducing inputs (``Yn`` may be ``None`` then).
         """
         N, Qx = X.shape
-        self.y_mean_, self.y_std_ = y_mean, y_std
+        self.y_mean_, self.y_scale_ = y_mean, y_std
         var_y = var_y if var_y > 0 else 1.0
         kernel = (RBF(length_scale=scales, variance=var_y) if self._kernel is None
                   else self._kernel).initialize(Qx, random_state)
@@ -410,7 +410,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         self.noise_variance_ = s2
         self.inducing_inputs_ = np.array(Z, copy=True)
         self.expectation_ = name
-        self.log_marginal_likelihood_value_ = F
+        self.elbo_ = F
         self._post = post
         self._jitter = jitter
         self._rules = {}
@@ -516,15 +516,15 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             if return_cov:
                 mean, cov = self._moments(X, None, expectation, full_cov=True)
                 cov = cov + noise * np.eye(X.shape[0])
-                cov = cov[:, :, None] * (self.y_std_ ** 2)[None, None, :]
-                mean = mean * self.y_std_ + self.y_mean_
+                cov = cov[:, :, None] * (self.y_scale_ ** 2)[None, None, :]
+                mean = mean * self.y_scale_ + self.y_mean_
                 return self._output(mean), (cov[:, :, 0] if self._y_ndim == 1 else cov)
             mean, var = self._moments(X, X_var, expectation, full_cov=False,
                                       random_state=random_state)
-        mean = self._output(mean * self.y_std_ + self.y_mean_)
+        mean = self._output(mean * self.y_scale_ + self.y_mean_)
         if not return_std:
             return mean
-        std = np.sqrt(np.maximum(var + noise, 0.0)) * self.y_std_
+        std = np.sqrt(np.maximum(var + noise, 0.0)) * self.y_scale_
         return mean, self._output(std)
 
     def predict_log_density(self, X, y, X_var=None, expectation=None):

@@ -21,9 +21,8 @@ from ._optimize import minimize_adam, minimize_lbfgsb
 from ._parallel import threads
 from ._params import ParamPacker
 from ._psi import EXPECTATIONS, PointRule, monte_carlo_rule, psi_statistics
-from ._scaling import column_scales
+from ._scaling import NORMALIZE_OPTIONS, column_scales, normalization
 from ._validation import (
-    check_bool,
     check_finite_array,
     check_float,
     check_int,
@@ -87,8 +86,11 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         Initial latent variances.
     noise_variance_init : float, default=None
         Initial Gaussian noise variance; ``None`` is 1% of the mean column variance.
-    center : bool, default=True
-        Subtract the column means before fitting (the paper's experiments use ``False``).
+    normalize_X : {"center", "standardize", "none"}, default="center"
+        How the data are normalised before fitting: subtract the column means, also divide by
+        the column standard deviations (predictions, ``inverse_transform`` and
+        ``score_samples`` are in the original units either way), or use them as they are (the
+        paper's experiments).
     optimizer : {"auto", "lbfgs", "alternating", "adam"}, default="auto"
         ``"lbfgs"``: one L-BFGS-B over all parameters. ``"alternating"``: rounds of a local
         step (each chunk of rows improves its q(x_n) with the model fixed, in parallel) and a
@@ -138,8 +140,9 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         Number of optimiser iterations.
     relevance_ : ndarray of shape (n_components,)
         Per-latent-dimension relevance (inverse ARD length scales where defined).
-    mean_ : ndarray of shape (n_features,)
-        Column means removed before fitting (zeros when ``center=False``).
+    X_mean_, X_scale_ : ndarray of shape (n_features,)
+        Normalisation of the data, ``(X - X_mean_) / X_scale_`` (zeros and ones where
+        ``normalize_X`` does not centre or scale).
     n_features_in_ : int
         Number of features seen during fit.
 
@@ -163,7 +166,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
 
     def __init__(self, n_components=2, kernel=None, expectation="auto", n_inducing=20,
                  gh_order=2, n_samples=32, init="pca", latent_variance_init=0.1,
-                 noise_variance_init=None, center=True, optimizer="auto", max_iter=2000,
+                 noise_variance_init=None, normalize_X="center", optimizer="auto", max_iter=2000,
                  tol=None, learning_rate=0.01, transform_max_iter=200, jitter=1e-6,
                  random_state=None, n_jobs=None, verbose=0):
         self.n_components = n_components
@@ -175,7 +178,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         self.init = init
         self.latent_variance_init = latent_variance_init
         self.noise_variance_init = noise_variance_init
-        self.center = center
+        self.normalize_X = normalize_X
         self.optimizer = optimizer
         self.max_iter = max_iter
         self.tol = tol
@@ -196,7 +199,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         check_float("latent_variance_init", self.latent_variance_init, 0.0, exclusive_min=True)
         check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True,
                     allow_none=True)
-        check_bool("center", self.center)
+        check_option("normalize_X", self.normalize_X, NORMALIZE_OPTIONS)
         check_option("optimizer", self.optimizer, ("auto", "lbfgs", "alternating", "adam"))
         check_int("max_iter", self.max_iter, min_value=1)
         check_float("tol", self.tol, 0.0, allow_none=True)
@@ -227,8 +230,8 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
 
     def _fit(self, X, y, random_state):
         Q = self.n_components
-        self.mean_ = X.mean(axis=0) if self.center else np.zeros(X.shape[1])
-        Y = X - self.mean_
+        self.X_mean_, self.X_scale_ = normalization(X, self.normalize_X)
+        Y = self._normalized(X)
         N, D = Y.shape
         mu0 = self._initial_means(Y, Q, random_state)
         var_y = float(np.mean(np.var(Y, axis=0)))
@@ -326,7 +329,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             refs, ref_mu, ref_S = self._Y, self.latent_mean_, self.latent_variance_
         else:  # a Dask fit keeps no rows: start from the inducing input with the nearest image
             ref_mu = self.inducing_inputs_
-            refs = self.inverse_transform(ref_mu) - self.mean_
+            refs = self._normalized(self.inverse_transform(ref_mu))
             ref_S = np.full_like(ref_mu, float(self.latent_variance_init))
         nearest = _nearest_rows(Ystar, refs)
         mu0 = ref_mu[nearest]
@@ -362,11 +365,14 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         S[seen] = self.latent_variance_[idx[seen]]
         if np.any(~seen):
             with threads(self.n_jobs):
-                mu[~seen], S[~seen] = self._infer_latents(X[~seen] - self.mean_)
+                mu[~seen], S[~seen] = self._infer_latents(self._normalized(X[~seen]))
         return mu, S
 
-    def transform(self, X, return_variance=False):
-        """Posterior latent means (and variances) of rows of data.
+    def _normalized(self, X):
+        return (X - self.X_mean_) / self.X_scale_
+
+    def transform(self, X, return_std=False):
+        """Posterior latent means (and standard deviations) of rows of data.
 
         Training rows return the fitted ``latent_mean_``; unseen rows are inferred by maximising
         their per-point bound with the model held fixed (L-BFGS-B, ``transform_max_iter``).
@@ -375,23 +381,23 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         ----------
         X : array-like of shape (n, n_features)
             Rows in data space.
-        return_variance : bool, default=False
-            Also return the latent variances.
+        return_std : bool, default=False
+            Also return the latent standard deviations.
 
         Returns
         -------
         mean : ndarray of shape (n, n_components)
             Latent means.
-        variance : ndarray of shape (n, n_components)
-            Latent variances (only if ``return_variance``).
+        std : ndarray of shape (n, n_components)
+            Latent standard deviations (only if ``return_std``).
         """
         check_is_fitted(self)
         if is_dask_collection(X):
-            return map_row_blocks(lambda b: self.transform(b, return_variance=return_variance),
-                                  X, self.n_components, 2 if return_variance else 1)
+            return map_row_blocks(lambda b: self.transform(b, return_std=return_std),
+                                  X, self.n_components, 2 if return_std else 1)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         mu, S = self._latents_for(X)
-        return (mu, S) if return_variance else mu
+        return (mu, np.sqrt(S)) if return_std else mu
 
     def fit_transform(self, X, y=None):
         """Fit and return the latent means of the training rows.
@@ -426,7 +432,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         mu, S = self._latents_for(X)
-        Ystar = X - self.mean_
+        Ystar = self._normalized(X)
         rule = self._rule_shared()
         out = np.empty(X.shape[0])
         with threads(self.n_jobs):
@@ -437,7 +443,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
                 values, _ = heldout_bound(Ystar[a:b], stats.psi0, stats.Psi1, stats.Psi2,
                                           self._post)
                 out[a:b] = values - gaussian_kl(mu[a:b], S[a:b], per_row=True)
-        return out
+        return out - np.sum(np.log(self.X_scale_))  # density of X, not of the normalised rows
 
     def score(self, X, y=None):
         """Mean per-row held-out bound (higher is better).
@@ -508,7 +514,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
                                           full_cov=full_cov)
                 means.append(m)
                 variances.append(v)
-        m = np.vstack(means) + self.mean_
+        m = np.vstack(means) * self.X_scale_ + self.X_mean_
         v = np.concatenate(variances, axis=0)
         if include_noise:
             if full_cov:
@@ -516,7 +522,9 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
                 v[:, np.arange(D), np.arange(D)] += self.noise_variance_
             else:
                 v = v + self.noise_variance_
-        return m, v
+        if full_cov:
+            return m, v * np.outer(self.X_scale_, self.X_scale_)
+        return m, v * self.X_scale_ ** 2
 
     def inverse_transform(self, X, return_std=False, latent_var=None, include_noise=True):
         """Map latent points to data space (predictive mean).
@@ -548,12 +556,12 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             Psi1 = self.kernel_.K(X, self.inducing_inputs_)
             psi0 = self.kernel_.Kdiag(X)
             m, v = predictive_moments(self._post, psi0, Psi1, None)
-        m = m + self.mean_
+        m = m * self.X_scale_ + self.X_mean_
         if not return_std:
             return m
         if include_noise:
             v = v + self.noise_variance_
-        return m, np.sqrt(v)
+        return m, np.sqrt(v) * self.X_scale_
 
     # ------------------------------------------------------------------------------ sklearn
     @property

@@ -65,7 +65,7 @@ class CDEModel:
     expectation : {"monte_carlo", "unscented"}
     n_samples : int
         Monte Carlo samples of ``w`` per row.
-    n_quadrature : int
+    gh_order : int
         Gauss–Hermite nodes per latent dimension.
     n_rows : int
         Training rows (free ``q(w_n)``).
@@ -76,7 +76,7 @@ class CDEModel:
     """
 
     def __init__(self, kernel, n_features, proj_dim, latent_dim, n_latent, n_targets, n_inducing,
-                 mixing, q_w, expectation, n_samples, n_quadrature, n_rows, encoder_hidden,
+                 mixing, q_w, expectation, n_samples, gh_order, n_rows, encoder_hidden,
                  whiten, jitter, prior_var_A=1.0):
         self.kernel = kernel
         self.Dx = n_features
@@ -95,7 +95,7 @@ class CDEModel:
         self.jitter = jitter
         self.prior_var_A = prior_var_A
         if self.mode == "quadrature":
-            self.nodes, self.logw = hermite_grid(n_quadrature, latent_dim)
+            self.nodes, self.logw = hermite_grid(gh_order, latent_dim)
         elif expectation == "unscented":
             self.nodes, self.beta = unscented_nodes(latent_dim)
         T = self.M * (self.M + 1) // 2

@@ -270,7 +270,7 @@ class DaskDSVI:
         layers, noise, values, priors, kls = dsvi_globals(model, x)
         idx = np.asarray(idx)
         n, L = idx.size, model.n_layers
-        S = n_samples if (model.propagation == "monte_carlo" and L > 1) else 1
+        S = n_samples if (model.expectation == "monte_carlo" and L > 1) else 1
         eps = dsvi_draws(model, n, S, random_state)
         part = np.searchsorted(self.offsets, idx, side="right") - 1
         shared = dask.delayed((model, layers, priors, noise, scale, S), traverse=False)

@@ -1,7 +1,7 @@
 """The doubly-stochastic deep-GP bound as a map over chunks of minibatch rows.
 
 ELBO = Σ_n E_q[log p(y_n | f_n)] − Σ_ℓ KL(q(U_ℓ) ‖ p(U_ℓ)) (Salimbeni & Deisenroth 2017, eq. 12).
-Given the global parameters every row's expected log-likelihood, and its propagation through
+Given the global parameters every row's expected log-likelihood, and its expectation through
 the layers, is independent of the other rows, so one evaluation is
 
 1. the **global terms**: each layer's prior factor chol(K_uu) and its KL;
@@ -12,7 +12,7 @@ the layers, is independent of the other rows, so one evaluation is
    factor's backward pass (once per layer, not once per chunk).
 
 The Monte Carlo draws of the whole minibatch are made before the map, in the order the unchunked
-propagation draws them, so the chunked bound is the same estimate for any chunking and any
+expectation draws them, so the chunked bound is the same estimate for any chunking and any
 number of threads.
 """
 
@@ -79,7 +79,7 @@ def chunk_pass(model, layers, priors, noise, X, Y, scale, S, eps, workspaces):
     L = model.n_layers
     m = X.shape[0]
     tape = []
-    if model.propagation == "monte_carlo":
+    if model.expectation == "monte_carlo":
         H = np.tile(X, (S, 1))
         weights = np.full(S * m, 1.0 / S)
         step = None
@@ -152,7 +152,7 @@ def dsvi_elbo(model, x, X, Y, scale, n_samples, random_state=None, eps=None, wor
     Parameters
     ----------
     model : sklearn_lvgp._deep_gp._DSVI
-        The architecture (kernels, shapes, propagation rule, packer).
+        The architecture (kernels, shapes, expectation rule, packer).
     x : ndarray
         Flat parameters.
     X, Y : ndarray of shape (n, D_0) and (n, D_L)
@@ -160,7 +160,7 @@ def dsvi_elbo(model, x, X, Y, scale, n_samples, random_state=None, eps=None, wor
     scale : float
         ``N / n``.
     n_samples : int
-        Monte Carlo samples per row (ignored by the unscented propagation).
+        Monte Carlo samples per row (ignored by the unscented expectation).
     random_state : numpy.random.RandomState, default=None
         Source of the Monte Carlo draws when ``eps`` is not given.
     eps : list of ndarray, default=None
@@ -179,7 +179,7 @@ def dsvi_elbo(model, x, X, Y, scale, n_samples, random_state=None, eps=None, wor
     """
     layers, noise, values, priors, kls = dsvi_globals(model, x)
     L, n = model.n_layers, X.shape[0]
-    mc = model.propagation == "monte_carlo"
+    mc = model.expectation == "monte_carlo"
     S = n_samples if (mc and L > 1) else 1
     if eps is None:
         eps = dsvi_draws(model, n, S, random_state)
@@ -211,7 +211,7 @@ def dsvi_globals(model, x):
 def dsvi_draws(model, n, n_samples, random_state):
     """The Monte Carlo draws of an ``n``-row minibatch, in the unchunked order (or ``None``)."""
     L = model.n_layers
-    if model.propagation != "monte_carlo" or L == 1:
+    if model.expectation != "monte_carlo" or L == 1:
         return None
     return [random_state.standard_normal((n_samples * n, model.dims[ell + 1]))
             for ell in range(L - 1)]

@@ -39,7 +39,7 @@ def _path_pass(kernel, Z, q_mu, q_sqrt, prior, H):
     return marginals(kernel, Z, q_mu, q_sqrt, H, prior.Lu, None, True)
 
 
-def _chunk(glob, priors, Yr, Yc, mu, sigma, nodes, weights, G_scale, n_gh_points):
+def _chunk(glob, priors, Yr, Yc, mu, sigma, nodes, weights, G_scale, gh_order):
     """Forward and backward of one chunk's data terms (see the module docstring)."""
     scale_r, scale_c = G_scale
     b, P = mu.shape[0], weights.shape[0]
@@ -59,7 +59,7 @@ def _chunk(glob, priors, Yr, Yc, mu, sigma, nodes, weights, G_scale, n_gh_points
     if Yc is not None:
         mu_c, var_c, cache_c = _path_pass(glob.kernel_c, glob.Z_c, glob.qmu_c, glob.qsqrt_c,
                                           priors[1], H)
-        ell_c, gh_cache = classification_ell(np.repeat(Yc, P, axis=0), mu_c, var_c, n_gh_points)
+        ell_c, gh_cache = classification_ell(np.repeat(Yc, P, axis=0), mu_c, var_c, gh_order)
         G_c = np.broadcast_to(scale_c * wp, ell_c.shape)
         value_c = float(np.sum(G_c * ell_c))
         dmu_c, dvar_c = classification_ell_vjp(G_c, gh_cache)
@@ -78,7 +78,7 @@ def _finish_path(kernel, prior, part, kl_cache, dkl):
 
 def ldgd_value_and_vjp(glob, Yr, Yc, mu, sigma, nodes, weights, *, scale=1.0,
                        factors=(1.0, 1.0, 1.0), kl_factors=(1.0, 1.0), jitter=1e-6,
-                       n_gh_points=20, chunk_rows=None, n_threads=None):
+                       gh_order=20, chunk_rows=None, n_threads=None):
     """Data terms and q(U) KL terms of the LDGD bound for a batch of rows, and their adjoints.
 
     The bound (Ziaei et al. 2024, eq. 9, with the weights w_r, w_c, γ, β of its presets) is
@@ -107,7 +107,7 @@ def ldgd_value_and_vjp(glob, Yr, Yc, mu, sigma, nodes, weights, *, scale=1.0,
         KL_u weights of the preset.
     jitter : float, default=1e-6
         Relative jitter on ``K_uu``.
-    n_gh_points : int, default=20
+    gh_order : int, default=20
         Gauss–Hermite nodes of the classification expectation.
     chunk_rows : int, default=None
         Rows per chunk; ``None`` chooses from the problem size (never from the thread count).
@@ -143,7 +143,7 @@ def ldgd_value_and_vjp(glob, Yr, Yc, mu, sigma, nodes, weights, *, scale=1.0,
     def chunk(i, a, c):
         nodes_c = nodes if nodes.ndim == 2 else nodes[a:c]
         local, partial = _chunk(glob, priors, Yr[a:c], Yc[a:c] if classify else None, mu[a:c],
-                                sigma[a:c], nodes_c, weights, G_scale, n_gh_points)
+                                sigma[a:c], nodes_c, weights, G_scale, gh_order)
         dmu[a:c], dsigma[a:c] = local
         return partial
 

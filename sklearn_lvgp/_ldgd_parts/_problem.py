@@ -41,12 +41,12 @@ class TrainingProblem:
         Fast-LDGD weight shapes; ``None`` optimises q(X) directly.
     jitter : float
         Relative jitter on ``K_uu``.
-    n_gh_points : int
+    gh_order : int
         Gauss–Hermite nodes.
     """
 
     def __init__(self, Yr, Yc, kernel_r, kernel_c, M_r, M_c, Q, factors, encoder_shapes=None,
-                 jitter=1e-6, n_gh_points=20):
+                 jitter=1e-6, gh_order=20):
         self.Yr, self.Yc = Yr, Yc
         N, D = Yr.shape
         K = Yc.shape[1]
@@ -57,7 +57,7 @@ class TrainingProblem:
         self.encoder_shapes = encoder_shapes
         self.jitter = float(jitter)
         self.chunk_rows = None  # rows per engine chunk; None: from the problem size
-        self.n_gh_points = int(n_gh_points)
+        self.gh_order = int(gh_order)
         if encoder_shapes is None:
             blocks = [("mu", (N, Q)), ("sigma", (N, Q), "softplus")]
         else:
@@ -141,7 +141,7 @@ class TrainingProblem:
         value, g = ldgd_value_and_vjp(glob, self.Yr[idx], self.Yc[idx], mu_b, sigma_b, nodes,
                                       weights, scale=scale, factors=(w_r, w_c, gamma),
                                       kl_factors=(beta_r, beta_c), jitter=self.jitter,
-                                      n_gh_points=self.n_gh_points, chunk_rows=self.chunk_rows)
+                                      gh_order=self.gh_order, chunk_rows=self.chunk_rows)
         grads = {"theta_r": g.theta_r, "Z_r": g.Z_r, "qmu_r": g.qmu_r,
                  "qsqrt_r": tril_pack(g.qsqrt_r), "noise": g.noise, "theta_c": g.theta_c,
                  "Z_c": g.Z_c, "qmu_c": g.qmu_c, "qsqrt_c": tril_pack(g.qsqrt_c)}

@@ -254,7 +254,7 @@ def test_sgpr_fit_identical_for_every_n_jobs(small_chunks):
             for n in (1, 2, 3)]
     for model in fits[1:]:
         np.testing.assert_array_equal(model.predict(X), fits[0].predict(X))
-        assert model.log_marginal_likelihood_value_ == fits[0].log_marginal_likelihood_value_
+        assert model.elbo_ == fits[0].elbo_
 
 
 def test_pool_threads_run_the_serial_twins():
@@ -376,7 +376,7 @@ def test_transform_runs_chunks_on_threads_and_blocks_its_distances(small_chunks,
     new = Y[:30] + 0.1 * r.standard_normal((30, 4))
     out = []
     for n_jobs in (1, 2, 3):
-        out.append(model.set_params(n_jobs=n_jobs).transform(new, return_variance=True))
+        out.append(model.set_params(n_jobs=n_jobs).transform(new, return_std=True))
     for mu, S in out[1:]:
         np.testing.assert_array_equal(mu, out[0][0])
         np.testing.assert_array_equal(S, out[0][1])

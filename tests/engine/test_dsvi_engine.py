@@ -12,12 +12,12 @@ CONFIGS = [(1, "monte_carlo"), (2, "monte_carlo"), (3, "monte_carlo"), (2, "unsc
            (3, "unscented")]
 
 
-def _model(n_layers, propagation, n=23, seed=0):
+def _model(n_layers, expectation, n=23, seed=0):
     r = np.random.default_rng(seed)
     X = r.uniform(-2, 2, (n, 3))
     y = np.sin(X[:, 0]) + 0.2 * X[:, 1] + 0.05 * r.standard_normal(n)
     m = DeepGP(n_layers=n_layers, hidden_dims=2, n_inducing=5, max_iter=3, n_samples=3,
-               propagation=propagation, random_state=0).fit(X, y)
+               expectation=expectation, random_state=0).fit(X, y)
     Xs = (X - m.X_mean_) / m.X_scale_
     Ys = (y[:, None] - m.y_mean_) / m.y_scale_
     x = m._x + 0.01 * r.standard_normal(m._x.size)
@@ -33,9 +33,9 @@ def _elbo(model, x, Xs, Ys, chunk_rows, seed=7):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@pytest.mark.parametrize("n_layers,propagation", CONFIGS)
-def test_chunked_bound_equals_one_chunk(n_layers, propagation):
-    model, x, Xs, Ys = _model(n_layers, propagation)
+@pytest.mark.parametrize("n_layers,expectation", CONFIGS)
+def test_chunked_bound_equals_one_chunk(n_layers, expectation):
+    model, x, Xs, Ys = _model(n_layers, expectation)
     f_ref, g_ref = _elbo(model, x, Xs, Ys, Xs.shape[0])
     for rows in (1, 7):
         f, g = _elbo(model, x, Xs, Ys, rows)
@@ -44,23 +44,23 @@ def test_chunked_bound_equals_one_chunk(n_layers, propagation):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@pytest.mark.parametrize("n_layers,propagation", [(2, "monte_carlo"), (3, "unscented")])
-def test_bound_value_equals_the_unchunked_propagation(n_layers, propagation):
-    """The value against the layer-by-layer propagation of the whole minibatch."""
-    model, x, Xs, Ys = _model(n_layers, propagation)
+@pytest.mark.parametrize("n_layers,expectation", [(2, "monte_carlo"), (3, "unscented")])
+def test_bound_value_equals_the_unchunked_propagation(n_layers, expectation):
+    """The value against the layer-by-layer expectation of the whole minibatch."""
+    model, x, Xs, Ys = _model(n_layers, expectation)
     f, _ = _elbo(model, x, Xs, Ys, 4)
     layers, noise, _ = model.unpack(x)
     mu, var, w, kl, _ = model.propagate(layers, Xs, 3, np.random.RandomState(7))
     reps = mu.shape[0] // Xs.shape[0]
-    Yt = np.repeat(Ys, reps, axis=0) if propagation == "unscented" else np.tile(Ys, (reps, 1))
+    Yt = np.repeat(Ys, reps, axis=0) if expectation == "unscented" else np.tile(Ys, (reps, 1))
     ref = float(np.sum((2.0 * w)[:, None] * gaussian_expectation(Yt, mu, var, noise))) - kl
     assert f == pytest.approx(ref, rel=1e-10)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@pytest.mark.parametrize("n_layers,propagation", [(2, "monte_carlo"), (3, "unscented")])
-def test_bound_bit_identical_for_every_thread_count(n_layers, propagation):
-    model, x, Xs, Ys = _model(n_layers, propagation)
+@pytest.mark.parametrize("n_layers,expectation", [(2, "monte_carlo"), (3, "unscented")])
+def test_bound_bit_identical_for_every_thread_count(n_layers, expectation):
+    model, x, Xs, Ys = _model(n_layers, expectation)
     results = []
     for n_jobs in (1, 2, 3):
         with threads(n_jobs):
@@ -71,9 +71,9 @@ def test_bound_bit_identical_for_every_thread_count(n_layers, propagation):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@pytest.mark.parametrize("n_layers,propagation", [(3, "monte_carlo"), (3, "unscented")])
-def test_chunked_bound_gradient_matches_finite_differences(n_layers, propagation):
-    model, x, Xs, Ys = _model(n_layers, propagation, n=12)
+@pytest.mark.parametrize("n_layers,expectation", [(3, "monte_carlo"), (3, "unscented")])
+def test_chunked_bound_gradient_matches_finite_differences(n_layers, expectation):
+    model, x, Xs, Ys = _model(n_layers, expectation, n=12)
     r = np.random.default_rng(3)
     eps = [r.standard_normal((3 * 12, 2)) for _ in range(n_layers - 1)]
     model.chunk_rows = 5

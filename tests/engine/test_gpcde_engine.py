@@ -12,7 +12,7 @@ def _fitted(q_w):
     r = np.random.default_rng(0)
     X = r.uniform(-2, 2, (40, 2))
     y = np.sin(X[:, 0]) + 0.3 * r.standard_normal(40)
-    m = GPCDE(n_inducing=6, max_iter=2, q_w=q_w, n_quadrature=3, expectation="unscented",
+    m = GPCDE(n_inducing=6, max_iter=2, q_w=q_w, gh_order=3, expectation="unscented",
               random_state=0).fit(X, y)
     Xs = (X - m.X_mean_) / m.X_scale_
     Ys = (y[:, None] - m.y_mean_) / m.y_scale_

@@ -204,7 +204,7 @@ def test_natgrad_and_multi_output_and_reproducible():
 
 @pytest.mark.parametrize("params,match", [
     ({"inference": "iwvi"}, "needs latent_dim"),
-    ({"latent_dim": 1, "propagation": "unscented"}, "monte_carlo"),
+    ({"latent_dim": 1, "expectation": "unscented"}, "monte_carlo"),
     ({"latent_dim": 1, "optimizer": "lbfgs"}, "optimizer='adam'"),
     ({"latent_dim": 1, "inference": "iw"}, "inference"),
     ({"latent_dim": -1}, "latent_dim"),
@@ -227,7 +227,7 @@ def test_bimodal_latent_models_beat_svgp():
     converged SGPR by > 0.1 nats/point; IW is not worse than VI by more than 0.05.
     """
     X, y, Xt, yt = bimodal(0, n_test=400)
-    common = dict(n_inducing=30, likelihood_variance=0.01, max_iter=600, batch_size=None,
+    common = dict(n_inducing=30, noise_variance_init=0.01, max_iter=600, batch_size=None,
                   natgrad_gamma=0.1, n_predict_samples=100, random_state=0)
     ll = {"sgpr": SparseGPRegressor(n_inducing=30, random_state=0).fit(X, y)
           .predict_log_density(Xt, yt).mean()}

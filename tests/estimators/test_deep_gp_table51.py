@@ -47,7 +47,7 @@ def test_table51_gp_column(shared_data, name):
     te[ind[int(0.9 * n):]] = True
     model = DeepGP(n_layers=1, n_inducing=128,
                    kernel=RBF(length_scale=np.full(D, np.sqrt(D)), variance=1.0),
-                   likelihood_variance=0.01, learning_rate=0.01,
+                   noise_variance_init=0.01, learning_rate=0.01,
                    learning_rate_schedule="staircase", natgrad_gamma=1.0, batch_size=None,
                    max_iter=3000, normalize_y=False, random_state=0)
     model.fit(X[~te], y[~te])

@@ -175,8 +175,8 @@ def test_fitted_attributes_and_shapes(small_fit):
     assert np.all(np.isfinite(model.elbo_history_))
     mean, std = model.predict(Xte, return_std=True)
     assert mean.shape == std.shape == (Xte.shape[0],) and np.all(std > 0)
-    h, eta = model.transform(Xte, return_variance=True)
-    assert h.shape == eta.shape == (Xte.shape[0], Q) and np.all(eta >= 0)
+    h, h_std = model.transform(Xte, return_std=True)
+    assert h.shape == h_std.shape == (Xte.shape[0], Q) and np.all(h_std >= 0)
     assert model.sample_y(Xte[:3], n_samples=4, random_state=0).shape == (3, 4)
 
 
@@ -216,7 +216,7 @@ def test_predictive_moments_match_sample_y(small_fit):
 def test_transform_is_mean_projection(small_fit):
     """transform(x) = E[W(x)] x on the standardised input (spec §7)."""
     model, _, Xte, _, _ = small_fit
-    Xs = (Xte - model.x_mean_) / model.x_scale_
+    Xs = (Xte - model.X_mean_) / model.X_scale_
     a, b, _, _ = projection_forward(Xs, model.inducing_inputs_projection_,
                                     np.swapaxes(model.qv_mean_, 1, 2), model.qv_chol_,
                                     model.projection_kernels_, model._jitter)
@@ -275,9 +275,9 @@ def test_projection_length_scale_init_rule():
 def test_without_normalisation(rng):
     X = rng.standard_normal((30, 2))
     y = 10.0 + 3.0 * np.sin(X[:, 0])
-    model = DVMGP(**{**FAST, "normalize_X": False, "normalize_y": False}).fit(X, y)
+    model = DVMGP(**{**FAST, "normalize_X": "none", "normalize_y": False}).fit(X, y)
     np.testing.assert_array_equal(model.y_mean_, [0.0])
-    np.testing.assert_array_equal(model.x_scale_, [1.0, 1.0])
+    np.testing.assert_array_equal(model.X_scale_, [1.0, 1.0])
     assert model.predict(X).shape == (30,)
 
 

@@ -19,7 +19,7 @@ from sklearn_lvgp.datasets._conditional import (
 from sklearn_lvgp.kernels import RBF
 from sklearn_lvgp.metrics import neg_log_predictive_density
 
-FAST = {"n_inducing": 8, "n_quadrature": 20, "max_iter": 40, "learning_rate": 0.05,
+FAST = {"n_inducing": 8, "gh_order": 20, "max_iter": 40, "learning_rate": 0.05,
         "random_state": 0}
 
 
@@ -36,7 +36,7 @@ def fitted(data):
 
 # ------------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize("params, match", [
-    ({"latent_dim": 3}, r"n_quadrature\*\*latent_dim = 20\*\*3 = 8000"),
+    ({"latent_dim": 3}, r"gh_order\*\*latent_dim = 20\*\*3 = 8000"),
     ({"q_w": "iw"}, "q_w"),
     ({"expectation": "gh"}, "expectation"),
     ({"natgrad_gamma": 1.5}, "natgrad_gamma"),
@@ -154,7 +154,7 @@ def test_reproducible(data):
     {"q_w": "gaussian", "expectation": "unscented", "optimizer": "lbfgs"},
     {"q_w": "amortized", "latent_dim": 3, "n_predict_samples": 50},
     {"input_projection_dim": 1, "n_predict_samples": 50, "whiten": False},
-    {"latent_dim": 2, "n_quadrature": 6, "natgrad_gamma": (0.01, 0.1, 20)},
+    {"latent_dim": 2, "gh_order": 6, "natgrad_gamma": (0.01, 0.1, 20)},
     {"latent_dim": 0},
 ])
 def test_variants_fit_and_predict(data, params):
@@ -172,7 +172,7 @@ def test_predict_r2_on_sklearn_regression_check():
 
     X, y = _regression_dataset()
     y = scale(y)
-    m = GPCDE(n_inducing=5, n_quadrature=10, max_iter=30, learning_rate=0.05,
+    m = GPCDE(n_inducing=5, gh_order=10, max_iter=30, learning_rate=0.05,
               random_state=0).fit(X, y)
     assert r2_score(y, m.predict(X)) > 0.5
 
@@ -193,7 +193,7 @@ def test_gp_warm_start_near_noiseless():
     Xt, yt = _near_noiseless(300, rs)
     with threads(1):
         gp = SparseGPRegressor(n_inducing=15, random_state=0).fit(X, y)
-        kw = {"n_inducing": 15, "n_quadrature": 10, "optimizer": "lbfgs", "natgrad_gamma": None,
+        kw = {"n_inducing": 15, "gh_order": 10, "optimizer": "lbfgs", "natgrad_gamma": None,
               "max_iter": 100, "random_state": 0}
         warm = GPCDE(**kw).fit(X, y)
         cold = GPCDE(init="prior", **kw).fit(X, y)
@@ -230,7 +230,7 @@ def test_bimodal_beats_gp_small():
     with threads(1):
         gp = SparseGPRegressor(n_inducing=20, random_state=0).fit(X, y)
     ll_gp = gp.predict_log_density(Xt, yt).mean()
-    m = GPCDE(n_inducing=20, n_quadrature=20, optimizer="lbfgs", natgrad_gamma=None,
+    m = GPCDE(n_inducing=20, gh_order=20, optimizer="lbfgs", natgrad_gamma=None,
               max_iter=300, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # 300 iterations, not converged
@@ -283,7 +283,7 @@ def test_uci_not_worse_than_gp(shared_data, dataset):
     X, y, te = A[:, :n_data - 1], A[:, n_data - 1], A[:, n_data].astype(bool)
     X = X[:, X[~te].std(axis=0) > 0]
     gp = SparseGPRegressor(n_inducing=50, random_state=0).fit(X[~te], y[~te])
-    m = GPCDE(n_inducing=50, n_quadrature=20, optimizer="lbfgs", natgrad_gamma=None,
+    m = GPCDE(n_inducing=50, gh_order=20, optimizer="lbfgs", natgrad_gamma=None,
               max_iter=300, random_state=0).fit(X[~te], y[~te])
     assert m.elbo_ >= m.gp_elbo_
     ll_gp = gp.predict_log_density(X[te], y[te]).mean()

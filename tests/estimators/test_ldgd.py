@@ -46,7 +46,7 @@ def test_fit_predict_string_labels(fitted):
     pred = model.predict(X)
     assert pred.dtype == labels.dtype and set(pred) <= set(model.classes_)
     assert model.score(X, labels) > 0.9
-    assert model.latent_mean_.shape == (60, 2) and model.latent_std_.shape == (60, 2)
+    assert model.latent_mean_.shape == (60, 2) and model.latent_variance_.shape == (60, 2)
     assert model.relevance_.shape == (2, 2)
     np.testing.assert_allclose(model.ard_weights_cls_, model.relevance_[1] ** 2)
     assert model.n_iter_ >= 1 and np.isfinite(model.elbo_)
@@ -138,12 +138,12 @@ def test_n_jobs_does_not_change_results(blobs):
 @pytest.mark.parametrize("variant", [
     {"amortized": True, "encoder_hidden": (8,), "max_iter": 60, "learning_rate": 0.02},
     {"expectation": "monte_carlo", "max_iter": 60, "learning_rate": 0.05, "batch_size": 25},
-    {"elbo_weighting": "ref-2024-03", "y_scaling": "none", "n_inducing": (6, 4)},
+    {"elbo_weighting": "ref-2024-03", "normalize_X": "none", "n_inducing": (6, 4)},
     {"elbo_weighting": "ref-2024-09", "kernel": Matern32(length_scale=np.ones(2)),
      "x_init": "random", "transform_init": "random", "optimizer": "adam", "learning_rate": 0.05,
      "max_iter": 150, "transform_max_iter": 300},
     {"kernel": (RBF(length_scale=np.ones(2)), Matern32(length_scale=np.ones(2))),
-     "optimizer": "adam", "learning_rate": 0.05, "y_scaling": "center"},
+     "optimizer": "adam", "learning_rate": 0.05, "normalize_X": "center"},
 ])
 def test_variants_fit_and_predict(blobs, variant):
     X, y = blobs
@@ -320,7 +320,7 @@ def test_oil_flow_table3(shared_data, mode):
     iters = {"monte_carlo": {"max_iter": 5000, "transform_max_iter": 2000},
              "unscented": {"optimizer": "adam", "max_iter": 5000,
                            "transform_max_iter": 2000}}[mode]
-    m = LDGD(n_components=7, n_inducing=25, y_scaling="none", random_state=0, **MODES[mode],
+    m = LDGD(n_components=7, n_inducing=25, normalize_X="none", random_state=0, **MODES[mode],
              **iters)
     m.fit(Xtr, ytr)
     assert m.score(Xte, yte) >= 0.95

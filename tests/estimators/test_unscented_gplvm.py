@@ -86,7 +86,7 @@ def fitted():
 def test_test_time_objective_gradient_and_envelope(fitted, rng):
     """Spec §13.2 item 8: FD of the held-out bound in (mu*, log S*), and the envelope identity."""
     model, Y = fitted
-    Yc = Y - model.mean_
+    Yc = Y - model.X_mean_
     rule = model._rule_shared()
     n, Q = 4, 2
     packer = ParamPacker([("mu", (n, Q)), ("S", (n, Q), "log")])
@@ -150,8 +150,8 @@ def test_transform_returns_fitted_latents_for_training_rows(fitted):
 
 def test_transform_of_new_rows_and_scores(fitted):
     model, Y = fitted
-    mu, S = model.transform(Y[:5] + 0.02, return_variance=True)
-    assert mu.shape == (5, 2) and np.all(S > 0)
+    mu, std = model.transform(Y[:5] + 0.02, return_std=True)
+    assert mu.shape == (5, 2) and np.all(std > 0)
     scores = model.score_samples(Y[:10])
     assert scores.shape == (10,)
     assert model.score(Y[:10]) == pytest.approx(scores.mean())
@@ -258,7 +258,8 @@ BAD_FIT = [
     ({"expectation": "gauss_hermite", "gh_order": 4, "n_components": 12}, None, ValueError,
      r"4\*\*12 = 16,777,216 evaluation points"),
     ({"kernel": RBF(np.ones(3))}, None, ValueError, "3 length scales but the inputs have 2"),
-    ({"kernel": SkRBF()}, None, TypeError, "sklearn_lvgp.kernels.Kernel"),
+    ({"kernel": "rbf"}, None, TypeError, "sklearn_lvgp.kernels.Kernel or a scikit-learn kernel"),
+    ({"kernel": SkRBF() ** 2}, None, TypeError, "Cannot convert RBF.*\\*\\* 2"),
     ({"init": np.zeros((3, 2))}, None, ValueError, r"init must have shape \(15, 2\)"),
     ({"init": "spectral"}, None, ValueError, "init must be one of"),
     ({"expectation": "monte_carlo", "optimizer": "lbfgs"}, None, ValueError, "stochastic"),
@@ -323,7 +324,7 @@ def _paper_fit(Y, kernel, expectation, n_components=5, noise=0.01, random_state=
     """The papers' settings (spec §9.1-9.2); returns the model and its two most relevant dims."""
     model = UnscentedGPLVM(n_components=n_components, n_inducing=20, kernel=kernel,
                            expectation=expectation, init="pca_unscaled", noise_variance_init=noise,
-                           center=False, random_state=random_state, **kw)
+                           normalize_X="none", random_state=random_state, **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(Y)

@@ -43,14 +43,14 @@ def _one_thread():
 
 
 def _model(q_w="quadrature", expectation="monte_carlo", Dw=1, proj=None, mixing=False, L=None,
-           Dy=1, whiten=True, seed=0, S=2, n_quadrature=7, length_scale=1.3):
+           Dy=1, whiten=True, seed=0, S=2, gh_order=7, length_scale=1.3):
     rs = np.random.RandomState(seed)
     Dh = proj if proj else DX
     L = L or Dy
     ls = np.full(Dh + Dw, 1.3)
     ls[Dh:] = length_scale
     k = RBF(length_scale=ls, variance=0.8)
-    m = CDEModel(k, DX, proj, Dw, L, Dy, M, mixing, q_w, expectation, S, n_quadrature, N,
+    m = CDEModel(k, DX, proj, Dw, L, Dy, M, mixing, q_w, expectation, S, gh_order, N,
                  (4, 4), whiten, 1e-8)
     X, Y = rs.randn(N, DX), rs.randn(N, Dy)
     v = {"q_mu": rs.randn(M, L), "q_sqrt": np.tril(rs.randn(L, M, M)) * 0.3 + np.eye(M),
@@ -160,7 +160,7 @@ def test_latent_dim_zero_is_svgp():
 
 def test_switched_off_latent_is_svgp():
     """§15.1-2: latent length scale 1e6 -> quadrature bound equals the SVGP bound on x."""
-    m, x, X, Y, _ = _model(length_scale=1e6, n_quadrature=20)
+    m, x, X, Y, _ = _model(length_scale=1e6, gh_order=20)
     f, _ = m.elbo(x, X, Y, np.arange(N), 1.0)
     np.testing.assert_allclose(f, _svgp_bound(m, x, X, Y), rtol=1e-6)
 
@@ -169,7 +169,7 @@ def test_quadrature_accuracy():
     """§15.1-3: H = 100 vs 200 agree to 1e-8, H = 20 to 1e-3."""
     vals = {}
     for H in (20, 100, 200):
-        m, x, X, Y, _ = _model(n_quadrature=H)
+        m, x, X, Y, _ = _model(gh_order=H)
         vals[H] = m.elbo(x, X, Y, np.arange(N), 1.0)[0]
     np.testing.assert_allclose(vals[100], vals[200], rtol=1e-8)
     np.testing.assert_allclose(vals[20], vals[200], rtol=1e-3)
@@ -177,7 +177,7 @@ def test_quadrature_accuracy():
 
 def test_quadrature_dominates_gaussian_q(rng):
     """§15.1-4: the quadrature term >= E_q L_n - KL(q || p) for random Gaussian q(w_n)."""
-    m, x, X, Y, _ = _model(n_quadrature=60)
+    m, x, X, Y, _ = _model(gh_order=60)
     p = m.unpack(x)
     prior = prior_factor(p["kernel"], p["Z"], m.jitter)
     nodes, logw = hermite_grid(200, 1)
