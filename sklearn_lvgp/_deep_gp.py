@@ -20,6 +20,7 @@ from ._init import kmeans_inducing
 from ._optimize import minimize_lbfgsb
 from ._parallel import threads
 from ._params import ParamPacker, softplus_inverse
+from ._progress import check_callback, fit_progress
 from ._scaling import column_moments
 from ._stochastic import AdamState, run_adam
 from ._svgp import (
@@ -363,6 +364,11 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         Threads for the jitted kernel loops.
     verbose : int, default=0
         Print iteration, ELBO estimate and elapsed time when > 0.
+    callback : callable or None, default=None
+        ``callback(estimator, info)`` after every optimiser iteration of ``fit``; ``info`` is a
+        dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``objective`` (the
+        bound or its minibatch estimate), ``elapsed`` seconds and, at held-out checks,
+        ``validation_score``. Returning ``True`` stops that optimisation as converged.
     warm_start : bool, default=False
         Continue from the previous fit's parameters and optimiser state.
     latent_dim : int or None, default=None
@@ -447,7 +453,8 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                  learning_rate_schedule="constant", batch_size=10000, max_iter=10000,
                  natgrad_gamma=None, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=5, normalize_y=True, positive_transform="softplus",
-                 jitter=1e-6, random_state=None, n_jobs=None, verbose=0, warm_start=False,
+                 jitter=1e-6, random_state=None, n_jobs=None, verbose=0, callback=None,
+                 warm_start=False,
                  latent_dim=None, inference="vi", n_importance=5, encoder_hidden=(20, 20)):
         self.n_layers = n_layers
         self.hidden_dims = hidden_dims
@@ -473,6 +480,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.callback = callback
         self.warm_start = warm_start
         self.latent_dim = latent_dim
         self.inference = inference
@@ -684,7 +692,8 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         if first or not hasattr(self, "_rs_partial"):
             self._rs_partial = check_random_state(self.random_state)
         rs = self._rs_partial
-        with threads(self.n_jobs):
+        check_callback(self.callback)
+        with threads(self.n_jobs), fit_progress(self, self.callback):
             if first:
                 self._y_ndim = y.ndim
                 self._standardise(X, Y)

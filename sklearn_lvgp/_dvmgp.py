@@ -119,6 +119,11 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         Threads for the jitted loops and BLAS (``-1`` = all cores).
     verbose : int, default=0
         Print optimisation progress when > 0.
+    callback : callable or None, default=None
+        ``callback(estimator, info)`` after every optimiser iteration of ``fit``; ``info`` is a
+        dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``objective`` (the
+        bound or its minibatch estimate), ``elapsed`` seconds and, at held-out checks,
+        ``validation_score``. Returning ``True`` stops that optimisation as converged.
 
     Attributes
     ----------
@@ -176,7 +181,8 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
                  qv_covariance="diag", optimizer="lbfgs", n_iter_fixed_noise=100, max_iter=1000,
                  learning_rate=0.01, noise_variance_init=0.01,
                  projection_length_scale_init=None, normalize_X="standardize",
-                 normalize_y=True, jitter=1e-6, random_state=None, n_jobs=None, verbose=0):
+                 normalize_y=True, jitter=1e-6, random_state=None, n_jobs=None, verbose=0,
+                 callback=None):
         self.n_components = n_components
         self.n_inducing = n_inducing
         self.n_inducing_projection = n_inducing_projection
@@ -193,6 +199,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.callback = callback
 
     # ----------------------------------------------------------------------------- checks
     def _check_params(self, X, y):

@@ -112,6 +112,11 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         Threads for numba kernels and BLAS.
     verbose : int, default=0
         Progress messages of the optimisers.
+    callback : callable or None, default=None
+        ``callback(estimator, info)`` after every optimiser iteration of ``fit``; ``info`` is a
+        dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``objective`` (the
+        bound or its minibatch estimate), ``elapsed`` seconds and, at held-out checks,
+        ``validation_score``. Returning ``True`` stops that optimisation as converged.
 
     Attributes
     ----------
@@ -170,7 +175,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
                  amortized=False, encoder_hidden=(50, 20), batch_size=100, learning_rate=0.01,
                  max_iter=2000, transform_max_iter=500, x_init="pca", transform_init="nearest",
                  proba="plugin", normalize_X="standardize", gh_order=20, jitter=1e-6,
-                 random_state=None, n_jobs=None, verbose=0):
+                 random_state=None, n_jobs=None, verbose=0, callback=None):
         self.n_components = n_components
         self.n_inducing = n_inducing
         self.kernel = kernel
@@ -194,6 +199,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.callback = callback
 
     # ------------------------------------------------------------------------- validation
     def _validate_fit_data(self, X, y):

@@ -16,6 +16,8 @@ from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
 from ._linalg import CholeskyError
+from ._progress import report
+from ._stochastic import run_adam
 from ._warn import warn
 
 __all__ = ["OptimizeResult", "minimize_lbfgsb", "minimize_adam"]
@@ -106,11 +108,16 @@ def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0,
     t0 = time.perf_counter()
     every = max(1, 50 // max(int(verbose), 1))
 
+    stopped = []
+
     def callback(xk):
         history.append(guard.best_f)
         if verbose and len(history) % every == 0:
             print(f"[{name}] iter {len(history):5d}  objective {guard.best_f: .6e}  "
                   f"{time.perf_counter() - t0:7.2f}s")
+        if report("lbfgs", -guard.best_f):
+            stopped.append(True)
+            raise StopIteration  # scipy ends the run and returns the current iterate
 
     options = {"maxiter": int(max_iter)}
     if tol is not None:
@@ -119,7 +126,7 @@ def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0,
                    bounds=bounds, callback=callback, options=options)
     if guard.best_x is None:
         raise _no_finite_point(guard, name)
-    converged = bool(res.status == 0)
+    converged = bool(res.status == 0) or bool(stopped)
     if not converged and warn_unconverged:
         warn(
             f"{name}: L-BFGS-B did not converge after {res.nit} iterations ({res.message}). "
@@ -166,54 +173,17 @@ def minimize_adam(fun, x0, *, learning_rate=0.01, max_iter=1000, tol=None, beta1
     OptimizeResult
         ``x`` is the final iterate (the stochastic objective makes "best" meaningless).
     """
-    x = np.array(x0, dtype=np.float64)
-    m = np.zeros_like(x)
-    v = np.zeros_like(x)
-    history = np.empty(int(max_iter))
-    converged = False
-    t0 = time.perf_counter()
-    x_prev = x.copy()
-    n_bad = 0
-    it = 0
-    for it in range(1, int(max_iter) + 1):
-        try:
-            f, g = fun(x)
-            ok = np.isfinite(f) and np.all(np.isfinite(g))
-        except (CholeskyError, ArithmeticError):
-            ok = False
-        if not ok:
-            # undo the step that led here and retry with the next random draw
-            n_bad += 1
-            if n_bad > 10:
-                raise FloatingPointError(
-                    f"{name}: non-finite objective or gradient at Adam step {it} "
-                    "(10 consecutive failures); lower learning_rate.")
-            x = x_prev.copy()
-            history[it - 1] = np.nan
-            continue
-        n_bad = 0
-        history[it - 1] = f
-        x_prev = x.copy()
-        m = beta1 * m + (1.0 - beta1) * g
-        v = beta2 * v + (1.0 - beta2) * g * g
-        mhat = m / (1.0 - beta1 ** it)
-        vhat = v / (1.0 - beta2 ** it)
-        x = x - learning_rate * mhat / (np.sqrt(vhat) + eps)
-        if verbose and it % max(1, 100 // max(int(verbose), 1)) == 0:
-            print(f"[{name}] step {it:6d}  objective {f: .6e}  {time.perf_counter() - t0:7.2f}s")
-        if tol is not None and it >= 2 * window and it % window == 0:
-            prev = np.nanmean(history[it - 2 * window: it - window])
-            last = np.nanmean(history[it - window: it])
-            if abs(prev - last) <= tol * max(1.0, abs(prev)):
-                converged = True
-                break
-    history = history[:it]
-    if tol is not None and not converged:
+    res = run_adam(lambda x, idx: fun(x), x0, n_data=1, batch_size=1, max_iter=max_iter,
+                   learning_rate=learning_rate, random_state=np.random.RandomState(0),
+                   beta1=beta1, beta2=beta2, eps=eps, verbose=verbose, name=name,
+                   stop_tol=tol, window=window, on_nonfinite="retry")
+    history = res.history
+    if tol is not None and not res.converged:
         warn(
             f"{name}: Adam did not meet tol={tol:g} within {max_iter} steps. "
             "Increase max_iter or learning_rate.",
             ConvergenceWarning,
         )
     final = history[np.isfinite(history)]
-    return OptimizeResult(x, float(final[-1]) if final.size else np.nan, it,
-                          converged or tol is None, history, "adam")
+    return OptimizeResult(res.x, float(final[-1]) if final.size else np.nan, res.n_iter,
+                          res.converged or tol is None, history, "adam")

@@ -160,6 +160,11 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         Threads for the numba kernels (``None`` means 1, ``-1`` all cores).
     verbose : int, default=0
         Print optimiser progress.
+    callback : callable or None, default=None
+        ``callback(estimator, info)`` after every optimiser iteration of ``fit``; ``info`` is a
+        dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``objective`` (the
+        bound or its minibatch estimate), ``elapsed`` seconds and, at held-out checks,
+        ``validation_score``. Returning ``True`` stops that optimisation as converged.
 
     Attributes
     ----------
@@ -206,7 +211,8 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
     def __init__(self, kernel=None, n_inducing=100, inducing_inputs=None, optimize_inducing=True,
                  noise_variance_init=None, expectation="auto", gh_order=2, n_samples=32,
                  optimizer="lbfgs", positive_transform="log", max_iter=1000, tol=None,
-                 normalize_y=False, jitter=1e-6, random_state=None, n_jobs=None, verbose=0):
+                 normalize_y=False, jitter=1e-6, random_state=None, n_jobs=None, verbose=0,
+                 callback=None):
         self.kernel = kernel
         self.n_inducing = n_inducing
         self.inducing_inputs = inducing_inputs
@@ -224,6 +230,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.callback = callback
 
     # ------------------------------------------------------------------------------ checks
     def _check_params(self, X, y):

@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._linalg import CholeskyError
+from ._progress import report
 
 __all__ = ["AdamState", "DivergenceError", "StochasticResult", "run_adam", "minibatches",
            "learning_rate_at", "gamma_at"]
@@ -59,6 +60,8 @@ class StochasticResult(NamedTuple):
         Whether early stopping ended the run.
     validation_history : ndarray
         Held-out scores at each check (empty without early stopping).
+    converged : bool
+        Whether the ``stop_tol`` rule (or the fit's callback) ended the run.
     """
 
     x: np.ndarray
@@ -66,6 +69,7 @@ class StochasticResult(NamedTuple):
     history: np.ndarray
     stopped_early: bool
     validation_history: np.ndarray
+    converged: bool = False
 
 
 def learning_rate_at(base, step, schedule, decay_rate=0.98, decay_steps=1000, horizon=None,
@@ -175,8 +179,13 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
              schedule="constant", decay_rate=0.98, decay_steps=1000, horizon=None, natgrad=None,
              gamma=None, frozen=None, bounds=None, validation=None, validation_every=100,
              n_iter_no_change=5, tol=1e-4, state=None, beta1=0.9, beta2=0.999, eps=1e-8,
-             verbose=0, name="objective"):
+             verbose=0, name="objective", stop_tol=None, window=100, on_nonfinite="raise"):
     """Minimise a minibatch objective with Adam, optionally interleaving natural-gradient steps.
+
+    The one Adam loop of the package (Kingma & Ba 2015). It stops at ``max_iter``, when the
+    held-out score stops improving (``validation``), when the windowed mean of the objective
+    stops improving (``stop_tol``), or when the fit's ``callback`` asks it to
+    (:func:`sklearn_lvgp._progress.report`).
 
     Parameters
     ----------
@@ -229,6 +238,16 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
         iterations.
     name : str
         Used in messages.
+    stop_tol : float or None, default=None
+        Without ``validation``: stop when the mean objective over the last ``window``
+        iterations improves by less than ``stop_tol`` (relative to ``max(1, |mean|)``) on the
+        window before it. ``None`` runs the fixed budget of ``max_iter`` steps.
+    window : int, default=100
+        Window of the ``stop_tol`` rule.
+    on_nonfinite : {"raise", "retry"}, default="raise"
+        A non-finite objective or gradient (or a failed factorisation): ``"raise"`` a
+        :class:`DivergenceError` at once; ``"retry"`` the step from the last finite point with
+        the next random draw, and raise after 10 consecutive failures.
 
     Returns
     -------
@@ -250,7 +269,8 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
     history = np.empty(int(max_iter))
     val_hist = []
     best_val, best_x, n_bad = -np.inf, None, 0
-    stopped = False
+    stopped = converged = False
+    n_failed, x_last = 0, x.copy()
     t0 = time.perf_counter()
     every = max(1, 100 // max(int(verbose), 1))
     it = 0
@@ -267,17 +287,30 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
             if not np.all(np.isfinite(x)):
                 raise _diverged(name, step, "the natural-gradient step gave non-finite values")
         idx = minibatches(state, n_data, batch_size, random_state)
+        failure = None
         try:
             f, g = objective(x, idx)
         except CholeskyError as exc:
-            raise _diverged(name, step, "a Cholesky factorisation failed", f" ({exc})") from exc
+            failure = ("a Cholesky factorisation failed", f" ({exc})", exc)
         except ArithmeticError as exc:
-            raise _diverged(name, step, "a floating-point operation failed",
-                            f" ({type(exc).__name__}: {exc})") from exc
-        if not np.isfinite(f):
-            raise _diverged(name, step, f"the ELBO estimate is {-f}")
-        if not np.all(np.isfinite(g)):
-            raise _diverged(name, step, "the ELBO gradient is not finite")
+            failure = ("a floating-point operation failed", f" ({type(exc).__name__}: {exc})",
+                       exc)
+        else:
+            if not np.isfinite(f):
+                failure = (f"the ELBO estimate is {-f}", "", None)
+            elif not np.all(np.isfinite(g)):
+                failure = ("the ELBO gradient is not finite", "", None)
+        if failure is not None:
+            n_failed += 1
+            if on_nonfinite == "raise" or n_failed > 10:
+                what = failure[0] + (" (10 consecutive failures)" if n_failed > 10 else "")
+                raise _diverged(name, step if on_nonfinite == "raise" else it, what,
+                                failure[1]) from failure[2]
+            x = x_last.copy()  # undo the step that led here; the next draw differs
+            history[it - 1] = np.nan
+            continue
+        n_failed = 0
+        x_last = x.copy()
         if frozen is not None:
             g = np.where(frozen, 0.0, g)
         history[it - 1] = f
@@ -296,9 +329,11 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
         if verbose and it % every == 0:
             print(f"[{name}] iter {it:6d}  ELBO estimate {-f: .6e}  "  # noqa: T201 - verbose
                   f"{time.perf_counter() - t0:8.2f}s")
+        extra = {}
         if validation is not None and it % validation_every == 0:
             score = float(validation(x))
             val_hist.append(score)
+            extra["validation_score"] = score
             if verbose:
                 print(f"[{name}] iter {it:6d}  held-out score {score: .6e}")  # noqa: T201
             if score > best_val + tol * max(1.0, abs(best_val)) or best_x is None:
@@ -309,6 +344,16 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
                     stopped = True
                     x = best_x
                     break
+        if report("adam", -f, **extra):
+            converged = True
+            break
+        if (validation is None and stop_tol is not None and it >= 2 * window
+                and it % window == 0):
+            prev = np.nanmean(history[it - 2 * window: it - window])
+            last = np.nanmean(history[it - window: it])
+            if prev - last <= stop_tol * max(1.0, abs(prev)):
+                converged = True
+                break
     restored = False
     if best_x is not None and not stopped:
         # max_iter reached: keep the best checked state, as sklearn's MLP early stopping does;
@@ -320,4 +365,4 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
         print(f"[{name}] done: {it} iterations in {time.perf_counter() - t0:.2f}s"  # noqa: T201
               + (" (early stopping)" if stopped else "")
               + (" (best held-out state restored)" if restored else ""))
-    return StochasticResult(x, it, history[:it], stopped, np.asarray(val_hist))
+    return StochasticResult(x, it, history[:it], stopped, np.asarray(val_hist), converged)

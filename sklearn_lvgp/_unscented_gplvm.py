@@ -115,6 +115,11 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         Threads for the jitted loops and BLAS (``-1`` = all cores).
     verbose : int, default=0
         Print optimisation progress when > 0.
+    callback : callable or None, default=None
+        ``callback(estimator, info)`` after every optimiser iteration of ``fit``; ``info`` is a
+        dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``objective`` (the
+        bound or its minibatch estimate), ``elapsed`` seconds and, at held-out checks,
+        ``validation_score``. Returning ``True`` stops that optimisation as converged.
 
     Attributes
     ----------
@@ -168,7 +173,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
                  gh_order=2, n_samples=32, init="pca", latent_variance_init=0.1,
                  noise_variance_init=None, normalize_X="center", optimizer="auto", max_iter=2000,
                  tol=None, learning_rate=0.01, transform_max_iter=200, jitter=1e-6,
-                 random_state=None, n_jobs=None, verbose=0):
+                 random_state=None, n_jobs=None, verbose=0, callback=None):
         self.n_components = n_components
         self.kernel = kernel
         self.expectation = expectation
@@ -188,6 +193,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.callback = callback
 
     # ----------------------------------------------------------------------------- checks
     def _check_params(self, X, y):

@@ -7,6 +7,7 @@ from sklearn.utils.validation import validate_data
 
 from ._engine._dask import is_dask_collection
 from ._parallel import threads
+from ._progress import check_callback, fit_progress
 from ._validation import check_int, check_numeric_targets
 
 __all__ = ["_BaseLVGP", "_BaseLVGPRegressor"]
@@ -15,9 +16,10 @@ __all__ = ["_BaseLVGP", "_BaseLVGPRegressor"]
 class _BaseLVGP(BaseEstimator):
     """Template: validate the data and parameters, seed, enter the thread context, call ``_fit``.
 
-    Subclasses implement ``_check_params(X, y)`` (hand-written parameter checks, raising
-    ``ValueError``/``TypeError``) and ``_fit(X, y, random_state)``. They never reassign a
-    constructor parameter.
+    The fit's ``callback(estimator, info)`` reaches every optimiser loop through
+    :func:`sklearn_lvgp._progress.fit_progress`. Subclasses implement ``_check_params(X, y)``
+    (hand-written parameter checks, raising ``ValueError``/``TypeError``) and
+    ``_fit(X, y, random_state)``. They never reassign a constructor parameter.
     """
 
     def _validate_fit_data(self, X, y):
@@ -45,15 +47,17 @@ class _BaseLVGP(BaseEstimator):
         """The template itself; models with extra ``fit`` arguments pass them on here."""
         if is_dask_collection(X) or is_dask_collection(y):
             check_int("verbose", self.verbose, min_value=0)
+            check_callback(self.callback)
             random_state = check_random_state(self.random_state)
-            with threads(self.n_jobs):
+            with threads(self.n_jobs), fit_progress(self, self.callback):
                 self._fit_dask(X, y, random_state, **fit_params)
             return self
         X, y = self._validate_fit_data(X, y)
         self._check_params(X, y)
         check_int("verbose", self.verbose, min_value=0)
+        check_callback(self.callback)
         random_state = check_random_state(self.random_state)
-        with threads(self.n_jobs):
+        with threads(self.n_jobs), fit_progress(self, self.callback):
             self._fit(X, y, random_state, **fit_params)
         return self
 

@@ -1,0 +1,67 @@
+"""The ``callback(estimator, info)`` hook of every fit, reached by every optimiser loop.
+
+The estimator base class enters :func:`fit_progress` around ``_fit``; the optimisers
+(:func:`sklearn_lvgp._optimize.minimize_lbfgsb`, :func:`sklearn_lvgp._stochastic.run_adam`) call
+:func:`report` once per iteration. The hook is held in a context variable, so no optimiser call
+site passes it along, and a fit in another thread does not see it.
+"""
+
+import contextvars
+import time
+from contextlib import contextmanager
+
+__all__ = ["fit_progress", "report", "check_callback"]
+
+_CURRENT = contextvars.ContextVar("sklearn_lvgp_fit_progress", default=None)
+
+
+class _Progress:
+    def __init__(self, estimator, callback):
+        self.estimator = estimator
+        self.callback = callback
+        self.t0 = time.perf_counter()
+        self.iteration = 0
+
+
+def check_callback(callback):
+    """``callback`` must be None or callable."""
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be None or a callable callback(estimator, info), got "
+                        f"{type(callback).__name__}.")
+
+
+@contextmanager
+def fit_progress(estimator, callback):
+    """Route the optimisers' per-iteration reports of this fit to ``callback``."""
+    token = _CURRENT.set(_Progress(estimator, callback) if callback is not None else None)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def report(stage, objective, **extra):
+    """Tell the fit's callback about one optimiser iteration; True when it asks to stop.
+
+    Parameters
+    ----------
+    stage : str
+        Which optimisation of the fit is running (e.g. ``"adam"``, ``"lbfgs"``).
+    objective : float
+        The value the optimiser maximises at this iteration (the bound, or its minibatch
+        estimate).
+    **extra
+        More entries for ``info`` (e.g. ``validation_score``).
+
+    Returns
+    -------
+    stop : bool
+        ``True`` when the callback returned ``True`` (the optimiser then stops as if converged).
+    """
+    progress = _CURRENT.get()
+    if progress is None:
+        return False
+    progress.iteration += 1
+    info = {"iteration": progress.iteration, "stage": stage, "objective": float(objective),
+            "elapsed": time.perf_counter() - progress.t0, **extra}
+    return progress.callback(progress.estimator, info) is True

@@ -1,0 +1,99 @@
+"""``callback(estimator, info)`` reaches every optimiser loop, and can stop it."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_lvgp import DVMGP, GPCDE, LDGD, DeepGP, SparseGPRegressor, UnscentedGPLVM
+from sklearn_lvgp._stochastic import run_adam
+
+CASES = [
+    SparseGPRegressor(n_inducing=5, max_iter=40, random_state=0),
+    UnscentedGPLVM(n_components=2, n_inducing=5, max_iter=40, random_state=0),
+    UnscentedGPLVM(n_components=2, n_inducing=5, max_iter=40, optimizer="adam",
+                   random_state=0),
+    DeepGP(n_layers=2, n_inducing=5, max_iter=40, random_state=0),
+    GPCDE(n_inducing=5, gh_order=5, max_iter=40, init="prior", random_state=0),
+    LDGD(n_components=2, n_inducing=5, max_iter=40, transform_max_iter=5, random_state=0),
+    DVMGP(n_inducing=5, n_inducing_projection=4, n_iter_fixed_noise=5, max_iter=40,
+          n_components=1, random_state=0),
+]
+
+
+def _fit(est):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 3))
+    y = np.sin(X[:, 0])
+    y = (y > 0).astype(int) if isinstance(est, LDGD) else y
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return est.fit(X) if isinstance(est, UnscentedGPLVM) else est.fit(X, y)
+
+
+def _case_id(est):
+    return f"{type(est).__name__}-{est.get_params().get('optimizer')}"
+
+
+@pytest.mark.parametrize("est", CASES, ids=_case_id)
+def test_callback_sees_every_iteration_and_can_stop_the_fit(est):
+    seen = []
+
+    def record(estimator, info):
+        assert estimator is fitted_est
+        seen.append(info)
+
+    fitted_est = clone(est).set_params(callback=record)
+    _fit(fitted_est)
+    assert len(seen) >= fitted_est.n_iter_ > 0
+    assert [i["iteration"] for i in seen] == list(range(1, len(seen) + 1))
+    assert {i["stage"] for i in seen} <= {"lbfgs", "adam"}
+    assert all(np.isfinite(i["objective"]) and i["elapsed"] >= 0 for i in seen)
+
+    stops = []
+    stopped = clone(est).set_params(callback=lambda e, i: stops.append(i) or len(stops) >= 3)
+    _fit(stopped)
+    # each optimisation of the fit ends at its first report after the third
+    assert len(stops) < len(seen)
+    assert stopped.get_params()["callback"] is not None  # the parameter is stored verbatim
+
+
+@pytest.mark.parametrize("est", CASES[:1], ids=["SparseGPRegressor"])
+def test_callback_must_be_callable(est):
+    with pytest.raises(TypeError, match="callback must be None or a callable"):
+        _fit(clone(est).set_params(callback="print"))
+
+
+def test_gpcde_stops_when_the_bound_stops_improving():
+    common = {"n_inducing": 5, "gh_order": 5, "max_iter": 3000, "learning_rate": 0.05,
+              "init": "prior", "random_state": 0}
+    quick = _fit(GPCDE(**common))
+    assert quick.n_iter_ < 3000 and quick.n_iter_ % 100 == 0
+    full = _fit(GPCDE(**common, tol=None))
+    assert full.n_iter_ == 3000
+    h = full.elbo_history_
+    n = quick.n_iter_
+    # at the stop the last window improved the bound by less than tol on the one before
+    assert h[n - 100:n].mean() - h[n - 200:n - 100].mean() <= 1e-4 * abs(h[n - 200:n - 100].mean())
+
+
+def test_one_adam_loop_retries_or_raises_on_non_finite_steps():
+    calls = []
+
+    def flaky(x, idx):
+        calls.append(1)
+        if len(calls) % 3 == 0:
+            return np.nan, np.zeros_like(x)
+        return float(x @ x), 2 * x
+
+    res = run_adam(flaky, np.ones(2), n_data=1, batch_size=1, max_iter=60, learning_rate=0.1,
+                   random_state=np.random.RandomState(0), on_nonfinite="retry")
+    assert np.isnan(res.history).sum() == 20 and np.all(np.abs(res.x) < 1)
+    with pytest.raises(FloatingPointError, match="ELBO estimate is nan"):
+        run_adam(flaky, np.ones(2), n_data=1, batch_size=1, max_iter=60, learning_rate=0.1,
+                 random_state=np.random.RandomState(0))
+    with pytest.raises(FloatingPointError, match="10 consecutive failures"):
+        run_adam(lambda x, idx: (np.inf, x), np.ones(2), n_data=1, batch_size=1, max_iter=60,
+                 learning_rate=0.1, random_state=np.random.RandomState(0), on_nonfinite="retry")
