@@ -184,7 +184,7 @@ def _our_steps(X, y, N, M, depths, rs):
     """Our step runners by depth, and the ELBO at the start and after a few Adam steps."""
     runners, sanity = {}, {}
     for L in depths:
-        m = DeepGP(n_layers=L, n_inducing=M, max_iter=SANITY_STEPS, batch_size=N,
+        m = DeepGP(tol=None, n_layers=L, n_inducing=M, max_iter=SANITY_STEPS, batch_size=N,
                    learning_rate=0.01, random_state=0).fit(X, y)
         model, x0 = m._model, m._x.copy()
         Xs = (X - m.X_mean_) / m.X_scale_

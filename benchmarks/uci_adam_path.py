@@ -138,8 +138,8 @@ def main(argv=None):
         print(f"skipped: {exc}")  # noqa: T201
         return 0
     # the protocol's settings: examples/plot_deep_gp_uci.py, make_model
-    model = DeepGP(n_layers=args.layers, n_inducing=100, learning_rate=0.01, batch_size=10000,
-                   max_iter=N_ITER, n_samples=1, n_predict_samples=100,
+    model = DeepGP(tol=None, n_layers=args.layers, n_inducing=100, learning_rate=0.01,
+                   batch_size=10000, max_iter=N_ITER, n_samples=1, n_predict_samples=100,
                    learning_rate_schedule=args.schedule, natgrad_gamma=gamma,
                    early_stopping=args.early_stopping, random_state=0)
     snaps, elbo, outcome = {}, [], {}

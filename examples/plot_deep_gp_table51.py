@@ -205,7 +205,7 @@ def split_rows(tests, split):
 def make_model(n_features, s, random_state):
     """The §5.5 single-layer GP."""
     D = n_features
-    return DeepGP(n_layers=1, n_inducing=128,
+    return DeepGP(tol=None, n_layers=1, n_inducing=128,
                   kernel=RBF(length_scale=np.full(D, np.sqrt(D)), variance=1.0),
                   whiten=True, noise_variance_init=0.01, learning_rate=s["learning_rate"],
                   learning_rate_schedule="staircase", natgrad_gamma=s["natgrad_gamma"],

@@ -111,7 +111,7 @@ if unknown:
 def make_model(name):
     """One model of the comparison with the protocol's settings."""
     depth = 2 if name == "UT-DGP2" else (1 if name.startswith("SGP") else int(name[3:]))
-    return DeepGP(n_layers=depth, n_inducing=500 if name == "SGP500" else 100,
+    return DeepGP(tol=None, n_layers=depth, n_inducing=500 if name == "SGP500" else 100,
                   learning_rate=0.01, learning_rate_schedule=SCHEDULE, batch_size=BATCH,
                   max_iter=N_ITER, n_samples=1, n_predict_samples=100,
                   expectation="unscented" if name.startswith("UT") else "monte_carlo",

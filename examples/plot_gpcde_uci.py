@@ -69,9 +69,9 @@ def make_model(name):
         if QUAD_OPT == "lbfgs":
             return GPCDE(n_inducing=M, gh_order=N_QUAD, optimizer="lbfgs",
                          natgrad_gamma=None, max_iter=N_LBFGS, random_state=0)
-        return GPCDE(n_inducing=M, gh_order=N_QUAD, max_iter=N_ITER, batch_size=512,
+        return GPCDE(tol=None, n_inducing=M, gh_order=N_QUAD, max_iter=N_ITER, batch_size=512,
                      random_state=0)
-    return GPCDE(q_w="amortized", n_inducing=M, max_iter=N_ITER, batch_size=512,
+    return GPCDE(tol=None, q_w="amortized", n_inducing=M, max_iter=N_ITER, batch_size=512,
                  random_state=0)
 
 

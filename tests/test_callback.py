@@ -97,3 +97,17 @@ def test_one_adam_loop_retries_or_raises_on_non_finite_steps():
     with pytest.raises(FloatingPointError, match="10 consecutive failures"):
         run_adam(lambda x, idx: (np.inf, x), np.ones(2), n_data=1, batch_size=1, max_iter=60,
                  learning_rate=0.1, random_state=np.random.RandomState(0), on_nonfinite="retry")
+
+
+def test_deep_gp_tol_and_validation_scores():
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-2, 2, (80, 1))
+    y = np.sin(2 * X[:, 0]) + 0.1 * rng.standard_normal(80)
+    common = {"n_layers": 1, "n_inducing": 6, "max_iter": 2000, "learning_rate": 0.05,
+              "random_state": 0}
+    quick = DeepGP(**common).fit(X, y)
+    assert quick.n_iter_ < 2000 and quick.validation_scores_ is None
+    assert DeepGP(**common, tol=None).fit(X, y).n_iter_ == 2000
+    early = DeepGP(**{**common, "max_iter": 600}, early_stopping=True).fit(X, y)
+    assert early.validation_scores_.shape == (early.n_iter_ // 100,)
+    assert np.all(np.isfinite(early.validation_scores_))

@@ -586,7 +586,7 @@ def _step_data(seed):
 
 def _step_check(n_layers, seed, max_iter=2000):
     x, y, xt, yt = _step_data(seed)
-    m = DeepGP(n_layers=n_layers, n_inducing=25, kernel=RBF(length_scale=0.2),
+    m = DeepGP(tol=None, n_layers=n_layers, n_inducing=25, kernel=RBF(length_scale=0.2),
                noise_variance_init=0.01, n_samples=10, max_iter=max_iter, batch_size=None,
                random_state=seed).fit(x, y)
     ll = m.predict_log_density(xt, yt).mean()
@@ -622,7 +622,7 @@ def test_diabetes_sgp_reduced():
     """§9.2 item 1 at reduced size: split 0, SGP with M = 50 and 800 steps (learning rate 0.03
     instead of 0.01 to fit the budget) against the exact GP (ML-II)."""
     X, y, Xt, yt = _diabetes_split(0)
-    ll = DeepGP(n_layers=1, n_inducing=50, max_iter=800, learning_rate=0.03,
+    ll = DeepGP(tol=None, n_layers=1, n_inducing=50, max_iter=800, learning_rate=0.03,
                 random_state=0).fit(
         X, y).predict_log_density(Xt, yt).mean()
     assert ll >= _exact_gp_ll(X, y, Xt, yt) - 0.03
@@ -649,7 +649,7 @@ def test_diabetes_protocol():
         X, y, Xt, yt = _diabetes_split(s)
         ll["gp"].append(_exact_gp_ll(X, y, Xt, yt))
         for L in (1, 2, 3):
-            m = DeepGP(n_layers=L, n_inducing=100, max_iter=1500, natgrad_gamma=0.1,
+            m = DeepGP(tol=None, n_layers=L, n_inducing=100, max_iter=1500, natgrad_gamma=0.1,
                        random_state=s).fit(X, y)
             ll[L].append(m.predict_log_density(Xt, yt).mean())
     mean = {k: np.mean(v) for k, v in ll.items()}
@@ -683,8 +683,8 @@ def test_kin8nm_split0_sgp_and_dgp2(shared_data, scheme, dgp2_max):
     pins down (the notebook's run stopped short of the optimum).
     """
     X, y, Xt, yt = _kin8nm(shared_data, scheme)
-    sgp = DeepGP(n_layers=1, max_iter=5000, random_state=0).fit(X, y)
-    dgp = DeepGP(n_layers=2, max_iter=5000, random_state=0).fit(X, y)
+    sgp = DeepGP(tol=None, n_layers=1, max_iter=5000, random_state=0).fit(X, y)
+    dgp = DeepGP(tol=None, n_layers=2, max_iter=5000, random_state=0).fit(X, y)
     ll_sgp = sgp.predict_log_density(Xt, yt).mean()
     ll_dgp = dgp.predict_log_density(Xt, yt).mean()
     assert 0.93 <= ll_sgp <= 1.05
@@ -727,7 +727,7 @@ def test_naval_cosine_schedule_removes_adams_excursions(shared_data):
     _, X, y, Xt, yt = next(uci_hl_splits("naval", 0, 1))
     ll, hist = {}, {}
     for schedule in ("constant", "cosine"):
-        model = DeepGP(n_layers=1, max_iter=5000, learning_rate_schedule=schedule,
+        model = DeepGP(tol=None, n_layers=1, max_iter=5000, learning_rate_schedule=schedule,
                        random_state=0).fit(X, y)
         ll[schedule] = model.predict_log_density(Xt, yt).mean()
         hist[schedule] = model.elbo_history_[-1000:]
@@ -753,7 +753,7 @@ def test_kin8nm_natgrad_after_adam_like_the_reference_notebook(shared_data):
     from the warm start kept moving the block natgrad owns.
     """
     X, y, Xt, yt = _kin8nm(shared_data, "shuffle")
-    dgp = DeepGP(n_layers=2, whiten=False, noise_variance_init=1.0, n_samples=5,
+    dgp = DeepGP(tol=None, n_layers=2, whiten=False, noise_variance_init=1.0, n_samples=5,
                  batch_size=1000, max_iter=5100, warm_start=True, random_state=0).fit(X, y)
     ll_adam = dgp.predict_log_density(Xt, yt).mean()
     with warnings.catch_warnings():

@@ -45,7 +45,7 @@ def test_table51_gp_column(shared_data, name):
     np.random.RandomState(0).shuffle(ind)
     te = np.zeros(n, dtype=bool)
     te[ind[int(0.9 * n):]] = True
-    model = DeepGP(n_layers=1, n_inducing=128,
+    model = DeepGP(tol=None, n_layers=1, n_inducing=128,
                    kernel=RBF(length_scale=np.full(D, np.sqrt(D)), variance=1.0),
                    noise_variance_init=0.01, learning_rate=0.01,
                    learning_rate_schedule="staircase", natgrad_gamma=1.0, batch_size=None,
