@@ -95,8 +95,8 @@ def _fit(mode, max_iter, transform_max_iter, Xtr, ytr, Xte, yte):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         t0 = time.perf_counter()
-        m = LDGD(expectation=mode, max_iter=max_iter, transform_max_iter=transform_max_iter,
-                 **COMMON).fit(Xtr, ytr)
+        m = LDGD(tol=None, expectation=mode, max_iter=max_iter,
+                 transform_max_iter=transform_max_iter, **COMMON).fit(Xtr, ytr)
         t1 = time.perf_counter()
         acc = float(m.score(Xte, yte))
         t2 = time.perf_counter()

@@ -47,7 +47,7 @@ if QUICK:
 # %%
 # Fit (paper's stochastic method)
 # -------------------------------
-model = LDGD(n_components=5, n_inducing=30, expectation="monte_carlo",
+model = LDGD(tol=None, n_components=5, n_inducing=30, expectation="monte_carlo",
              elbo_weighting="ref-2024-03", normalize_X="none", batch_size=100,
              max_iter=1500 if QUICK else 6000, transform_max_iter=500 if QUICK else 2000,
              random_state=0).fit(Xtr, ytr)

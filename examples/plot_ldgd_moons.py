@@ -69,7 +69,7 @@ SETTINGS = {
                        "max_iter": 1000 if QUICK else 3000,
                        "transform_max_iter": 300 if QUICK else 1000},
 }
-COMMON = {"elbo_weighting": "ref-2024-03", "random_state": 0}
+COMMON = {"elbo_weighting": "ref-2024-03", "random_state": 0, "tol": None}
 
 
 def metrics(y_true, y_pred):
