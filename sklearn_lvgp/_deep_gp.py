@@ -14,12 +14,12 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._deep_gp_dask import fit_deep_gp_dask
+from ._deep_gp_model import _DSVI, INNER_SQRT_SCALE
 from ._engine._dask import is_dask_collection, map_row_blocks
-from ._engine._dsvi import dsvi_elbo, moment_match, sigma_points
 from ._init import kmeans_inducing
+from ._iwvi import LatentDSVI
 from ._optimize import minimize_lbfgsb
 from ._parallel import threads
-from ._params import ParamPacker, softplus_inverse
 from ._progress import check_callback, fit_progress
 from ._scaling import column_moments
 from ._stochastic import AdamState, run_adam
@@ -28,12 +28,8 @@ from ._svgp import (
     SVGPLayer,
     ZeroMean,
     gaussian_log_density,
-    gaussian_natgrad_step,
     inner_mean,
-    layer_forward,
     prior_factor,
-    tril_pack,
-    tril_unpack,
 )
 from ._validation import check_bool, check_float, check_int, check_natgrad_gamma, check_option
 from ._workspace import Workspace
@@ -43,243 +39,8 @@ from .metrics import kde_log_density
 
 __all__ = ["DeepGP"]
 
-#: Variance floor of the reparameterised samples, h = mu + eps sqrt(v + delta) (spec §2.2).
-_DELTA = 1e-6
-#: Inner layers' q_sqrt start this small (near-deterministic start, spec §1.6).
-_INNER_SQRT_SCALE = 1e-5
-#: Noise-variance floor (spec §1.4).
-_MIN_NOISE = 1e-6
 #: Stacked evaluation points per prediction chunk.
 _PREDICT_POINTS = 20000
-
-
-class _DSVI:
-    """The DSVI bound of a fixed architecture as a function of one flat parameter vector.
-
-    Holds only structure (kernel templates, fixed mean functions, shapes), never fitted values.
-    """
-
-    def __init__(self, kernels, means, dims, n_inducing, whiten, jitter, expectation,
-                 positive_transform="softplus"):
-        self.kernels = kernels
-        self.means = means
-        self.dims = dims  # D_0, ..., D_L
-        self.M = n_inducing
-        self.whiten = whiten
-        self.jitter = jitter
-        self.expectation = expectation
-        self.softplus = positive_transform == "softplus"
-        self.delta = _DELTA
-        self.chunk_rows = None  # rows per engine chunk; None: from the problem size
-        # which kernel theta entries are log-transformed positive values (spec §1.4)
-        self.pos_mask = [np.concatenate(
-            [np.full(h.n_elements, h.transform == "log") for h in k.hyperparameters
-             if not h.fixed] or [np.zeros(0, dtype=bool)]) for k in kernels]
-        pos = "softplus" if self.softplus else "identity"
-        blocks = []
-        T = n_inducing * (n_inducing + 1) // 2
-        for ell, mask in enumerate(self.pos_mask):
-            blocks += [(f"q_mu{ell}", (n_inducing, dims[ell + 1])),
-                       (f"q_sqrt{ell}", (dims[ell + 1], T)),
-                       (f"Z{ell}", (n_inducing, dims[ell])),
-                       (f"pos{ell}", (int(mask.sum()),), pos),
-                       (f"free{ell}", (int((~mask).sum()),))]
-        blocks.append(("noise_variance", (1,), "softplus" if self.softplus else "log"))
-        self.packer = ParamPacker(blocks)
-
-    @property
-    def n_layers(self):
-        return len(self.kernels)
-
-    # ------------------------------------------------------------------ parameters <-> layers
-    def _theta_values(self, ell, theta):
-        """Kernel ``theta`` (log space) to the values of blocks ``pos`` and ``free``.
-
-        With ``softplus`` the ``pos`` block holds the positive hyperparameters themselves and the
-        optimiser works on ``softplus^{-1}`` of them (GPflow 1.x convention); otherwise it holds
-        their logarithms (the kernels' own ``theta``).
-        """
-        mask = self.pos_mask[ell]
-        pos = theta[mask]
-        return {f"pos{ell}": np.exp(pos) if self.softplus else pos, f"free{ell}": theta[~mask]}
-
-    def _theta_from(self, ell, p):
-        mask = self.pos_mask[ell]
-        theta = np.empty(mask.size)
-        theta[mask] = np.log(p[f"pos{ell}"]) if self.softplus else p[f"pos{ell}"]
-        theta[~mask] = p[f"free{ell}"]
-        return theta
-
-    def _theta_grads(self, ell, dtheta, p):
-        mask = self.pos_mask[ell]
-        dpos = dtheta[mask] / p[f"pos{ell}"] if self.softplus else dtheta[mask]
-        return {f"pos{ell}": dpos, f"free{ell}": dtheta[~mask]}
-
-    def pack(self, layers, noise_variance):
-        values = {"noise_variance": np.array([noise_variance])}
-        for ell, layer in enumerate(layers):
-            values[f"q_mu{ell}"] = layer.q_mu
-            values[f"q_sqrt{ell}"] = tril_pack(layer.q_sqrt)
-            values[f"Z{ell}"] = layer.Z
-            values.update(self._theta_values(ell, layer.kernel.theta))
-        return self.packer.pack(values)
-
-    def unpack(self, x):
-        p = self.packer.unpack(x)
-        layers = [SVGPLayer(self.kernels[ell].clone_with_theta(self._theta_from(ell, p)),
-                            p[f"Z{ell}"], p[f"q_mu{ell}"],
-                            tril_unpack(p[f"q_sqrt{ell}"], self.M), self.means[ell],
-                            self.whiten)
-                  for ell in range(self.n_layers)]
-        return layers, float(p["noise_variance"][0]), p
-
-    def with_theta(self, x, ell, theta):
-        """A copy of ``x`` with layer ``ell``'s kernel ``theta`` (log space) replaced."""
-        p = self.packer.unpack(x)
-        p.update(self._theta_values(ell, np.asarray(theta, dtype=np.float64)))
-        return self.packer.pack(p)
-
-    def bounds(self):
-        b = np.full((self.packer.size, 2), [-np.inf, np.inf])
-        for ell, k in enumerate(self.kernels):
-            kb = k.bounds
-            mask = self.pos_mask[ell]
-            pos = kb[mask]
-            if self.softplus:
-                with np.errstate(divide="ignore", over="ignore"):
-                    pos = softplus_inverse(np.exp(pos))
-            b[self.packer.slice(f"pos{ell}")] = pos
-            b[self.packer.slice(f"free{ell}")] = kb[~mask]
-        b[self.packer.slice("noise_variance")] = (
-            [float(softplus_inverse(_MIN_NOISE)), np.inf] if self.softplus
-            else [np.log(_MIN_NOISE), np.inf])
-        return b
-
-    def last_q_mask(self):
-        mask = np.zeros(self.packer.size, dtype=bool)
-        last = self.n_layers - 1
-        mask[self.packer.slice(f"q_mu{last}")] = True
-        mask[self.packer.slice(f"q_sqrt{last}")] = True
-        return mask
-
-    # ---------------------------------------------------------------------------- forward
-    def propagate(self, layers, X, n_samples, random_state=None, eps=None, with_kl=True,
-                  expectation=None, workspaces=None):
-        """Push ``X`` through the layers; returns the last layer's marginals and a tape.
-
-        Monte Carlo (spec §2.2): ``S`` stacked copies of ``X`` (sample-major), inner layers
-        sampled with ``eps`` (drawn from ``random_state`` when not given). Unscented: each inner
-        layer's Gaussian marginals are moment-matched and pushed through the next layer at the
-        ``2 D`` sigma points of :func:`~sklearn_lvgp._psi.unscented_rule`.
-
-        ``expectation`` overrides the model's rule (``sample_y`` always samples).
-        ``workspaces`` (one :class:`~sklearn_lvgp._workspace.Workspace` per layer, or
-        ``None``) lets a training loop reuse the layers' large buffers from step to step; the
-        tape is then valid until the next call with the same workspaces.
-
-        Returns
-        -------
-        mu, var : ndarray of shape (P, D_L)
-            Last-layer marginals at the ``P`` stacked points.
-        point_weights : ndarray of shape (P,)
-            Weight of each stacked point in an average over a data row (sums to 1 per row).
-        kl : float
-            Sum of the layers' KL terms.
-        tape : list
-            Input of :meth:`backward`.
-        """
-        n = X.shape[0]
-        L = self.n_layers
-        ws = [None] * L if workspaces is None else workspaces
-        tape = []
-        kl_total = 0.0
-        if (expectation or self.expectation) == "monte_carlo":
-            S = n_samples if L > 1 else 1
-            H = np.tile(X, (S, 1))
-            weights = np.full(S * n, 1.0 / S)
-            step = None
-            for ell, layer in enumerate(layers):
-                mu, var, kl, cache = layer_forward(layer, H, self.jitter, with_kl, ws[ell])
-                kl_total += kl
-                tape.append((cache, step, None))
-                if ell < L - 1:
-                    e = (random_state.standard_normal(mu.shape) if eps is None else eps[ell])
-                    sd = np.sqrt(var + _DELTA)
-                    H = mu + e * sd
-                    step = ("mc", e, sd)
-            return mu, var, weights, kl_total, tape
-        # unscented: moment-match each inner layer, sigma points into the next
-        mu, var, kl, cache = layer_forward(layers[0], X, self.jitter, with_kl, ws[0])
-        kl_total += kl
-        tape.append((cache, None, None))
-        weights = np.ones(n)
-        for ell in range(1, L):
-            H, rule, sd = sigma_points(mu, var, _DELTA)
-            mu_k, var_k, kl, cache = layer_forward(layers[ell], H, self.jitter, with_kl,
-                                                   ws[ell])
-            kl_total += kl
-            mm = None
-            if ell < L - 1:
-                mu, var, mm = moment_match(mu_k, var_k, rule, n)
-            else:
-                mu, var = mu_k, var_k
-                weights = np.tile(rule.weights, n)
-            tape.append((cache, ("ut", rule, sd), mm))
-        return mu, var, weights, kl_total, tape
-
-    # ----------------------------------------------------------------------------- bound
-    def elbo(self, x, X, Y, scale, n_samples, random_state=None, eps=None, workspaces=None):
-        """Minibatch ELBO estimate (spec eq. 2.19) and its gradient wrt ``x``.
-
-        ``scale`` is ``N / |B|``; ``eps`` (list of per-inner-layer arrays) fixes the samples;
-        ``workspaces`` as in :meth:`propagate` (the result does not depend on it). Evaluated by
-        the chunk engine (:func:`sklearn_lvgp._engine._dsvi.dsvi_elbo`): rows in parallel
-        chunks, bit-identical for any number of threads.
-        """
-        return dsvi_elbo(self, x, X, Y, scale, n_samples, random_state, eps, workspaces,
-                         chunk_rows=self.chunk_rows)
-
-    def natgrad(self, x, X, Y, scale, n_samples, gamma, random_state):
-        """One closed-form natural-gradient step on the last layer's q(u) (spec §4.2).
-
-        The inner layers are propagated exactly as in :meth:`elbo` (fresh samples or sigma
-        points); the last layer's features ``A`` and ``L_u`` at those inputs come from the tape.
-        """
-        layers, noise, _ = self.unpack(x)
-        last = layers[-1]
-        _, _, w, _, tape = self.propagate(layers, X, n_samples, random_state, with_kl=False)
-        _, prior, mcache, _ = tape[-1][0]
-        reps = w.size // X.shape[0]
-        Yt = np.repeat(Y, reps, axis=0) if self.expectation == "unscented" else np.tile(
-            Y, (reps, 1))
-        resid = Yt - last.mean_function(mcache.H)
-        q_mu, q_sqrt = gaussian_natgrad_step(last.q_mu, last.q_sqrt, mcache.A, resid, scale * w,
-                                             noise, gamma, prior.Lu, self.whiten)
-        x = x.copy()
-        ell = self.n_layers - 1
-        x[self.packer.slice(f"q_mu{ell}")] = q_mu.ravel()
-        x[self.packer.slice(f"q_sqrt{ell}")] = tril_pack(q_sqrt).ravel()
-        return x
-
-    def predict_components(self, x, X, n_samples, eps_rows):
-        """Per-path last-layer marginals ``(S, n, D)`` (Monte Carlo) or ``(1, n, D)`` (UT)."""
-        layers, noise, _ = self.unpack(x)
-        n = X.shape[0]
-        if self.expectation == "monte_carlo" and self.n_layers > 1:
-            S = n_samples
-            eps = [np.repeat(e[:S], n, axis=0) for e in eps_rows]
-            mu, var, _, _, _ = self.propagate(layers, X, S, eps=eps, with_kl=False)
-            D = mu.shape[1]
-            return mu.reshape(S, n, D), var.reshape(S, n, D), noise
-        mu, var, w, _, _ = self.propagate(layers, X, 1, with_kl=False)
-        if self.expectation == "unscented" and self.n_layers > 1:
-            K = mu.shape[0] // n
-            mk = mu.reshape(n, K, -1)
-            wk = w.reshape(n, K)[:, :, None]
-            m = np.sum(wk * mk, axis=1)
-            v = np.sum(wk * (var.reshape(n, K, -1) + (mk - m[:, None, :]) ** 2), axis=1)
-            mu, var = m, v
-        return mu[None], var[None], noise
 
 
 class DeepGP(RegressorMixin, _BaseLVGPRegressor):
@@ -631,7 +392,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                 base = prior_factor(k, Z, self.jitter).Lu
             q_sqrt = np.repeat(base[None], d_out, axis=0)
             if ell < L - 1:
-                q_sqrt *= _INNER_SQRT_SCALE
+                q_sqrt *= INNER_SQRT_SCALE
                 if Dw and ell == 0:
                     X_run, Z_run = x_mean(X_run), x_mean(Z_run)
                 else:
@@ -640,7 +401,6 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
             means.append(mean)
             layers.append(SVGPLayer(k, Z, q_mu, q_sqrt, mean, self.whiten))
         if Dw:
-            from ._iwvi import LatentDSVI  # LatentDSVI extends _DSVI (import cycle)
 
             model = LatentDSVI(kernels, means, dims, M, bool(self.whiten), float(self.jitter),
                                self.positive_transform, Dw, self.encoder_hidden,

@@ -18,7 +18,8 @@ import numpy as np
 from scipy.special import expit, logsumexp
 
 from ._cde._encoder import encoder_backward, encoder_forward, encoder_init
-from ._deep_gp import _DELTA, _DSVI
+from ._deep_gp_model import _DSVI
+from ._deep_gp_model import DELTA as _DELTA
 from ._params import ParamPacker, softplus
 from ._svgp import (
     gaussian_expectation,
@@ -103,7 +104,7 @@ class LatentDSVI(_DSVI):
     Parameters
     ----------
     kernels, means, dims, n_inducing, whiten, jitter, positive_transform
-        As :class:`~sklearn_lvgp._deep_gp._DSVI` (expectation is Monte Carlo).
+        As :class:`~sklearn_lvgp._deep_gp_model._DSVI` (expectation is Monte Carlo).
     latent_dim : int
         Width ``D_w`` of ``w``.
     encoder_hidden : sequence of int

@@ -151,7 +151,7 @@ def dsvi_elbo(model, x, X, Y, scale, n_samples, random_state=None, eps=None, wor
 
     Parameters
     ----------
-    model : sklearn_lvgp._deep_gp._DSVI
+    model : sklearn_lvgp._deep_gp_model._DSVI
         The architecture (kernels, shapes, expectation rule, packer).
     x : ndarray
         Flat parameters.
