@@ -514,10 +514,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                 f, g = model.elbo(x, Xs, Ys, 1.0, S, rs, workspaces=workspaces)
                 return -f, -g
 
-            b = model.bounds()
-            bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
-                      for lo, hi in b]
-            res = minimize_lbfgsb(fun, self._x, bounds=bounds, max_iter=max_iter,
+            res = minimize_lbfgsb(fun, self._x, bounds=model.bounds(), max_iter=max_iter,
                                   verbose=self.verbose, name="DeepGP")
             self._x = res.x
             hist = -np.asarray(res.history)

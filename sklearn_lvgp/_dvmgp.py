@@ -322,7 +322,6 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         bounds[wt] = np.log([1e-5, 1e5])
         bounds[noise_slice] = ([x0[noise_slice][0]] * 2 if fix_noise
                                else np.log([1e-8 * var_y, 1e3 * var_y]))
-        bounds = [tuple(None if not np.isfinite(v) else v for v in row) for row in bounds]
         with warnings.catch_warnings():
             if fix_noise:
                 # the first phase is a fixed budget, not a convergence target

@@ -379,8 +379,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
             f, g = off.elbo(x, Xs, Ys, rows, 1.0, rs)
             return -f, -g[free]
 
-        bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
-                  for lo, hi in off.bounds()[free]]
+        bounds = off.bounds()[free]
         with warnings.catch_warnings():
             # a stage of the fit: the full model's optimiser reports on convergence
             warnings.simplefilter("ignore", ConvergenceWarning)
@@ -454,9 +453,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
                 f, g = model.elbo(x, Xs, Ys, all_rows, 1.0, rs)
                 return -f, -g
 
-            bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
-                      for lo, hi in model.bounds()]
-            res = minimize_lbfgsb(fun, x0, bounds=bounds, max_iter=self.max_iter,
+            res = minimize_lbfgsb(fun, x0, bounds=model.bounds(), max_iter=self.max_iter,
                                   verbose=self.verbose, name="GPCDE")
             self._x = res.x
             self.elbo_history_ = -np.asarray(res.history)

@@ -332,8 +332,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
             def fun(flat):
                 return prob.value_and_grad(flat, idx_all, ut.nodes, ut.weights)
 
-            lb = [tuple(None if not np.isfinite(v) else float(v) for v in row) for row in bounds]
-            res = minimize_lbfgsb(fun, x0, bounds=lb, max_iter=self.max_iter,
+            res = minimize_lbfgsb(fun, x0, bounds=bounds, max_iter=self.max_iter,
                                   verbose=self.verbose, name=name)
             x, n_iter, history = res.x, res.n_iter, np.asarray(res.history)
         else:

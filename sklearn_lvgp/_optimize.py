@@ -85,8 +85,8 @@ def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0,
         ``fun(x) -> (value, grad)``.
     x0 : ndarray of shape (P,)
         Starting point (not modified).
-    bounds : sequence of (low, high) or None
-        Box bounds per coordinate.
+    bounds : array-like of shape (P, 2) or None
+        Box bounds per coordinate; ``±inf`` or ``None`` for no bound.
     max_iter : int
         Maximum number of L-BFGS iterations.
     tol : float or None
@@ -104,6 +104,9 @@ def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0,
     OptimizeResult
     """
     guard = _GuardedObjective(fun)
+    if bounds is not None:  # scipy takes None for "no bound"; an array may hold ±inf
+        bounds = [tuple(None if v is None or not np.isfinite(v) else float(v) for v in row)
+                  for row in bounds]
     history = []
     t0 = time.perf_counter()
     every = max(1, 50 // max(int(verbose), 1))

@@ -404,7 +404,6 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
                 noise_bounds = softplus_inverse(np.exp(noise_bounds))
             bounds[packer.slice("theta")] = theta_bounds
             bounds[packer.slice("noise")] = noise_bounds
-            bounds = [tuple(None if not np.isfinite(v) else v for v in row) for row in bounds]
             res = minimize_lbfgsb(objective, x0, bounds=bounds, max_iter=self.max_iter,
                                   tol=self.tol, verbose=self.verbose, name=type(self).__name__)
             x_final, self.n_iter_ = res.x, res.n_iter

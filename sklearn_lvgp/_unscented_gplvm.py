@@ -302,7 +302,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         bounds = np.full((packer.size, 2), [-np.inf, np.inf])
         bounds[packer.slice("theta")] = kernel.bounds
         bounds[packer.slice("noise")] = [np.log(1e-10 * var_y), np.log(1e3 * var_y)]
-        return [tuple(None if not np.isfinite(v) else v for v in row) for row in bounds]
+        return bounds
 
     def _elbo_and_grads(self, kernel, Y, p, rule, jitter, max_tries=0, bound=None):
         """ELBO (collapsed bound − KL), its gradient wrt each constrained block, the posterior.
