@@ -10,8 +10,6 @@ from ._bound import CHUNK_POINTS, MIN_NOISE, RHO_SHIFT, CDEModel
 from ._encoder import encoder_backward, encoder_forward, encoder_init, encoder_shapes
 from ._latent import (
     hermite_grid,
-    latent_kl,
-    latent_kl_vjp,
     quadrature_bound,
     quadrature_bound_vjp,
     unscented_nodes,
@@ -24,8 +22,6 @@ from ._likelihood import (
 )
 from ._natgrad import latent_pi, mixing_natgrad_update, natgrad_statistics
 from ._projection import (
-    projection_kl,
-    projection_kl_vjp,
     projection_sample,
     projection_sample_vjp,
 )
@@ -33,8 +29,8 @@ from ._projection import (
 __all__ = [
     "CDEModel", "CHUNK_POINTS", "MIN_NOISE", "RHO_SHIFT", "encoder_shapes", "encoder_init",
     "encoder_forward", "encoder_backward", "hermite_grid", "quadrature_bound",
-    "quadrature_bound_vjp", "unscented_nodes", "latent_kl", "latent_kl_vjp", "conditional_ell",
+    "quadrature_bound_vjp", "unscented_nodes", "conditional_ell",
     "conditional_ell_vjp", "predictive_log_density", "predictive_marginals", "natgrad_statistics",
     "mixing_natgrad_update", "latent_pi", "projection_sample", "projection_sample_vjp",
-    "projection_kl", "projection_kl_vjp",
+
 ]

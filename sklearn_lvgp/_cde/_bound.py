@@ -13,6 +13,7 @@ from scipy.special import expit
 
 from .._engine._dsvi import FLOPS_PER_WORK
 from .._engine._executor import ChunkExecutor, plan_chunks
+from .._objectives._kl import gaussian_kl_std, gaussian_kl_std_vjp
 from .._params import ParamPacker, softplus
 from .._svgp import (
     kl_divergence,
@@ -26,16 +27,12 @@ from .._svgp import (
 from ._encoder import encoder_backward, encoder_forward, encoder_shapes
 from ._latent import (
     hermite_grid,
-    latent_kl,
-    latent_kl_vjp,
     quadrature_bound,
     unscented_nodes,
 )
 from ._likelihood import conditional_ell, conditional_ell_vjp
 from ._natgrad import latent_pi, mixing_natgrad_update, natgrad_statistics
 from ._projection import (
-    projection_kl,
-    projection_kl_vjp,
     projection_sample,
     projection_sample_vjp,
 )
@@ -266,10 +263,10 @@ class CDEModel:
         grads = {}
         if self.mode == "gaussian":
             a, b, rho = s["a"], s["b"], s["rho"]
-            total -= scale * float(np.sum(latent_kl(a, b)))
+            total -= scale * gaussian_kl_std(a, b)
             da = dW.sum(axis=1)
             db = np.sum(dW * s["xi"], axis=1)
-            ka, kb = latent_kl_vjp(np.full(n, -scale), a, b)
+            ka, kb = (-scale * g for g in gaussian_kl_std_vjp(a, b))
             da += ka
             db += kb
             drho = db * expit(rho - RHO_SHIFT)
@@ -293,9 +290,9 @@ class CDEModel:
         if self.mixing:
             grads["P"] = dP
         if self.projection:
-            total -= projection_kl(p["A_mu"], p["A_s"], self.prior_var_A)
+            total -= gaussian_kl_std(p["A_mu"], p["A_s"], self.prior_var_A)
             gmu, gs = projection_sample_vjp(dh, s["pcache"])
-            kmu, ks = projection_kl_vjp(-1.0, p["A_mu"], p["A_s"], self.prior_var_A)
+            kmu, ks = (-g for g in gaussian_kl_std_vjp(p["A_mu"], p["A_s"], self.prior_var_A))
             grads["A_mu"], grads["A_s"] = gmu + kmu, gs + ks
         values = dict(p)
         values["q_sqrt"] = p["q_sqrt"]

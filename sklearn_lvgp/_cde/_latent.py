@@ -4,15 +4,13 @@
 * :func:`quadrature_bound` / :func:`quadrature_bound_vjp` —
   ``log sum_h w_h exp(L_n(w_h))`` and its softmax adjoint (the discretised ``q*(w_n)``);
 * :func:`unscented_nodes` — the ``2 D_w`` sigma points of seed 001 §2.3 (``kappa = 0``);
-* :func:`latent_kl` / :func:`latent_kl_vjp` — ``KL(N(a, diag b^2) ‖ N(0, I))`` per row.
 """
 
 import numpy as np
 from numpy.polynomial.hermite import hermgauss
 from scipy.special import logsumexp
 
-__all__ = ["hermite_grid", "quadrature_bound", "quadrature_bound_vjp", "unscented_nodes",
-           "latent_kl", "latent_kl_vjp"]
+__all__ = ["hermite_grid", "quadrature_bound", "quadrature_bound_vjp", "unscented_nodes"]
 
 
 def hermite_grid(n_nodes, dim):
@@ -82,24 +80,3 @@ def unscented_nodes(dim):
     """
     E = np.sqrt(dim) * np.eye(dim)
     return np.vstack([E, -E]), np.full(2 * dim, 1.0 / (2 * dim))
-
-
-def latent_kl(a, b):
-    """``KL(N(a_n, diag b_n^2) ‖ N(0, I))`` per row (spec §4).
-
-    Parameters
-    ----------
-    a, b : ndarray of shape (n, D_w)
-        Means and standard deviations (``b > 0``).
-
-    Returns
-    -------
-    kl : ndarray of shape (n,)
-    """
-    return 0.5 * np.sum(a * a + b * b - 1.0 - 2.0 * np.log(b), axis=1)
-
-
-def latent_kl_vjp(dL_dkl, a, b):
-    """Backward pass of :func:`latent_kl`; returns ``(da, db)``."""
-    w = np.asarray(dL_dkl)[:, None]
-    return w * a, w * (b - 1.0 / b)

@@ -6,7 +6,7 @@ to the prior ``N(0, alpha^2)`` is closed form.
 
 import numpy as np
 
-__all__ = ["projection_sample", "projection_sample_vjp", "projection_kl", "projection_kl_vjp"]
+__all__ = ["projection_sample", "projection_sample_vjp"]
 
 
 def projection_sample(X, mu, s, eps):
@@ -39,15 +39,3 @@ def projection_sample_vjp(dL_dh, cache):
     X, X2, s, eps, sd = cache
     g = np.where(sd > 0, dL_dh * eps / np.where(sd > 0, sd, 1.0), 0.0)
     return X.T @ dL_dh, s * (X2.T @ g)
-
-
-def projection_kl(mu, s, prior_var=1.0):
-    """``KL(q(A) ‖ p(A))``, ``p(a_ij) = N(0, alpha^2)`` (spec §6)."""
-    a2 = float(prior_var)
-    return float(np.sum(0.5 * np.log(a2) - np.log(s) + (s * s + mu * mu) / (2.0 * a2) - 0.5))
-
-
-def projection_kl_vjp(dL_dkl, mu, s, prior_var=1.0):
-    """Backward pass of :func:`projection_kl`; returns ``(dmu, ds)``."""
-    a2 = float(prior_var)
-    return dL_dkl * mu / a2, dL_dkl * (s / a2 - 1.0 / s)

@@ -14,8 +14,6 @@ from ._objective import (
     classification_ell_vjp,
     expand_points,
     expand_points_vjp,
-    latent_kl,
-    latent_kl_vjp,
     preset_factors,
     regression_ell,
     regression_ell_vjp,
@@ -23,7 +21,7 @@ from ._objective import (
 
 __all__ = [
     "PRESETS", "Globals", "GlobalsVJP", "preset_factors", "regression_ell", "regression_ell_vjp",
-    "classification_ell", "classification_ell_vjp", "latent_kl", "latent_kl_vjp",
+    "classification_ell", "classification_ell_vjp",
     "expand_points", "expand_points_vjp", "encoder_init",
     "encoder_shapes", "encoder_forward", "encoder_vjp",
 ]

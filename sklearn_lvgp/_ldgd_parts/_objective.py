@@ -8,8 +8,8 @@ rows with latent points ``x_ip`` (samples or sigma points of q(x_i) with weights
         − w_r β_r KL_u^r − w_c γ β_c KL_u^c                                  (spec §4.5)
 
 with ``s = N / b`` the minibatch scale. ``KL_X`` is added by the caller (over all rows or
-minibatch-scaled) through :func:`latent_kl`. Both paths are SVGP layers of the shared engine
-(:mod:`sklearn_lvgp._svgp`, whitened q(u)).
+minibatch-scaled) through :func:`sklearn_lvgp._objectives._kl.gaussian_kl_std`. Both paths
+are SVGP layers of the shared engine (:mod:`sklearn_lvgp._svgp`, whitened q(u)).
 """
 
 from typing import NamedTuple
@@ -22,8 +22,8 @@ from .._svgp import (
 )
 
 __all__ = ["PRESETS", "Globals", "GlobalsVJP", "preset_factors", "regression_ell",
-           "regression_ell_vjp", "classification_ell", "classification_ell_vjp", "latent_kl",
-           "latent_kl_vjp", "expand_points", "expand_points_vjp"]
+           "regression_ell_vjp", "classification_ell", "classification_ell_vjp",
+           "expand_points", "expand_points_vjp"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -119,17 +119,6 @@ def classification_ell(Yc, mu, var, n_points=20):
 def classification_ell_vjp(dL_dvalues, cache):
     """Backward pass of :func:`classification_ell`: adjoints of ``mu`` and ``var``."""
     return bernoulli_probit_expectation_vjp(dL_dvalues, cache)
-
-
-# ----------------------------------------------------------------------------- KL_X, §4.4
-def latent_kl(mu, sigma):
-    """``Σ_iq ½ (μ² + σ² − 1 − log σ²)``: KL(q(X) ‖ N(0, I)) (spec §4.4)."""
-    return 0.5 * float(np.sum(mu * mu + sigma * sigma - 1.0) - 2.0 * np.sum(np.log(sigma)))
-
-
-def latent_kl_vjp(mu, sigma):
-    """Gradients of :func:`latent_kl`: ``(μ, σ − 1/σ)`` (spec §6.7)."""
-    return mu, sigma - 1.0 / sigma
 
 
 # ---------------------------------------------------------- points of q(x_i), §4.3, §5.2

@@ -9,10 +9,11 @@ global parameters fixed.
 import numpy as np
 
 from .._engine._ldgd import ldgd_value_and_vjp
+from .._objectives._kl import gaussian_kl_std, gaussian_kl_std_vjp
 from .._params import ParamPacker
 from .._svgp import tril_pack, tril_unpack
 from ._encoder import encoder_forward, encoder_vjp
-from ._objective import Globals, latent_kl, latent_kl_vjp
+from ._objective import Globals
 
 __all__ = ["NOISE_FLOOR", "TrainingProblem", "InferenceProblem"]
 
@@ -147,16 +148,16 @@ class TrainingProblem:
                  "Z_c": g.Z_c, "qmu_c": g.qmu_c, "qsqrt_c": tril_pack(g.qsqrt_c)}
         if self.encoder_shapes is None:
             # spec §4.5: KL_X over all N rows at every step (deterministic)
-            value -= beta_x * latent_kl(p["mu"], p["sigma"])
-            kmu, ksig = latent_kl_vjp(p["mu"], p["sigma"])
+            value -= beta_x * gaussian_kl_std(p["mu"], p["sigma"])
+            kmu, ksig = gaussian_kl_std_vjp(p["mu"], p["sigma"])
             dmu, dsig = -beta_x * kmu, -beta_x * ksig
             dmu[idx] += g.mu
             dsig[idx] += g.sigma
             grads["mu"], grads["sigma"] = dmu, dsig
         else:
             # spec §9: KL_X on the batch with the N/b scale (unbiased)
-            value -= beta_x * scale * latent_kl(mu_b, sigma_b)
-            kmu, ksig = latent_kl_vjp(mu_b, sigma_b)
+            value -= beta_x * scale * gaussian_kl_std(mu_b, sigma_b)
+            kmu, ksig = gaussian_kl_std_vjp(mu_b, sigma_b)
             ew = encoder_vjp(g.mu - beta_x * scale * kmu, g.sigma - beta_x * scale * ksig,
                              enc_cache)
             for k, w in enumerate(ew):
@@ -205,7 +206,7 @@ class InferenceProblem:
         value, g = ldgd_value_and_vjp(self.glob, self.Yr, None, mu, sigma, nodes, weights,
                                       factors=(self.w_r, 0.0, 0.0), jitter=self.jitter,
                                       chunk_rows=self.chunk_rows)
-        value -= self.beta_x * latent_kl(mu, sigma)
-        kmu, ksig = latent_kl_vjp(mu, sigma)
+        value -= self.beta_x * gaussian_kl_std(mu, sigma)
+        kmu, ksig = gaussian_kl_std_vjp(mu, sigma)
         grads = {"mu": g.mu - self.beta_x * kmu, "sigma": g.sigma - self.beta_x * ksig}
         return -value / self.D, -self.packer.pack_grad(grads, p) / self.D

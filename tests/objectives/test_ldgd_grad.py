@@ -21,8 +21,6 @@ from sklearn_lvgp._ldgd_parts import (
     encoder_vjp,
     expand_points,
     expand_points_vjp,
-    latent_kl,
-    latent_kl_vjp,
     preset_factors,
     regression_ell,
     regression_ell_vjp,
@@ -137,16 +135,6 @@ def test_gh_20_vs_100():
             a = classification_ell(y, np.array([[mu]]), np.array([[v]]), 20)[0]
             b = classification_ell(y, np.array([[mu]]), np.array([[v]]), 100)[0]
             assert abs(a - b) <= 1e-6 * max(1.0, abs(b))
-
-
-def test_latent_kl_vjp(rng):
-    inputs = {"mu": rng.standard_normal((N, Q)), "sigma": 0.2 + rng.random((N, Q))}
-
-    def backward(w, mu, sigma):
-        g_mu, g_sigma = latent_kl_vjp(mu, sigma)
-        return {"mu": w * g_mu, "sigma": w * g_sigma}
-
-    check_vjp(lambda mu, sigma: np.array(latent_kl(mu, sigma)), backward, inputs, rng, rtol=1e-6)
 
 
 @pytest.mark.parametrize("shared", [True, False])
