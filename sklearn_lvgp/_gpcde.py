@@ -22,7 +22,6 @@ from ._cde import (
     RHO_SHIFT,
     CDEModel,
     encoder_init,
-    hermite_grid,
     predictive_log_density,
     predictive_marginals,
     projection_sample,
@@ -31,6 +30,7 @@ from ._init import kmeans_inducing
 from ._optimize import minimize_lbfgsb
 from ._parallel import threads
 from ._params import softplus_inverse
+from ._psi._rules import gauss_hermite_rule
 from ._scaling import column_moments
 from ._stochastic import run_adam
 from ._svgp import marginals, prior_factor
@@ -501,7 +501,8 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         self.A_std_ = p["A_s"] if model.projection else None
         # predictive integration over w (and A), spec §10
         if not model.projection and model.Dw <= 2:
-            self._nodes, self._logw = hermite_grid(int(self.gh_order), model.Dw)
+            rule = gauss_hermite_rule(int(self.gh_order), model.Dw, max_points=np.inf)
+            self._nodes, self._logw = rule.nodes, rule.log_weights
             self._A_draws = None
         else:
             S = int(self.n_predict_samples)

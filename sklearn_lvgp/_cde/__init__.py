@@ -9,10 +9,8 @@ natural-gradient step for ``q(u)`` (§8). :class:`CDEModel` composes them.
 from ._bound import CHUNK_POINTS, MIN_NOISE, RHO_SHIFT, CDEModel
 from ._encoder import encoder_backward, encoder_forward, encoder_init, encoder_shapes
 from ._latent import (
-    hermite_grid,
     quadrature_bound,
     quadrature_bound_vjp,
-    unscented_nodes,
 )
 from ._likelihood import (
     conditional_ell,
@@ -28,8 +26,8 @@ from ._projection import (
 
 __all__ = [
     "CDEModel", "CHUNK_POINTS", "MIN_NOISE", "RHO_SHIFT", "encoder_shapes", "encoder_init",
-    "encoder_forward", "encoder_backward", "hermite_grid", "quadrature_bound",
-    "quadrature_bound_vjp", "unscented_nodes", "conditional_ell",
+    "encoder_forward", "encoder_backward", "quadrature_bound",
+    "quadrature_bound_vjp", "conditional_ell",
     "conditional_ell_vjp", "predictive_log_density", "predictive_marginals", "natgrad_statistics",
     "mixing_natgrad_update", "latent_pi", "projection_sample", "projection_sample_vjp",
 

@@ -15,6 +15,7 @@ from .._engine._dsvi import FLOPS_PER_WORK
 from .._engine._executor import ChunkExecutor, plan_chunks
 from .._objectives._kl import gaussian_kl_std, gaussian_kl_std_vjp
 from .._params import ParamPacker, softplus
+from .._psi._rules import gauss_hermite_rule, unscented_rule
 from .._svgp import (
     kl_divergence,
     layer_global_vjp,
@@ -26,9 +27,7 @@ from .._svgp import (
 )
 from ._encoder import encoder_backward, encoder_forward, encoder_shapes
 from ._latent import (
-    hermite_grid,
     quadrature_bound,
-    unscented_nodes,
 )
 from ._likelihood import conditional_ell, conditional_ell_vjp
 from ._natgrad import latent_pi, mixing_natgrad_update, natgrad_statistics
@@ -92,9 +91,10 @@ class CDEModel:
         self.jitter = jitter
         self.prior_var_A = prior_var_A
         if self.mode == "quadrature":
-            self.nodes, self.logw = hermite_grid(gh_order, latent_dim)
+            rule = gauss_hermite_rule(gh_order, latent_dim, max_points=np.inf)
+            self.nodes, self.logw = rule.nodes, rule.log_weights
         elif expectation == "unscented":
-            self.nodes, self.beta = unscented_nodes(latent_dim)
+            self.nodes, self.beta = unscented_rule(latent_dim)[1:]
         T = self.M * (self.M + 1) // 2
         blocks = [("q_mu", (self.M, self.L)), ("q_sqrt", (self.L, T)),
                   ("Z", (self.M, self.Dh + self.Dw)), ("theta", (kernel.n_theta,)),

@@ -40,6 +40,11 @@ class PointRule(NamedTuple):
         """Number of evaluation points per data point."""
         return self.weights.shape[0]
 
+    @property
+    def log_weights(self):
+        """``log(weights)``, for rules summed in log space (GPCDE's ``log E_w[exp L(w)]``)."""
+        return np.log(self.weights)
+
 
 def unscented_rule(n_dims):
     """Uhlmann's symmetric unscented rule: nodes ``±sqrt(Q) e_q``, weights ``1/(2Q)``.
@@ -62,6 +67,11 @@ def unscented_rule(n_dims):
 
 @lru_cache(maxsize=32)
 def _gh_grid(order, n_dims):
+    if n_dims == 0:  # no dimension to integrate: one node of weight one
+        nodes, weights = np.zeros((1, 0)), np.ones(1)
+        nodes.setflags(write=False)
+        weights.setflags(write=False)
+        return nodes, weights
     x, w = hermegauss(order)
     w = w / w.sum()
     grids = np.meshgrid(*([x] * n_dims), indexing="ij")

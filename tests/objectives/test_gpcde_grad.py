@@ -13,12 +13,11 @@ from sklearn_lvgp._cde import (
     encoder_forward,
     encoder_init,
     encoder_shapes,
-    hermite_grid,
     predictive_log_density,
-    unscented_nodes,
 )
 from sklearn_lvgp._objectives._kl import gaussian_kl_std
 from sklearn_lvgp._parallel import threads
+from sklearn_lvgp._psi._rules import gauss_hermite_rule, unscented_rule
 from sklearn_lvgp._svgp import (
     SVGPLayer,
     gaussian_expectation,
@@ -179,7 +178,8 @@ def test_quadrature_dominates_gaussian_q(rng):
     m, x, X, Y, _ = _model(gh_order=60)
     p = m.unpack(x)
     prior = prior_factor(p["kernel"], p["Z"], m.jitter)
-    nodes, logw = hermite_grid(200, 1)
+    rule = gauss_hermite_rule(200, 1)
+    nodes, logw = rule.nodes, rule.log_weights
 
     def Ln(w):
         H = np.hstack([np.repeat(X[:1], w.size, 0), w[:, None]])
@@ -202,10 +202,11 @@ def test_quadrature_dominates_gaussian_q(rng):
 def test_unscented_exact_for_cubics(rng):
     """§15.1-6: sigma points integrate every monomial of degree <= 3 exactly."""
     for dim in (1, 2):
-        xi, w = unscented_nodes(dim)
+        _, xi, w = unscented_rule(dim)
         a, b = rng.standard_normal(dim), rng.uniform(0.2, 1.5, dim)
         pts = a + b * xi
-        gh, lw = hermite_grid(10, dim)
+        gh_rule = gauss_hermite_rule(10, dim)
+        gh, lw = gh_rule.nodes, gh_rule.log_weights
         exact_pts = a + b * gh
         for powers in np.ndindex(*([4] * dim)):
             if sum(powers) > 3:
