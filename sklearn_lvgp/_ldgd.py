@@ -24,7 +24,7 @@ from ._ldgd_parts._problem import InferenceProblem, TrainingProblem
 from ._optimize import minimize_lbfgsb
 from ._parallel import threads
 from ._params import softplus_inverse
-from ._psi import unscented_rule
+from ._psi._rules import expand_points, unscented_rule
 from ._scaling import NORMALIZE_OPTIONS, column_scales, normalization
 from ._stochastic import run_adam
 from ._svgp import marginals, prior_factor
@@ -526,7 +526,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
             return log_ndtr(m / np.sqrt(1.0 + v))
         ut = unscented_rule(self.n_components)
         n, P = mu.shape[0], ut.weights.shape[0]
-        H = (mu[:, None, :] + sigma[:, None, :] * ut.nodes).reshape(-1, self.n_components)
+        H = expand_points(mu, sigma, ut.nodes).reshape(-1, self.n_components)
         m, v = self._path_marginals(H, "cls")
         lp = log_ndtr(m / np.sqrt(1.0 + v)).reshape(n, P, -1) + np.log(ut.weights)[None, :, None]
         top = lp.max(axis=1, keepdims=True)

@@ -15,7 +15,12 @@ from .._engine._dsvi import FLOPS_PER_WORK
 from .._engine._executor import ChunkExecutor, plan_chunks
 from .._objectives._kl import gaussian_kl_std, gaussian_kl_std_vjp
 from .._params import ParamPacker, softplus
-from .._psi._rules import gauss_hermite_rule, unscented_rule
+from .._psi._rules import (
+    expand_points,
+    expand_points_vjp,
+    gauss_hermite_rule,
+    unscented_rule,
+)
 from .._svgp import (
     kl_divergence,
     layer_global_vjp,
@@ -181,7 +186,7 @@ class CDEModel:
             xi = (random_state.standard_normal((n, self.S, self.Dw)) if eps_w is None
                   else eps_w)
             beta = np.full(xi.shape[1], 1.0 / xi.shape[1])
-        s.update(J=xi.shape[1], W=a[:, None, :] + b[:, None, :] * xi, a=a, rho=rho, b=b, xi=xi,
+        s.update(J=xi.shape[1], W=expand_points(a, b, xi), a=a, rho=rho, b=b, xi=xi,
                  beta=beta, ecache=ecache)
         return s
 
@@ -264,8 +269,7 @@ class CDEModel:
         if self.mode == "gaussian":
             a, b, rho = s["a"], s["b"], s["rho"]
             total -= scale * gaussian_kl_std(a, b)
-            da = dW.sum(axis=1)
-            db = np.sum(dW * s["xi"], axis=1)
+            da, db = expand_points_vjp(dW, s["xi"])
             ka, kb = (-scale * g for g in gaussian_kl_std_vjp(a, b))
             da += ka
             db += kb

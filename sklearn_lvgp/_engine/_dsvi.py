@@ -19,7 +19,7 @@ number of threads.
 
 import numpy as np
 
-from .._psi import unscented_rule
+from .._psi._rules import expand_points, unscented_rule
 from .._svgp import (
     gaussian_expectation,
     gaussian_expectation_vjp,
@@ -48,7 +48,7 @@ def sigma_points(mu, var, delta):
     row-major as ``(n·2D, D)``; with the rule and the standard deviations (for the backward)."""
     rule = unscented_rule(mu.shape[1])
     sd = np.sqrt(var + delta)
-    H = (mu[:, None, :] + sd[:, None, :] * rule.nodes[None]).reshape(-1, mu.shape[1])
+    H = expand_points(mu, sd, rule.nodes).reshape(-1, mu.shape[1])
     return H, rule, sd
 
 

@@ -16,11 +16,10 @@ from .._ldgd_parts._objective import (
     GlobalsVJP,
     classification_ell,
     classification_ell_vjp,
-    expand_points,
-    expand_points_vjp,
     regression_ell,
     regression_ell_vjp,
 )
+from .._psi._rules import expand_points, expand_points_vjp
 from .._svgp import (
     kl_divergence,
     layer_global_vjp,
@@ -43,7 +42,7 @@ def _chunk(glob, priors, Yr, Yc, mu, sigma, nodes, weights, G_scale, gh_order):
     """Forward and backward of one chunk's data terms (see the module docstring)."""
     scale_r, scale_c = G_scale
     b, P = mu.shape[0], weights.shape[0]
-    H = expand_points(mu, sigma, nodes)
+    H = expand_points(mu, sigma, nodes).reshape(b * P, -1)
     wp = np.tile(np.asarray(weights, dtype=np.float64), b)[:, None]
     Yr_rep = np.repeat(Yr, P, axis=0)
     mu_r, var_r, cache_r = _path_pass(glob.kernel_r, glob.Z_r, glob.qmu_r, glob.qsqrt_r,
@@ -66,7 +65,7 @@ def _chunk(glob, priors, Yr, Yc, mu, sigma, nodes, weights, G_scale, gh_order):
         mv_c = marginals_vjp(dmu_c, dvar_c, cache_c)
         dH = dH + mv_c.H
         part_c = (mv_c.q_mu, mv_c.q_sqrt, mv_c.Z, mv_c.theta, mv_c.Lu)
-    dmu, dsigma = expand_points_vjp(dH, sigma, nodes)
+    dmu, dsigma = expand_points_vjp(dH.reshape(b, P, -1), nodes)
     return (dmu, dsigma), (value_r, value_c, dnoise, part_r, part_c)
 
 

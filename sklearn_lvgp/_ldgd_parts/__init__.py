@@ -12,8 +12,6 @@ from ._objective import (
     GlobalsVJP,
     classification_ell,
     classification_ell_vjp,
-    expand_points,
-    expand_points_vjp,
     preset_factors,
     regression_ell,
     regression_ell_vjp,
@@ -22,6 +20,6 @@ from ._objective import (
 __all__ = [
     "PRESETS", "Globals", "GlobalsVJP", "preset_factors", "regression_ell", "regression_ell_vjp",
     "classification_ell", "classification_ell_vjp",
-    "expand_points", "expand_points_vjp", "encoder_init",
+    "encoder_init",
     "encoder_shapes", "encoder_forward", "encoder_vjp",
 ]

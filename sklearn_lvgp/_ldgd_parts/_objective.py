@@ -22,8 +22,7 @@ from .._svgp import (
 )
 
 __all__ = ["PRESETS", "Globals", "GlobalsVJP", "preset_factors", "regression_ell",
-           "regression_ell_vjp", "classification_ell", "classification_ell_vjp",
-           "expand_points", "expand_points_vjp"]
+           "regression_ell_vjp", "classification_ell", "classification_ell_vjp"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -122,32 +121,6 @@ def classification_ell_vjp(dL_dvalues, cache):
 
 
 # ---------------------------------------------------------- points of q(x_i), §4.3, §5.2
-def expand_points(mu, sigma, nodes):
-    """Latent points ``x_ip = μ_i + σ_i ⊙ ξ_p`` stacked as rows (spec §4.3, §5.2).
-
-    Parameters
-    ----------
-    mu, sigma : ndarray of shape (b, Q)
-        Means and standard deviations of q(x_i).
-    nodes : ndarray of shape (P, Q) or (b, P, Q)
-        Unit-space nodes shared by every row, or one set per row.
-
-    Returns
-    -------
-    H : ndarray of shape (b * P, Q)
-        Row ``i * P + p`` is ``x_ip``.
-    """
-    X = mu[:, None, :] + sigma[:, None, :] * nodes
-    return X.reshape(-1, mu.shape[1])
-
-
-def expand_points_vjp(dL_dH, sigma, nodes):
-    """Backward pass of :func:`expand_points` (spec §6.6): adjoints of ``mu`` and ``sigma``."""
-    b, Q = sigma.shape
-    dX = dL_dH.reshape(b, -1, Q)
-    return dX.sum(axis=1), np.sum(dX * nodes, axis=1)
-
-
 # ------------------------------------------------------------------------------ composition
 class Globals(NamedTuple):
     """Global (non-latent) parameters of LDGD.

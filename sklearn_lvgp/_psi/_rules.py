@@ -12,7 +12,7 @@ import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 
 __all__ = ["PointRule", "unscented_rule", "gauss_hermite_rule", "monte_carlo_rule",
-           "MAX_GH_POINTS"]
+           "expand_points", "expand_points_vjp", "MAX_GH_POINTS"]
 
 #: Default refusal threshold for tensor Gauss–Hermite grids (spec §3.4).
 MAX_GH_POINTS = 2 ** 20
@@ -143,3 +143,36 @@ def monte_carlo_rule(n_samples, n_dims, random_state, n_points=None):
         raise ValueError(f"n_samples must be >= 1, got {K}.")
     shape = (K, Q) if n_points is None else (int(n_points), K, Q)
     return PointRule("monte_carlo", random_state.standard_normal(shape), np.full(K, 1.0 / K))
+
+
+def expand_points(mu, sd, nodes):
+    """Evaluation points ``x_nk = mu_n + sd_n ⊙ xi_k`` of the rule's unit-space nodes.
+
+    Parameters
+    ----------
+    mu, sd : ndarray of shape (N, Q)
+        Means and standard deviations of the diagonal Gaussians.
+    nodes : ndarray of shape (K, Q) or (N, K, Q)
+        Nodes shared by every row, or one set per row (Monte Carlo).
+
+    Returns
+    -------
+    x : ndarray of shape (N, K, Q)
+    """
+    return mu[:, None, :] + sd[:, None, :] * nodes
+
+
+def expand_points_vjp(dL_dx, nodes):
+    """Backward pass of :func:`expand_points`: the adjoints ``(dL_dmu, dL_dsd)``.
+
+    Parameters
+    ----------
+    dL_dx : ndarray of shape (N, K, Q)
+    nodes : ndarray of shape (K, Q) or (N, K, Q)
+
+    Returns
+    -------
+    dL_dmu, dL_dsd : ndarray of shape (N, Q)
+        ``sum_k dL_dx[n, k]`` and ``sum_k dL_dx[n, k] ⊙ xi_k``.
+    """
+    return dL_dx.sum(axis=1), np.sum(dL_dx * nodes, axis=1)

@@ -19,8 +19,6 @@ from sklearn_lvgp._ldgd_parts import (
     encoder_init,
     encoder_shapes,
     encoder_vjp,
-    expand_points,
-    expand_points_vjp,
     preset_factors,
     regression_ell,
     regression_ell_vjp,
@@ -28,6 +26,7 @@ from sklearn_lvgp._ldgd_parts import (
 from sklearn_lvgp._ldgd_parts._problem import InferenceProblem, TrainingProblem
 from sklearn_lvgp._parallel import threads
 from sklearn_lvgp._psi import unscented_rule
+from sklearn_lvgp._psi._rules import expand_points
 from sklearn_lvgp._svgp import kl_divergence
 from sklearn_lvgp._svgp._likelihoods import _gh
 from sklearn_lvgp.kernels import RBF, Matern32
@@ -135,19 +134,6 @@ def test_gh_20_vs_100():
             a = classification_ell(y, np.array([[mu]]), np.array([[v]]), 20)[0]
             b = classification_ell(y, np.array([[mu]]), np.array([[v]]), 100)[0]
             assert abs(a - b) <= 1e-6 * max(1.0, abs(b))
-
-
-@pytest.mark.parametrize("shared", [True, False])
-def test_expand_points_vjp(rng, shared):
-    nodes = rng.standard_normal((4, Q) if shared else (N, 4, Q))
-    inputs = {"mu": rng.standard_normal((N, Q)), "sigma": 0.2 + rng.random((N, Q))}
-
-    def backward(w, mu, sigma):
-        dmu, dsigma = expand_points_vjp(w, sigma, nodes)
-        return {"mu": dmu, "sigma": dsigma}
-
-    check_vjp(lambda mu, sigma: expand_points(mu, sigma, nodes), backward, inputs, rng,
-              rtol=1e-6)
 
 
 def test_encoder_vjp(rng):
