@@ -71,8 +71,8 @@ def make_model(name):
                          natgrad_gamma=None, max_iter=N_LBFGS, random_state=0)
         return GPCDE(tol=None, n_inducing=M, gh_order=N_QUAD, max_iter=N_ITER, batch_size=512,
                      random_state=0)
-    return GPCDE(tol=None, q_w="amortized", n_inducing=M, max_iter=N_ITER, batch_size=512,
-                 random_state=0)
+    return GPCDE(tol=None, gh_order=N_QUAD, q_w="amortized", n_inducing=M, max_iter=N_ITER,
+                 batch_size=512, random_state=0)
 
 
 # %%
