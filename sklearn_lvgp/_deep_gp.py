@@ -336,11 +336,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     # -------------------------------------------------------------------------- building
     def _standardise(self, X, Y):
         self.X_mean_, self.X_scale_ = column_moments(X)
-        if self.normalize_y:
-            self.y_mean_, self.y_scale_ = column_moments(Y)
-        else:
-            self.y_mean_ = np.zeros(Y.shape[1])
-            self.y_scale_ = np.ones(Y.shape[1])
+        self.y_mean_, self.y_scale_ = self._target_moments(Y)
 
     def _architecture(self, n_features, n_targets):
         """What a warm start must share with the previous fit to continue from it."""
@@ -590,9 +586,6 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                 vs.append(var)
         return np.concatenate(mus, axis=1), np.concatenate(vs, axis=1), noise
 
-    def _shape_out(self, A):
-        return A[:, 0] if self._y_ndim == 1 else A
-
     def predict(self, X, return_std=False):
         """Predictive mean (and standard deviation) of the mixture over paths (spec §2.4).
 
@@ -617,12 +610,12 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                                   2 if return_std else 1)
         mu, var, noise = self._components(X)
         mean = mu.mean(axis=0)
-        out = self._shape_out(self.y_mean_ + self.y_scale_ * mean)
+        out = self._target_shape(self.y_mean_ + self.y_scale_ * mean)
         if not return_std:
             return out
         v = np.mean(var + noise + mu * mu, axis=0) - mean * mean
         v = np.maximum(v, 0.0)
-        return out, self._shape_out(self.y_scale_ * np.sqrt(v))
+        return out, self._target_shape(self.y_scale_ * np.sqrt(v))
 
     def predict_log_density(self, X, y, method="mixture", n_kde_samples=2000, random_state=0):
         """Log predictive density of each row, in original units (spec §2.4, §5.5).

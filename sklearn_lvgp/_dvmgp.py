@@ -12,7 +12,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._engine._dvmgp import dvmgp_elbo_and_grads
-from ._linalg import cholesky_jitter
+from ._linalg import settled_jitter
 from ._objectives._collapsed import predictive_moments
 from ._objectives._dvmgp_bound import (
     latent_moments,
@@ -235,14 +235,12 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         return ParamPacker(blocks)
 
     def _fit(self, X, y, random_state):
-        self._y_1d = y.ndim == 1
-        Y = y.reshape(-1, 1) if self._y_1d else y
+        Y = self._targets_2d(y)
         n, D = X.shape
         Q = D if self.n_components is None else int(self.n_components)
         m_u, m_v = int(self.n_inducing), int(self.n_inducing_projection)
         self.X_mean_, self.X_scale_ = normalization(X, self.normalize_X)
-        y_rule = "standardize" if self.normalize_y else "none"
-        self.y_mean_, self.y_scale_ = normalization(Y, y_rule)
+        self.y_mean_, self.y_scale_ = self._target_moments(Y)
         Xs = (X - self.X_mean_) / self.X_scale_
         Ys = (Y - self.y_mean_) / self.y_scale_
         var_y = float(np.mean(np.var(Ys, axis=0)))
@@ -263,8 +261,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
                    "wtheta": wtheta0, "signal_std": np.sqrt(var_y),
                    "noise": float(self.noise_variance_init) * var_y}
         kern = output_kernel(params0["signal_std"], Q)
-        _, abs_jit = cholesky_jitter(kern.K(zeta0), self.jitter, max_tries=6, name="K_u")
-        jitter = max(float(self.jitter), abs_jit / var_y)
+        jitter = settled_jitter(kern.K(zeta0), self.jitter, name="K_u", scale=var_y)
 
         packer = self._packer(Q, D, m_u, m_v)
         self._shapes = (Q, D, m_u, m_v)
@@ -354,9 +351,6 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
             variances.append(v + self.noise_variance_)
         return np.vstack(means), np.vstack(variances)
 
-    def _output(self, A):
-        return A[:, 0] if self._y_1d else A
-
     def predict(self, X, return_std=False):
         """Predictive mean (and standard deviation) of y at new inputs (spec §7).
 
@@ -380,10 +374,10 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         Xs = self._standardise(X)
         with threads(self.n_jobs):
             m, v = self._moments_normalised(Xs)
-        mean = self._output(m * self.y_scale_ + self.y_mean_)
+        mean = self._target_shape(m * self.y_scale_ + self.y_mean_)
         if not return_std:
             return mean
-        return mean, self._output(np.sqrt(v) * self.y_scale_)
+        return mean, self._target_shape(np.sqrt(v) * self.y_scale_)
 
     def predict_log_density(self, X, y):
         """Per-point log predictive density of the targets, in nats (original units).
@@ -475,7 +469,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
                 yy = f + np.sqrt(self.noise_variance_) * rs.standard_normal(m.shape)
                 out[a:b] = yy.reshape(b - a, S, Dy)
         out = out * self.y_scale_ + self.y_mean_
-        return out[:, :, 0] if self._y_1d else np.ascontiguousarray(np.swapaxes(out, 1, 2))
+        return out[:, :, 0] if self._y_ndim == 1 else np.ascontiguousarray(np.swapaxes(out, 1, 2))
 
     @property
     def _n_features_out(self):

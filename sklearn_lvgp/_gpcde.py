@@ -426,13 +426,9 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
 
     # ------------------------------------------------------------------------------- fit
     def _fit(self, X, y, random_state):
-        Y = y.reshape(len(y), -1) if y.ndim == 1 else y
-        self._y_ndim = y.ndim
+        Y = self._targets_2d(y)
         self.X_mean_, self.X_scale_ = column_moments(X)
-        if self.normalize_y:
-            self.y_mean_, self.y_scale_ = column_moments(Y)
-        else:
-            self.y_mean_, self.y_scale_ = np.zeros(Y.shape[1]), np.ones(Y.shape[1])
+        self.y_mean_, self.y_scale_ = self._target_moments(Y)
         Xs = (X - self.X_mean_) / self.X_scale_
         Ys = (Y - self.y_mean_) / self.y_scale_
         model, x0 = self._build(Xs, Ys, random_state)
@@ -531,9 +527,6 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
                                                          self._A_draws)
                 yield sl, mu, var
 
-    def _shape_out(self, A):
-        return A[:, 0] if self._y_ndim == 1 else A
-
     def _mixture_moments(self, Xs):
         """Per-node means/variances of every output, ``(n, J, D_y)``, original units."""
         means, varis = [], []
@@ -564,9 +557,9 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         w = np.exp(self._logw)[None, :, None]
         mean = np.sum(w * m, axis=1)
         if not return_std:
-            return self._shape_out(mean)
+            return self._target_shape(mean)
         var = np.maximum(np.sum(w * (v + m * m), axis=1) - mean * mean, 0.0)
-        return self._shape_out(mean), self._shape_out(np.sqrt(var))
+        return self._target_shape(mean), self._target_shape(np.sqrt(var))
 
     def predict_log_density(self, X, y):
         """Log predictive density ``log p(y_n | x_n)`` of each row, in original units.

@@ -3,12 +3,11 @@ in-memory and the Dask fits (:mod:`sklearn_lvgp._gplvm_dask`)."""
 
 import warnings
 
-import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ._engine._alternating import fit_alternating
 from ._init import select_inducing
-from ._linalg import cholesky_jitter
+from ._linalg import settled_jitter
 from ._params import ParamPacker
 from ._psi import make_rule
 from .kernels import RBF
@@ -42,10 +41,7 @@ def initial_model(est, mu0, latent_scales, var_y, random_state):
     Z0 = select_inducing(mu0, est.n_inducing, random_state)
     noise0 = (float(est.noise_variance_init) if est.noise_variance_init is not None
               else 0.01 * var_y)
-    # settle the jitter once at the initial point (warning if it had to grow)
-    _, abs_jit = cholesky_jitter(kernel.K(Z0), est.jitter, max_tries=6, name="K_uu")
-    scale0 = float(np.mean(kernel.Kdiag(Z0)))
-    jitter = max(float(est.jitter), abs_jit / scale0 if scale0 > 0 else 0.0)
+    jitter = settled_jitter(kernel.K(Z0), est.jitter)
     return kernel, name, rule, optimizer, Z0, noise0, jitter, var_y
 
 def run_alternating(est, state, work, Z0, noise0, rule, jitter, var_y):

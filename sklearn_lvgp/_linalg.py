@@ -13,6 +13,7 @@ from ._blas_numba import DPOTRF, DTRMM, DTRSM, potrf_lower, triangular_inplace
 from ._warn import warn as _warn
 
 __all__ = [
+    "settled_jitter",
     "CholeskyError",
     "JitterWarning",
     "cholesky_jitter",
@@ -106,6 +107,34 @@ def cholesky_jitter(A, jitter=1e-6, max_tries=5, name="K", parameter="jitter", i
         f"after {max_tries} escalations. {'Increase' if increase else 'Lower'} `{parameter}`, "
         "use fewer or better-spread inducing points, or a larger noise variance."
     )
+
+
+def settled_jitter(Kuu, jitter, name="K_uu", scale=None):
+    """The relative jitter a fit uses throughout, settled once at its starting point.
+
+    :func:`cholesky_jitter` is tried on the initial ``Kuu`` (escalating with a warning if it
+    has to); the fit then keeps the larger of the requested and the needed relative jitter, so
+    every later evaluation factorises the same regularised matrix.
+
+    Parameters
+    ----------
+    Kuu : ndarray of shape (M, M)
+        The inducing-point covariance at the starting point.
+    jitter : float
+        Requested jitter, relative to ``scale``.
+    name : str, default="K_uu"
+        Matrix name for the warnings and the error.
+    scale : float or None, default=None
+        What the jitter is relative to; ``None`` is the mean diagonal of ``Kuu``.
+
+    Returns
+    -------
+    jitter : float
+        The relative jitter to use.
+    """
+    _, absolute = cholesky_jitter(Kuu, jitter, max_tries=6, name=name)
+    scale = float(np.mean(np.diag(Kuu))) if scale is None else float(scale)
+    return max(float(jitter), absolute / scale if scale > 0 else 0.0)
 
 
 def solve_lower(L, B):

@@ -17,7 +17,7 @@ from ._engine import CollapsedKernelBound, CollapsedPsiBound
 from ._engine._dask import DaskKernelBound, DaskRows, is_dask_collection, map_row_blocks
 from ._init import select_inducing
 from ._linalg import (
-    cholesky_jitter,
+    settled_jitter,
     symmetrise,
 )
 from ._objectives._collapsed import (
@@ -297,13 +297,9 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         return self._fit_template(X, y, X_var=X_var)
 
     def _fit(self, X, y, random_state, X_var=None):
-        Y = y.reshape(-1, 1) if y.ndim == 1 else y
-        self._y_ndim = y.ndim
+        Y = self._targets_2d(y)
         X_var = None if X_var is None else self._check_X_var(X_var, X.shape)
-        if self.normalize_y:
-            y_mean, y_std = column_moments(Y)
-        else:
-            y_mean, y_std = np.zeros(Y.shape[1]), np.ones(Y.shape[1])
+        y_mean, y_std = self._target_moments(Y)
         Yn = (Y - y_mean) / y_std
         var_y = float(np.mean(np.var(Yn, axis=0)))
         scales = column_scales(X) if self._kernel is None else None
@@ -366,10 +362,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         self._predict_seed = int(random_state.randint(np.iinfo(np.int32).max))
         noise0 = (float(self.noise_variance_init) if self.noise_variance_init is not None
                   else 0.1 * var_y)
-        # settle the jitter once at the initial point (warning if it had to grow)
-        _, abs_jit = cholesky_jitter(kernel.K(Z0), self.jitter, max_tries=6, name="K_uu")
-        scale0 = float(np.mean(kernel.Kdiag(Z0)))
-        jitter = max(float(self.jitter), abs_jit / scale0 if scale0 > 0 else 0.0)
+        jitter = settled_jitter(kernel.K(Z0), self.jitter)
 
         softplus = self.positive_transform == "softplus"
         blocks = [("theta", (kernel.n_theta,), "softplus" if softplus else "identity"),
@@ -461,9 +454,6 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             variances.append(v)
         return np.vstack(means), np.vstack(variances)
 
-    def _output(self, A):
-        return A[:, 0] if self._y_ndim == 1 else A
-
     def predict(self, X, return_std=False, return_cov=False, X_var=None, expectation=None,
                 include_noise=True, random_state=None):
         """Predictive mean (and standard deviation or covariance) at test inputs.
@@ -524,14 +514,14 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
                 cov = cov + noise * np.eye(X.shape[0])
                 cov = cov[:, :, None] * (self.y_scale_ ** 2)[None, None, :]
                 mean = mean * self.y_scale_ + self.y_mean_
-                return self._output(mean), (cov[:, :, 0] if self._y_ndim == 1 else cov)
+                return self._target_shape(mean), (cov[:, :, 0] if self._y_ndim == 1 else cov)
             mean, var = self._moments(X, X_var, expectation, full_cov=False,
                                       random_state=random_state)
-        mean = self._output(mean * self.y_scale_ + self.y_mean_)
+        mean = self._target_shape(mean * self.y_scale_ + self.y_mean_)
         if not return_std:
             return mean
         std = np.sqrt(np.maximum(var + noise, 0.0)) * self.y_scale_
-        return mean, self._output(std)
+        return mean, self._target_shape(std)
 
     def predict_log_density(self, X, y, X_var=None, expectation=None):
         """Log predictive density of each test pair (summed over targets), in nats.

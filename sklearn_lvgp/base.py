@@ -8,6 +8,7 @@ from sklearn.utils.validation import validate_data
 from ._engine._dask import is_dask_collection
 from ._parallel import threads
 from ._progress import check_callback, fit_progress
+from ._scaling import normalization
 from ._validation import check_int, check_numeric_targets
 
 __all__ = ["_BaseLVGP", "_BaseLVGPRegressor"]
@@ -88,6 +89,19 @@ class _BaseLVGPRegressor(_BaseLVGP):
         X, y = validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True,
                              reset=reset)
         return X, check_numeric_targets(y)
+
+    def _targets_2d(self, y):
+        """``y`` as ``(n_samples, n_targets)``, remembering whether it was 1-D."""
+        self._y_ndim = np.ndim(y)
+        return np.reshape(y, (-1, 1)) if self._y_ndim == 1 else y
+
+    def _target_moments(self, Y):
+        """Mean and scale of the ``normalize_y`` rule for targets ``Y`` of shape (n, n_targets)."""
+        return normalization(Y, "standardize" if self.normalize_y else "none")
+
+    def _target_shape(self, A):
+        """Drop the target axis (axis 1) of a prediction when the model was fitted on 1-D y."""
+        return A[:, 0] if self._y_ndim == 1 else A
 
     @staticmethod
     def _check_targets(y, n_rows, n_targets):
