@@ -6,6 +6,8 @@ equal, linear output of width ``2 D_w``; Xavier-normal weights, zero biases (IWV
 
 import numpy as np
 
+from .._mlp import mlp_forward, mlp_vjp
+
 __all__ = ["encoder_shapes", "encoder_init", "encoder_forward", "encoder_backward"]
 
 
@@ -25,44 +27,16 @@ def encoder_init(shapes, random_state):
 
 
 def encoder_forward(params, inputs):
-    """Forward pass; ``params`` is the flat list ``[W0, b0, W1, b1, ...]``.
+    """Forward pass (:func:`sklearn_lvgp._mlp.mlp_forward`, tanh, residual, linear output).
 
     Returns
     -------
     out : ndarray of shape (n, 2 D_w)
-    cache : list
-        Per-layer ``(input, tanh output or None, residual)``.
+    cache : tuple
     """
-    h = inputs
-    cache = []
-    n_layers = len(params) // 2
-    for i in range(n_layers):
-        W, b = params[2 * i], params[2 * i + 1]
-        z = h @ W + b
-        if i == n_layers - 1:
-            cache.append((h, None, False))
-            h = z
-        else:
-            t = np.tanh(z)
-            res = W.shape[0] == W.shape[1]
-            cache.append((h, t, res))
-            h = t + h if res else t
-    return h, cache
+    return mlp_forward(params, inputs, "tanh", residual=True)
 
 
 def encoder_backward(dL_dout, params, cache):
-    """Backward pass of :func:`encoder_forward`; gradients in the order of ``params``.
-
-    ``tanh' = 1 - tanh^2``; a residual layer ``h' = tanh(h W + b) + h`` passes its upstream
-    adjoint straight through as well.
-    """
-    grads = [None] * len(params)
-    g = np.asarray(dL_dout, dtype=np.float64)
-    for i in range(len(cache) - 1, -1, -1):
-        h, t, res = cache[i]
-        W = params[2 * i]
-        dz = g if t is None else g * (1.0 - t * t)
-        grads[2 * i] = h.T @ dz
-        grads[2 * i + 1] = dz.sum(axis=0)
-        g = dz @ W.T + g if res else dz @ W.T
-    return grads
+    """Backward pass of :func:`encoder_forward`; gradients in the order of ``params``."""
+    return mlp_vjp(dL_dout, params, cache)[0]

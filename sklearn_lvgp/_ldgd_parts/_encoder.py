@@ -1,4 +1,4 @@
-"""Fast-LDGD encoder: ReLU MLP with a mean head and a softplus standard-deviation head.
+"""Fast-LDGD encoder: a ReLU trunk (:mod:`sklearn_lvgp._mlp`), a mean and a softplus std head.
 
 Spec §9 and §6.10: ``h = ReLU(... ReLU(y W_1 + b_1) ...)``, ``μ = h W_μ + b_μ``,
 ``σ = softplus(h W_σ + b_σ)`` (the reference's "logvar" head is used as a std). Weights are a flat
@@ -6,6 +6,8 @@ list ``[W_1, b_1, ..., W_L, b_L, W_μ, b_μ, W_σ, b_σ]`` with ``W`` of shape (
 """
 
 import numpy as np
+
+from .._mlp import mlp_forward, mlp_vjp
 
 __all__ = ["encoder_shapes", "encoder_init", "encoder_forward", "encoder_vjp",
            "encoder_fit_mean_head"]
@@ -82,16 +84,12 @@ def encoder_forward(weights, Y):
     cache : tuple
         Input of :func:`encoder_vjp`.
     """
-    acts = [Y]
-    h = Y
-    n_hidden = (len(weights) - 4) // 2
-    for k in range(n_hidden):
-        h = np.maximum(h @ weights[2 * k] + weights[2 * k + 1], 0.0)
-        acts.append(h)
+    h, trunk = (mlp_forward(weights[:-4], Y, "relu", activate_last=True) if len(weights) > 4
+                else (Y, None))
     mu = h @ weights[-4] + weights[-3]
     a = h @ weights[-2] + weights[-1]
     sigma = np.logaddexp(0.0, a)
-    return mu, sigma, (weights, acts, a)
+    return mu, sigma, (weights, h, trunk, a)
 
 
 def encoder_vjp(dL_dmu, dL_dsigma, cache):
@@ -109,23 +107,13 @@ def encoder_vjp(dL_dmu, dL_dsigma, cache):
     grads : list of ndarray
         Adjoints of the weights, same order and shapes.
     """
-    weights, acts, a = cache
-    h = acts[-1]
+    weights, h, trunk, a = cache
     da = dL_dsigma / (1.0 + np.exp(-a))
-    grads = [None] * len(weights)
-    grads[-4] = h.T @ dL_dmu
-    grads[-3] = dL_dmu.sum(axis=0)
-    grads[-2] = h.T @ da
-    grads[-1] = da.sum(axis=0)
+    heads = [h.T @ dL_dmu, dL_dmu.sum(axis=0), h.T @ da, da.sum(axis=0)]
+    if trunk is None:
+        return heads
     dh = dL_dmu @ weights[-4].T + da @ weights[-2].T
-    n_hidden = (len(weights) - 4) // 2
-    for k in range(n_hidden - 1, -1, -1):
-        dz = dh * (acts[k + 1] > 0.0)
-        grads[2 * k] = acts[k].T @ dz
-        grads[2 * k + 1] = dz.sum(axis=0)
-        if k > 0:
-            dh = dz @ weights[2 * k].T
-    return grads
+    return mlp_vjp(dh, weights[:-4], trunk)[0] + heads
 
 
 def encoder_fit_mean_head(weights, Y, target, ridge=1e-6):
@@ -150,8 +138,8 @@ def encoder_fit_mean_head(weights, Y, target, ridge=1e-6):
     -------
     weights : list of ndarray
     """
-    _, _, (_, acts, _) = encoder_forward(weights, Y)
-    H = np.hstack([acts[-1], np.ones((Y.shape[0], 1))])
+    _, _, (_, h, _, _) = encoder_forward(weights, Y)
+    H = np.hstack([h, np.ones((Y.shape[0], 1))])
     G = H.T @ H
     G[np.diag_indices_from(G)] += ridge * max(float(np.mean(np.diag(G))), 1e-12)
     sol = np.linalg.solve(G, H.T @ target)
