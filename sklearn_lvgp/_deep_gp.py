@@ -14,9 +14,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._deep_gp_dask import fit_deep_gp_dask
-from ._deep_gp_model import _DSVI, INNER_SQRT_SCALE
+from ._deep_gp_model import _DSVI, initial_layers
 from ._engine._dask import is_dask_collection, map_row_blocks
-from ._init import kmeans_inducing
 from ._iwvi import LatentDSVI
 from ._optimize import minimize_lbfgsb
 from ._parallel import threads
@@ -24,17 +23,12 @@ from ._progress import check_callback, fit_progress
 from ._scaling import column_moments
 from ._stochastic import AdamState, run_adam
 from ._svgp import (
-    LinearMean,
-    SVGPLayer,
-    ZeroMean,
     gaussian_log_density,
-    inner_mean,
-    prior_factor,
 )
 from ._validation import check_bool, check_float, check_int, check_natgrad_gamma, check_option
 from ._workspace import Workspace
 from .base import _BaseLVGPRegressor
-from .kernels import RBF, as_lvgp_kernel
+from .kernels import as_lvgp_kernel
 from .metrics import kde_log_density
 
 __all__ = ["DeepGP"]
@@ -356,48 +350,9 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         Dw = self._latent()
         dims = [Xs.shape[1] + Dw] + self._hidden(Xs.shape[1]) + [n_targets]
         templates = (self._kernels if len(self._kernels) == L else self._kernels * L)
-        kernels, means, layers = [], [], []
-        X_run = Xs
-        Z_run = kmeans_inducing(Xs, M, random_state)
+        kernels, means, layers = initial_layers(Xs, dims, templates, M, bool(self.whiten),
+                                                float(self.jitter), Dw, random_state)
         if Dw:
-            # latent columns of Z ~ N(0, 1) (spec §5.5); w enters the first layer only
-            Z_w = random_state.standard_normal((M, Dw))
-        for ell in range(L):
-            d_in, d_out = dims[ell], dims[ell + 1]
-            t = templates[ell]
-            if t is not None:
-                k = t.initialize(d_in, random_state)
-            elif Dw:
-                # IWVI code: length scales sqrt(D_in) (spec §5.5)
-                k = RBF(length_scale=np.full(d_in, np.sqrt(d_in)), variance=1.0)
-            else:
-                k = RBF(length_scale=np.ones(d_in), variance=1.0)
-            mean = inner_mean(X_run, d_out) if ell < L - 1 else ZeroMean(d_out)
-            Z = Z_run.copy()
-            if Dw and ell == 0:
-                Z = np.hstack([Z, Z_w])
-                if ell < L - 1:
-                    # keep the x part, drop w (spec §5.5): W = [W_x; 0]
-                    W_x = mean.W if isinstance(mean, LinearMean) else np.eye(d_out)
-                    x_mean = mean
-                    mean = LinearMean(np.vstack([W_x, np.zeros((Dw, d_out))]))
-            q_mu = np.zeros((M, d_out))
-            if self.whiten:
-                base = np.eye(M)
-            else:
-                base = prior_factor(k, Z, self.jitter).Lu
-            q_sqrt = np.repeat(base[None], d_out, axis=0)
-            if ell < L - 1:
-                q_sqrt *= INNER_SQRT_SCALE
-                if Dw and ell == 0:
-                    X_run, Z_run = x_mean(X_run), x_mean(Z_run)
-                else:
-                    X_run, Z_run = mean(X_run), mean(Z_run)
-            kernels.append(k)
-            means.append(mean)
-            layers.append(SVGPLayer(k, Z, q_mu, q_sqrt, mean, self.whiten))
-        if Dw:
-
             model = LatentDSVI(kernels, means, dims, M, bool(self.whiten), float(self.jitter),
                                self.positive_transform, Dw, self.encoder_hidden,
                                self.inference, self.n_importance)

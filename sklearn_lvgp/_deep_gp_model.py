@@ -9,16 +9,22 @@ and the bound is evaluated chunk by chunk by :func:`sklearn_lvgp._engine._dsvi.d
 import numpy as np
 
 from ._engine._dsvi import dsvi_elbo, moment_match, sigma_points
+from ._init import kmeans_inducing
 from ._params import ParamPacker, softplus_inverse
 from ._svgp import (
+    LinearMean,
     SVGPLayer,
+    ZeroMean,
     gaussian_natgrad_step,
+    inner_mean,
     layer_forward,
+    prior_factor,
     tril_pack,
     tril_unpack,
 )
+from .kernels import RBF
 
-__all__ = ["_DSVI", "DELTA", "INNER_SQRT_SCALE", "MIN_NOISE"]
+__all__ = ["_DSVI", "initial_layers", "DELTA", "INNER_SQRT_SCALE", "MIN_NOISE"]
 
 #: Variance floor of the reparameterised samples, h = mu + eps sqrt(v + delta) (spec §2.2).
 DELTA = 1e-6
@@ -255,3 +261,74 @@ class _DSVI:
             v = np.sum(wk * (var.reshape(n, K, -1) + (mk - m[:, None, :]) ** 2), axis=1)
             mu, var = m, v
         return mu[None], var[None], noise
+
+
+def initial_layers(Xs, dims, templates, n_inducing, whiten, jitter, n_latent, random_state):
+    """Kernels, mean functions and layers at the start of a fit.
+
+    Inducing inputs from k-means of the (propagated) inputs, linear mean functions on the
+    inner layers and near-deterministic inner ``q(u)`` (Salimbeni & Deisenroth 2017, §5);
+    with latent covariates, their columns of ``Z`` start at ``N(0, 1)`` draws and the first
+    layer's mean function ignores them (Salimbeni et al. 2019).
+
+    Parameters
+    ----------
+    Xs : ndarray of shape (N, D)
+        Standardised inputs.
+    dims : list of int
+        Input width of every layer, then the number of targets.
+    templates : list of Kernel or None
+        One kernel (or None for the default RBF) per layer.
+    n_inducing : int
+    whiten : bool
+    jitter : float
+    n_latent : int
+        Latent covariate dimension (0 for none).
+    random_state : numpy.random.RandomState
+
+    Returns
+    -------
+    kernels, means, layers : list
+    """
+    n_layers = len(dims) - 1
+    kernels, means, layers = [], [], []
+    X_run = Xs
+    Z_run = kmeans_inducing(Xs, n_inducing, random_state)
+    if n_latent:
+        # latent columns of Z ~ N(0, 1) (spec §5.5); w enters the first layer only
+        Z_w = random_state.standard_normal((n_inducing, n_latent))
+    for ell in range(n_layers):
+        d_in, d_out = dims[ell], dims[ell + 1]
+        t = templates[ell]
+        if t is not None:
+            k = t.initialize(d_in, random_state)
+        elif n_latent:
+            # IWVI code: length scales sqrt(D_in) (spec §5.5)
+            k = RBF(length_scale=np.full(d_in, np.sqrt(d_in)), variance=1.0)
+        else:
+            k = RBF(length_scale=np.ones(d_in), variance=1.0)
+        mean = inner_mean(X_run, d_out) if ell < n_layers - 1 else ZeroMean(d_out)
+        Z = Z_run.copy()
+        if n_latent and ell == 0:
+            Z = np.hstack([Z, Z_w])
+            if ell < n_layers - 1:
+                # keep the x part, drop w (spec §5.5): W = [W_x; 0]
+                W_x = mean.W if isinstance(mean, LinearMean) else np.eye(d_out)
+                x_mean = mean
+                mean = LinearMean(np.vstack([W_x, np.zeros((n_latent, d_out))]))
+        q_mu = np.zeros((n_inducing, d_out))
+        if whiten:
+            base = np.eye(n_inducing)
+        else:
+            base = prior_factor(k, Z, jitter).Lu
+        q_sqrt = np.repeat(base[None], d_out, axis=0)
+        if ell < n_layers - 1:
+            q_sqrt *= INNER_SQRT_SCALE
+            if n_latent and ell == 0:
+                X_run, Z_run = x_mean(X_run), x_mean(Z_run)
+            else:
+                X_run, Z_run = mean(X_run), mean(Z_run)
+        kernels.append(k)
+        means.append(mean)
+        layers.append(SVGPLayer(k, Z, q_mu, q_sqrt, mean, whiten))
+    return kernels, means, layers
