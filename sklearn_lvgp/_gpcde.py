@@ -8,28 +8,25 @@ are in :mod:`sklearn_lvgp._cde`; the optimiser is :func:`sklearn_lvgp._stochasti
 objectives.
 """
 
-import warnings
 
 import numpy as np
 from scipy.special import logsumexp, ndtr
 from sklearn.base import RegressorMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._cde import (
     CHUNK_POINTS,
-    RHO_SHIFT,
     CDEModel,
     encoder_init,
     predictive_log_density,
     predictive_marginals,
     projection_sample,
 )
-from ._init import kmeans_inducing
+from ._cde._warm_start import full_bound, gp_warm_start
+from ._init import kmeans_inducing, principal_directions, unit_directions
 from ._optimize import minimize_lbfgsb
 from ._parallel import threads
-from ._params import softplus_inverse
 from ._psi._rules import gauss_hermite_rule
 from ._scaling import column_moments
 from ._stochastic import run_adam
@@ -40,19 +37,6 @@ from .kernels import RBF, as_lvgp_kernel
 from .kernels._stationary import _Stationary
 
 __all__ = ["GPCDE"]
-
-
-def _principal_directions(X, k, random_state):
-    """Top-``k`` principal directions (columns) times √eigenvalue, padded with ``N(0, 1/D)``."""
-    D = X.shape[1]
-    C = np.cov(X, rowvar=False).reshape(D, D) if X.shape[0] > 1 else np.eye(D)
-    vals, vecs = np.linalg.eigh(C)
-    order = np.argsort(vals)[::-1]
-    vals, vecs = np.maximum(vals[order], 0.0), vecs[:, order]
-    out = random_state.standard_normal((D, k)) / np.sqrt(D)
-    m = min(k, D)
-    out[:, :m] = vecs[:, :m] * np.sqrt(np.where(vals[:m] > 0, vals[:m], 1.0))
-    return out
 
 
 class GPCDE(RegressorMixin, _BaseLVGPRegressor):
@@ -328,7 +312,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
                   "q_mu": np.zeros((M, L))}
         H = Xs
         if self.input_projection_dim is not None:
-            values["A_mu"] = _unit_directions(Xs, Dh, random_state)
+            values["A_mu"] = unit_directions(Xs, Dh, random_state)
             values["A_s"] = np.full((Dx, Dh), 1e-2)
             H = Xs @ values["A_mu"]
         Z = np.hstack([kmeans_inducing(H, M, random_state), random_state.standard_normal((M, Dw))])
@@ -339,7 +323,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
             Lu = prior_factor(kernel, Z, self.jitter).Lu
             values["q_sqrt"] = np.repeat(Lu[None], L, axis=0)
         if self.output_mixing_dim is not None:
-            values["P"] = _principal_directions(Ys, L, random_state).T
+            values["P"] = principal_directions(Ys, L, random_state).T
         if model.mode == "gaussian" and self.q_w == "gaussian":
             values["w_mean"] = 0.1 * random_state.standard_normal((N, Dw))
             values["w_rho"] = np.zeros((N, Dw))
@@ -348,81 +332,6 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
             for i in range(len(model.enc_shapes)):
                 values[f"enc_W{i}"], values[f"enc_b{i}"] = ps[2 * i], ps[2 * i + 1]
         return model, model.pack(values)
-
-    # ------------------------------------------------------------------------ warm start
-    def _gp_warm_start(self, model, x0, Xs, Ys, rs, max_iter):
-        """``init="gp"``: the switched-off fit and the two starts derived from it.
-
-        Returns ``(x_start, x_off, bound_off)``: the full model started from the SVGP solution
-        (latent length scales at their initial value), the switched-off point (latent length
-        scales at their upper bound, ``q(w)`` the prior; its bound equals the SVGP bound, spec
-        §15.1-2) and that bound.
-        """
-        p = model.unpack(x0)
-        kernel, Dh, Dw = p["kernel"], model.Dh, model.Dw
-        ls = np.asarray(kernel.length_scale, dtype=np.float64)
-        k0 = kernel.clone()
-        k0.set_params(length_scale=ls[:Dh].copy())
-        off = CDEModel(k0, model.Dx, None, 0, model.L, model.Dy, model.M, False, "quadrature",
-                       model.expectation, model.S, 1, Xs.shape[0], (), model.whiten,
-                       model.jitter)
-        xo = off.pack({"kernel": k0, "noise_variance": p["s2"], "q_mu": p["q_mu"],
-                       "q_sqrt": (np.repeat(np.eye(model.M)[None], model.L, axis=0)
-                                  if model.whiten else p["q_sqrt_full"]),
-                       "Z": p["Z"][:, :Dh]})
-        rows = np.arange(Xs.shape[0])
-        free = ~off.q_mask()
-
-        def profiled(z):
-            # q(u) profiled out: with w switched off one gamma = 1 step is its optimum (§8)
-            x = xo.copy()
-            x[free] = z
-            x = off.natgrad(x, Xs, Ys, rows, 1.0, 1.0, rs)
-            f, g = off.elbo(x, Xs, Ys, rows, 1.0, rs)
-            return -f, -g[free]
-
-        bounds = off.bounds()[free]
-        with warnings.catch_warnings():
-            # a stage of the fit: the full model's optimiser reports on convergence
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            res = minimize_lbfgsb(profiled, xo[free], bounds=bounds, max_iter=max_iter,
-                                  verbose=self.verbose, name="GPCDE (latent switched off)")
-        xo[free] = res.x
-        xo = off.natgrad(xo, Xs, Ys, rows, 1.0, 1.0, rs)
-        po = off.unpack(xo)
-        log_hi = kernel.bounds[-Dw:, 1]  # length scales are the last theta entries
-
-        def full(latent_ls):
-            k = po["kernel"].clone()
-            k.set_params(length_scale=np.r_[po["kernel"].length_scale, latent_ls])
-            values = model.unpack(x0)
-            values.update(kernel=k, noise_variance=po["s2"], q_mu=po["q_mu"],
-                          q_sqrt=po["q_sqrt_full"], Z=np.hstack([po["Z"], p["Z"][:, Dh:]]))
-            return values
-
-        v_start = full(ls[Dh:])
-        v_off = full(np.exp(log_hi))
-        if model.mode == "gaussian":
-            rho0 = RHO_SHIFT + softplus_inverse(1.0)  # q(w_n) = N(0, I) = p(w_n)
-            if self.q_w == "gaussian":
-                v_off["w_mean"] = np.zeros_like(v_off["w_mean"])
-                v_off["w_rho"] = np.full_like(v_off["w_rho"], rho0)
-            else:
-                last = len(model.enc_shapes) - 1
-                v_off[f"enc_W{last}"] = np.zeros_like(v_off[f"enc_W{last}"])
-                v_off[f"enc_b{last}"] = np.r_[np.zeros(Dw), np.full(Dw, rho0)]
-        x_start = model.pack(v_start)
-        for _ in range(3):
-            x_start = model.natgrad(x_start, Xs, Ys, rows, 1.0, 1.0, rs)
-        x_off = model.natgrad(model.pack(v_off), Xs, Ys, rows, 1.0, 1.0, rs)
-        bound_off = float(model.elbo(x_off, Xs, Ys, rows, 1.0, rs)[0])
-        return x_start, x_off, bound_off
-
-    def _full_bound(self, model, x, Xs, Ys, rs, n_eval=5):
-        """Full-batch bound at ``x`` (averaged over ``n_eval`` draws when sampled)."""
-        rows = np.arange(Xs.shape[0])
-        n = 1 if model.deterministic else n_eval
-        return float(np.mean([model.elbo(x, Xs, Ys, rows, 1.0, rs)[0] for _ in range(n)]))
 
     # ------------------------------------------------------------------------------- fit
     def _fit(self, X, y, random_state):
@@ -442,7 +351,8 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         self.gp_elbo_, self.latent_used_ = None, True
         if warm:
             n_warm = self.max_iter if self.optimizer == "lbfgs" else min(self.max_iter, 1000)
-            x0, x_off, self.gp_elbo_ = self._gp_warm_start(model, x0, Xs, Ys, rs, n_warm)
+            x0, x_off, self.gp_elbo_ = gp_warm_start(model, x0, Xs, Ys, rs, n_warm, self.q_w,
+                                                     self.verbose)
         if self.optimizer == "lbfgs":
             if not warm:
                 x0 = model.natgrad(x0, Xs, Ys, all_rows, 1.0, 1.0, rs)
@@ -478,7 +388,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
             self.elbo_ = float(np.mean(-res.history[-100:]))
         if warm:
             final = (self.elbo_ if model.deterministic
-                     else self._full_bound(model, self._x, Xs, Ys, rs))
+                     else full_bound(model, self._x, Xs, Ys, rs))
             if self.gp_elbo_ > final:
                 self._x, self.elbo_, self.latent_used_ = x_off, self.gp_elbo_, False
             else:
@@ -707,19 +617,4 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = True
-        # score() is a mean log density, not R^2, so sklearn's "score > 0.5" threshold does not
-        # apply (the R^2 of predict is tested in tests/estimators/test_gpcde.py)
-        tags.regressor_tags.poor_score = True
         return tags
-
-
-def _unit_directions(X, k, random_state):
-    """Projection mean init (spec §6): top-``k`` principal directions, ``N(0, 1/D)`` padding."""
-    D = X.shape[1]
-    C = np.cov(X, rowvar=False).reshape(D, D) if X.shape[0] > 1 else np.eye(D)
-    vals, vecs = np.linalg.eigh(C)
-    vecs = vecs[:, np.argsort(vals)[::-1]]
-    out = random_state.standard_normal((D, k)) / np.sqrt(D)
-    m = min(k, D)
-    out[:, :m] = vecs[:, :m]
-    return out

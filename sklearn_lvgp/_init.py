@@ -5,7 +5,8 @@ import warnings
 import numpy as np
 from scipy.cluster.vq import kmeans2
 
-__all__ = ["kmeans_inducing", "pca_latents", "select_inducing"]
+__all__ = ["kmeans_inducing", "pca_latents", "select_inducing", "principal_directions",
+           "unit_directions"]
 
 
 def pca_latents(Y, n_components):
@@ -102,3 +103,28 @@ def kmeans_inducing(X, M, random_state):
         dup = np.setdiff1d(np.arange(M), first)
         Z[dup] += 1e-2 * random_state.standard_normal((dup.size, D))
     return Z
+
+
+def principal_directions(X, k, random_state):
+    """Top-``k`` principal directions (columns) times √eigenvalue, padded with ``N(0, 1/D)``."""
+    D = X.shape[1]
+    C = np.cov(X, rowvar=False).reshape(D, D) if X.shape[0] > 1 else np.eye(D)
+    vals, vecs = np.linalg.eigh(C)
+    order = np.argsort(vals)[::-1]
+    vals, vecs = np.maximum(vals[order], 0.0), vecs[:, order]
+    out = random_state.standard_normal((D, k)) / np.sqrt(D)
+    m = min(k, D)
+    out[:, :m] = vecs[:, :m] * np.sqrt(np.where(vals[:m] > 0, vals[:m], 1.0))
+    return out
+
+
+def unit_directions(X, k, random_state):
+    """GPCDE's input-projection init: top-``k`` principal directions, ``N(0, 1/D)`` padding."""
+    D = X.shape[1]
+    C = np.cov(X, rowvar=False).reshape(D, D) if X.shape[0] > 1 else np.eye(D)
+    vals, vecs = np.linalg.eigh(C)
+    vecs = vecs[:, np.argsort(vals)[::-1]]
+    out = random_state.standard_normal((D, k)) / np.sqrt(D)
+    m = min(k, D)
+    out[:, :m] = vecs[:, :m]
+    return out

@@ -43,8 +43,9 @@ VARIANTS = {
         {"q_w": "amortized", "latent_dim": 3, "n_predict_samples": 20},
         {"q_w": "gaussian", "expectation": "unscented", "optimizer": "lbfgs"},
         {"input_projection_dim": 2, "output_mixing_dim": 2, "whiten": False,
-         "n_predict_samples": 20},
-        {"natgrad_gamma": None, "learning_rate_schedule": "cosine", "init": "prior"},
+         "n_predict_samples": 20, "max_iter": 100, "learning_rate": 0.1},
+        {"natgrad_gamma": None, "learning_rate_schedule": "cosine", "init": "prior",
+         "max_iter": 100, "learning_rate": 0.1},
         {"init": "gp", "latent_dim": 2, "gh_order": 4},
     ],
     "LDGD": [
