@@ -4,7 +4,8 @@ Every kernel exposes ``K(X, Z)``, ``Kdiag(X)``, ``vjp(dL_dK, X, Z)`` and ``vjp_d
 see :class:`Kernel`.
 """
 
-from ._base import Hyperparameter, Kernel, KernelVJP, Product, Sum
+from ._base import Hyperparameter, Kernel, KernelVJP
+from ._combination import Product, Sum
 from ._constant import Constant, White
 from ._from_sklearn import as_lvgp_kernel, from_sklearn
 from ._linear import Linear

@@ -11,7 +11,8 @@ of free hyperparameters as the original.
 import numpy as np
 from sklearn.gaussian_process import kernels as skk
 
-from ._base import Kernel, Product, Sum
+from ._base import Kernel
+from ._combination import Product, Sum
 from ._constant import Constant, White
 from ._linear import Linear
 from ._periodic import Periodic
