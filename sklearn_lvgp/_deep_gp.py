@@ -179,18 +179,10 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     Notes
     -----
     Adam keeps its last iterate. When the fitted noise is very small, a constant learning rate
-    can make the path leave the optimum for a few steps and come back, again and again. On
-    naval (noise variance ≈ 5e-4 in standardised units, 3 layers) such excursions last about
-    20 steps and recur every 100-150 steps, and the ELBO estimate falls from 2.5e4 to -5e4
-    during one. The 5000th step landed in one: test log-likelihood 2.42, against 6.93 fifteen
-    steps earlier (``benchmarks/RESULTS.md``). With ``early_stopping=True`` the fit keeps the
-    state with the best held-out score instead of the last one. On naval DGP 3, splits 0 and 1
-    with the protocol's other settings, that gave test log-likelihoods 6.84 and 6.84, against
-    2.42 and 6.45 for the protocol's last iterate (SGP 6.42 and 6.89); natural-gradient steps
-    on the last layer gave 6.66 and 5.81. ``learning_rate_schedule="cosine"`` removes the
-    excursions instead of stepping over them: once the annealed rate is below about 0.003
-    (step 3300 of 5000) the ELBO estimate no longer drops, and the last iterate scored 7.69 and
-    7.53 (the SGP with the same schedule 7.52 and 7.50).
+    can make the path leave the optimum for a few steps and come back, and the last iterate can
+    land in such an excursion. ``early_stopping=True`` keeps the state with the best held-out
+    score instead; ``learning_rate_schedule="cosine"`` removes the excursions (measurements in
+    the user guide).
 
     References
     ----------
