@@ -7,8 +7,7 @@ from ._gpcde import GPCDE
 from ._ldgd import LDGD
 from ._sgpr import SparseGPRegressor
 from ._unscented_gplvm import UnscentedGPLVM
-
-__version__ = "0.1.0.dev0"
+from ._version import __version__
 
 __all__ = ["DVMGP", "DeepGP", "GPCDE", "LDGD", "SparseGPRegressor", "UnscentedGPLVM",
            "kernels", "__version__"]

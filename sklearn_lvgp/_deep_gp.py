@@ -395,6 +395,11 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         self : DeepGP
             The updated model.
         """
+        with self._all_or_nothing():
+            self._partial_fit(X, y)
+        return self
+
+    def _partial_fit(self, X, y):
         first = not hasattr(self, "_x")
         X, y = self._validate_fit_data(X, y, reset=first)
         self._check_params(X, y)
@@ -423,7 +428,6 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
             bs = self._batch(X.shape[0])
             steps = int(np.ceil(X.shape[0] / bs))
             self._run(Xs, Ys, rs, steps, False, n_total=self.n_samples_seen_, force_adam=True)
-        return self
 
     def _batch(self, n):
         return n if self.batch_size is None else min(int(self.batch_size), n)

@@ -1,5 +1,9 @@
 """Shared estimator scaffolding: the ``fit`` template method of every sklearn_lvgp model."""
 
+import copy
+import warnings
+from contextlib import contextmanager
+
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
@@ -9,9 +13,25 @@ from ._engine._dask import is_dask_collection
 from ._parallel import threads
 from ._progress import check_callback, fit_progress
 from ._scaling import normalization
+from ._stochastic import AdamState
 from ._validation import check_int, check_numeric_targets
+from ._version import __version__
+from ._warn import InconsistentVersionWarning
 
 __all__ = ["_BaseLVGP", "_BaseLVGPRegressor"]
+
+
+def _snapshot(value):
+    """What to keep of an attribute so a failed fit can put it back.
+
+    Arrays and fitted objects are replaced, not modified, by a fit; the exceptions are the
+    optimiser and random-generator states and history lists, which are updated in place.
+    """
+    if isinstance(value, list):
+        return list(value)
+    if isinstance(value, (np.random.RandomState, np.random.Generator, AdamState)):
+        return copy.deepcopy(value)
+    return value
 
 
 class _BaseLVGP(BaseEstimator):
@@ -50,17 +70,50 @@ class _BaseLVGP(BaseEstimator):
             check_int("verbose", self.verbose, min_value=0)
             check_callback(self.callback)
             random_state = check_random_state(self.random_state)
-            with threads(self.n_jobs), fit_progress(self, self.callback):
+            with self._all_or_nothing(), threads(self.n_jobs), \
+                    fit_progress(self, self.callback):
                 self._fit_dask(X, y, random_state, **fit_params)
             return self
-        X, y = self._validate_fit_data(X, y)
-        self._check_params(X, y)
-        check_int("verbose", self.verbose, min_value=0)
-        check_callback(self.callback)
-        random_state = check_random_state(self.random_state)
-        with threads(self.n_jobs), fit_progress(self, self.callback):
-            self._fit(X, y, random_state, **fit_params)
+        with self._all_or_nothing():
+            X, y = self._validate_fit_data(X, y)
+            self._check_params(X, y)
+            check_int("verbose", self.verbose, min_value=0)
+            check_callback(self.callback)
+            random_state = check_random_state(self.random_state)
+            with threads(self.n_jobs), fit_progress(self, self.callback):
+                self._fit(X, y, random_state, **fit_params)
         return self
+
+    @contextmanager
+    def _all_or_nothing(self):
+        """Keep the fit's changes only if it completes.
+
+        On any exception, ``KeyboardInterrupt`` included, the estimator's attributes are put
+        back as they were: an interrupted first fit leaves it unfitted, an interrupted refit,
+        warm start or ``partial_fit`` leaves the previous fitted state (optimiser state and
+        random generators included, so a warm start after an interrupt continues from it).
+        """
+        params = self.get_params(deep=False)  # stored verbatim: never copied or replaced
+        saved = {key: value if key in params else _snapshot(value)
+                 for key, value in self.__dict__.items()}
+        try:
+            yield
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["_sklearn_lvgp_version"] = __version__
+        return state
+
+    def __setstate__(self, state):
+        saved = state.pop("_sklearn_lvgp_version", "pre-0.1")
+        if saved != __version__:
+            warnings.warn(InconsistentVersionWarning(type(self).__name__, __version__, saved),
+                          stacklevel=2)
+        super().__setstate__(state)
 
     def _check_params(self, X, y):
         raise NotImplementedError
