@@ -25,7 +25,14 @@ from ._stochastic import AdamState, run_adam
 from ._svgp import (
     gaussian_log_density,
 )
-from ._validation import check_bool, check_float, check_int, check_natgrad_gamma, check_option
+from ._validation import (
+    check_bool,
+    check_float,
+    check_int,
+    check_n_inducing,
+    check_natgrad_gamma,
+    check_option,
+)
 from ._workspace import Workspace
 from .base import _BaseLVGPRegressor
 from .kernels import as_lvgp_kernel
@@ -261,7 +268,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     def _check_params(self, X, y):
         check_int("n_layers", self.n_layers, min_value=1)
         self._hidden(X.shape[1])
-        check_int("n_inducing", self.n_inducing, min_value=1)
+        check_n_inducing(self.n_inducing, X.shape[0], "DeepGP")
         check_bool("whiten", self.whiten)
         check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True)
         check_int("n_samples", self.n_samples, min_value=1)

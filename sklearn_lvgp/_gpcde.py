@@ -31,7 +31,14 @@ from ._psi._rules import gauss_hermite_rule
 from ._scaling import column_moments
 from ._stochastic import run_adam
 from ._svgp import marginals, prior_factor
-from ._validation import check_bool, check_float, check_int, check_natgrad_gamma, check_option
+from ._validation import (
+    check_bool,
+    check_float,
+    check_int,
+    check_n_inducing,
+    check_natgrad_gamma,
+    check_option,
+)
 from .base import _BaseLVGPRegressor
 from .kernels import RBF, as_lvgp_kernel
 from .kernels._stationary import _Stationary
@@ -248,7 +255,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
                   allow_none=True)
         check_int("output_mixing_dim", self.output_mixing_dim, min_value=1, allow_none=True)
         self._kernel = as_lvgp_kernel(self.kernel)
-        check_int("n_inducing", self.n_inducing, min_value=1)
+        check_n_inducing(self.n_inducing, X.shape[0], "GPCDE")
         check_bool("whiten", self.whiten)
         check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True)
         check_option("optimizer", self.optimizer, ("adam", "lbfgs"))

@@ -10,7 +10,7 @@ the in-memory fit with ``optimizer="alternating"``, so both give the same model 
 import numpy as np
 
 from ._engine._dask import DaskPsiBound, DaskRows, _dask
-from ._gplvm_setup import initial_model, run_alternating
+from ._gplvm_setup import initial_model, run_alternating, warn_if_not_ard
 from ._scaling import column_moments, normalization
 
 __all__ = ["fit_gplvm_dask"]
@@ -92,6 +92,7 @@ def fit_gplvm_dask(est, X, random_state):
     est.n_iter_ = out.n_rounds
     est.elbo_history_ = out.history
     est.relevance_ = work.relevance(Q)
+    warn_if_not_ard(est)
     est.elbo_ = float(F - state.kl())
     est._jitter = jitter
     est._rule = rule

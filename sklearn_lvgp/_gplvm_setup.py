@@ -3,6 +3,7 @@ in-memory and the Dask fits (:mod:`sklearn_lvgp._gplvm_dask`)."""
 
 import warnings
 
+import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ._engine._alternating import fit_alternating
@@ -10,7 +11,8 @@ from ._init import select_inducing
 from ._linalg import settled_jitter
 from ._params import ParamPacker
 from ._psi import make_rule
-from .kernels import RBF
+from ._warn import warn
+from .kernels._stationary import default_rbf
 
 __all__ = ["ALTERNATING_MIN_ROWS", "initial_model", "run_alternating"]
 
@@ -28,7 +30,7 @@ def initial_model(est, mu0, latent_scales, var_y, random_state):
     var_y = var_y if var_y > 0 else 1.0
     if est._kernel is None:
         # default: ARD RBF matched to the data scale and the spread of the initial latents
-        kernel = RBF(length_scale=latent_scales, variance=var_y)
+        kernel = default_rbf(latent_scales, var_y)
     else:
         kernel = est._kernel
     kernel = kernel.initialize(Q, random_state)
@@ -70,3 +72,18 @@ def run_alternating(est, state, work, Z0, noise0, rule, jitter, var_y):
     g = gpacker.unpack(res.globals_x)
     set_globals(g)
     return res, g
+
+
+def warn_if_not_ard(est):
+    """Warn when ``relevance_`` cannot rank the latent dimensions (one length scale for all).
+
+    The papers read the latent dimensionality off the ARD relevances; a kernel with a single
+    length scale gives every dimension the same relevance, whatever the data.
+    """
+    r = est.relevance_
+    if r.size > 1 and np.all(r == r[0]):
+        warn(f"{type(est).__name__}: the kernel {est.kernel_!r} has one length scale for all "
+             f"{r.size} latent dimensions, so relevance_ is the same for each and says nothing "
+             "about them. Pass an ARD kernel (e.g. length_scale=np.ones(n_components)) to rank "
+             "the dimensions.", UserWarning)
+

@@ -28,7 +28,7 @@ from ._psi._rules import expand_points, unscented_rule
 from ._scaling import NORMALIZE_OPTIONS, column_scales, normalization
 from ._stochastic import run_adam
 from ._svgp import marginals, prior_factor
-from ._validation import check_bool, check_float, check_int, check_option
+from ._validation import check_bool, check_float, check_int, check_n_inducing, check_option
 from ._warn import warn
 from .base import _BaseLVGP
 from .kernels import RBF, as_lvgp_kernel
@@ -226,7 +226,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         self.classes_ = classes
         return X, y_idx
 
-    def _paths(self):
+    def _paths(self, n_samples):
         """``(M_r, M_c)`` and the two unfitted kernels."""
         M = self.n_inducing
         if isinstance(M, (tuple, list)):
@@ -234,8 +234,9 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
                 raise ValueError(f"n_inducing must be an int or a pair, got {M!r}.")
             M_r = check_int("n_inducing[0]", M[0], min_value=1)
             M_c = check_int("n_inducing[1]", M[1], min_value=1)
+            check_n_inducing(max(M_r, M_c), n_samples, "LDGD")
         else:
-            M_r = M_c = check_int("n_inducing", M, min_value=1)
+            M_r = M_c = check_n_inducing(M, n_samples, "LDGD")
         k, Q = self.kernel, self.n_components
         if k is None:
             k_r = k_c = RBF(length_scale=np.ones(Q), variance=1.0)
@@ -249,7 +250,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
 
     def _check_params(self, X, y):
         check_int("n_components", self.n_components, min_value=1)
-        self._paths()
+        self._paths(X.shape[0])
         check_option("elbo_weighting", self.elbo_weighting, tuple(PRESETS))
         check_float("reg_weight", self.reg_weight, min_value=0.0, exclusive_min=True)
         check_float("cls_weight", self.cls_weight, min_value=0.0, exclusive_min=True)
@@ -288,7 +289,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         Yr = self._scale(X)
         Yc = np.zeros((N, K))
         Yc[np.arange(N), y] = 1.0
-        M_r, M_c, k_r, k_c = self._paths()
+        M_r, M_c, k_r, k_c = self._paths(X.shape[0])
         k_r = k_r.initialize(Q, random_state)
         k_c = k_c.initialize(Q, random_state)
         gamma, beta_r, beta_c, beta_x = PRESETS[self.elbo_weighting](D, K)

@@ -39,7 +39,8 @@ from ._validation import (
     check_option,
 )
 from .base import _BaseLVGPRegressor
-from .kernels import RBF, as_lvgp_kernel
+from .kernels import as_lvgp_kernel
+from .kernels._stationary import default_rbf
 
 __all__ = ["SparseGPRegressor", "sgpr_bound_and_grads"]
 
@@ -341,7 +342,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         N, Qx = X.shape
         self.y_mean_, self.y_scale_ = y_mean, y_std
         var_y = var_y if var_y > 0 else 1.0
-        kernel = (RBF(length_scale=scales, variance=var_y) if self._kernel is None
+        kernel = (default_rbf(scales, var_y) if self._kernel is None
                   else self._kernel).initialize(Qx, random_state)
 
         fixed_Z = False

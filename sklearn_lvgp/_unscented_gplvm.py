@@ -13,7 +13,7 @@ from ._engine._collapsed import psi_row_cost, rule_rows
 from ._engine._dask import is_dask_collection, map_row_blocks
 from ._engine._executor import ChunkExecutor, plan_chunks
 from ._gplvm_dask import fit_gplvm_dask
-from ._gplvm_setup import initial_model, run_alternating
+from ._gplvm_setup import initial_model, run_alternating, warn_if_not_ard
 from ._init import pca_latents
 from ._objectives._collapsed import heldout_bound, predictive_moments
 from ._objectives._kl import gaussian_kl, standard_normal_kl_and_vjp
@@ -144,7 +144,8 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
     n_iter_ : int
         Number of optimiser iterations.
     relevance_ : ndarray of shape (n_components,)
-        Per-latent-dimension relevance (inverse ARD length scales where defined).
+        Per-latent-dimension relevance (inverse ARD length scales where defined). A kernel with
+        one length scale for all dimensions gives equal relevances, and ``fit`` warns.
     X_mean_, X_scale_ : ndarray of shape (n_features,)
         Normalisation of the data, ``(X - X_mean_) / X_scale_`` (zeros and ones where
         ``normalize_X`` does not centre or scale).
@@ -286,6 +287,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         self.n_iter_ = res.n_iter
         self.elbo_history_ = -np.asarray(res.history)
         self.relevance_ = work.relevance(Q)
+        warn_if_not_ard(self)
         self._jitter = jitter
         # deterministic rule for prediction and the final posterior (MC: one frozen draw)
         self._rule = (monte_carlo_rule(self.n_samples, Q, mc_state) if stochastic else rule)

@@ -6,6 +6,7 @@ from contextlib import contextmanager
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
@@ -16,7 +17,7 @@ from ._scaling import normalization
 from ._stochastic import AdamState
 from ._validation import check_int, check_numeric_targets
 from ._version import __version__
-from ._warn import InconsistentVersionWarning
+from ._warn import InconsistentVersionWarning, warn
 
 __all__ = ["_BaseLVGP", "_BaseLVGPRegressor"]
 
@@ -82,7 +83,35 @@ class _BaseLVGP(BaseEstimator):
             random_state = check_random_state(self.random_state)
             with threads(self.n_jobs), fit_progress(self, self.callback):
                 self._fit(X, y, random_state, **fit_params)
+        self._warn_at_bounds()
         return self
+
+    def _fitted_kernels(self):
+        """``(attribute, kernel)`` of every fitted kernel (``kernel_``, the LDGD paths, layers)."""
+        out = [(name, getattr(self, name)) for name in ("kernel_", "kernel_reg_", "kernel_cls_")
+               if getattr(self, name, None) is not None]
+        for i, layer in enumerate(getattr(self, "layers_", None) or ()):
+            out.append((f"layers_[{i}].kernel", layer.kernel))
+        return out
+
+    def _warn_at_bounds(self):
+        """``ConvergenceWarning`` for each fitted hyperparameter left at one of its bounds.
+
+        A length scale or variance stopped by its bound usually means data in other units than
+        the kernel's bounds assume (or a kernel that does not suit the data): refit with
+        normalised data or wider bounds, as scikit-learn's ``GaussianProcessRegressor`` advises.
+        """
+        for attribute, kernel in self._fitted_kernels():
+            theta, bounds = kernel.theta, kernel.bounds
+            names = [f"{h.name}[{j}]" if h.n_elements > 1 else h.name
+                     for h in kernel.hyperparameters if not h.fixed for j in range(h.n_elements)]
+            for name, t, (lo, hi) in zip(names, theta, bounds, strict=True):
+                side = ("lower" if np.isfinite(lo) and t - lo < 1e-3 else
+                        "upper" if np.isfinite(hi) and hi - t < 1e-3 else None)
+                if side is not None:
+                    warn(f"{type(self).__name__}: the fitted {attribute} hyperparameter {name} "
+                         f"is at its {side} bound. Normalise the data or widen the bound "
+                         f"({name}_bounds) and refit.", ConvergenceWarning)
 
     @contextmanager
     def _all_or_nothing(self):

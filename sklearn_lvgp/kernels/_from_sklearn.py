@@ -198,6 +198,31 @@ def from_sklearn(kernel):
     return converter(kernel)
 
 
+def _check_hyperparameters(kernel, name):
+    """Every hyperparameter finite (positive where it is held in log space), bounds ordered."""
+    params = kernel.get_params(deep=True)
+    with np.errstate(divide="ignore", invalid="ignore"):  # log of a bad bound: checked below
+        hyperparameters = kernel.hyperparameters
+    for h in hyperparameters:
+        value = params.get(h.name)
+        if value is None:  # drawn at initialisation (e.g. MLPKernel weights)
+            continue
+        v = np.asarray(value, dtype=np.float64)
+        positive = h.transform == "log"
+        if not np.all(np.isfinite(v)) or (positive and np.any(v <= 0)):
+            need = "positive and finite" if positive else "finite"
+            raise ValueError(f"{name} {kernel!r}: {h.name} must be {need}, got {value!r}.")
+        raw = params.get(f"{h.name}_bounds")
+        if h.fixed or raw is None:
+            continue
+        b = np.asarray(raw, dtype=np.float64).reshape(-1, 2)
+        if (np.any(np.isnan(b)) or np.any(b[:, 0] >= b[:, 1])
+                or (positive and np.any(b[:, 0] <= 0))):
+            need = "0 < low < high" if positive else "low < high"
+            raise ValueError(f"{name} {kernel!r}: {h.name}_bounds must satisfy {need}, got "
+                             f"{raw!r}.")
+
+
 def _contains_exp_sine_squared(kernel):
     if isinstance(kernel, (skk.Sum, skk.Product)):
         return _contains_exp_sine_squared(kernel.k1) or _contains_exp_sine_squared(kernel.k2)
@@ -229,7 +254,10 @@ def as_lvgp_kernel(kernel, name="kernel", input_dim=None):
     TypeError
         If ``kernel`` is of another type, or a scikit-learn kernel without an equivalent.
     """
-    if kernel is None or isinstance(kernel, Kernel):
+    if kernel is None:
+        return None
+    if isinstance(kernel, Kernel):
+        _check_hyperparameters(kernel, name)
         return kernel
     if isinstance(kernel, skk.Kernel):
         if input_dim is not None and input_dim > 1 and _contains_exp_sine_squared(kernel):
@@ -237,6 +265,8 @@ def as_lvgp_kernel(kernel, name="kernel", input_dim=None):
                 f"{name}: scikit-learn's ExpSineSquared takes the sine of the Euclidean distance "
                 f"and has no exact sklearn_lvgp equivalent on {input_dim} input dimensions; use "
                 "sklearn_lvgp.kernels.Periodic (a sum of sines over dimensions) instead.")
-        return from_sklearn(kernel)
+        converted = from_sklearn(kernel)
+        _check_hyperparameters(converted, name)
+        return converted
     raise TypeError(f"{name} must be a sklearn_lvgp.kernels.Kernel or a scikit-learn kernel, "
                     f"got {type(kernel).__name__}.")

@@ -18,7 +18,7 @@ import numpy as np
 from . import _kernels_numba as _nb
 from ._base import Kernel, KernelVJP, _as_float_array
 
-__all__ = ["RBF", "Matern12", "Matern32", "Matern52", "RationalQuadratic"]
+__all__ = ["default_rbf", "RBF", "Matern12", "Matern32", "Matern52", "RationalQuadratic"]
 
 #: Placeholder for the forward matrix when the backward recomputes the profile.
 _NO_K = np.empty((0, 0))
@@ -305,3 +305,30 @@ class RationalQuadratic(_Stationary):
 
     def _alpha(self):
         return float(self.alpha)
+
+
+def default_rbf(length_scale, variance, span=1e5):
+    """The estimators' default ARD RBF, with bounds relative to the data's own scales.
+
+    ``length_scale`` and ``variance`` are the starting values taken from the data; each bound
+    is the starting value divided or multiplied by ``span``, so that data in any units (1e-6
+    or 1e6) get the same room to fit (fixed absolute bounds would clip them).
+
+    Parameters
+    ----------
+    length_scale : ndarray of shape (Q,)
+        Starting length scales (positive).
+    variance : float
+        Starting signal variance (positive).
+    span : float, default=1e5
+        Ratio between a starting value and each of its bounds.
+
+    Returns
+    -------
+    RBF
+    """
+    ls = np.asarray(length_scale, dtype=np.float64)
+    return RBF(length_scale=ls, variance=float(variance),
+               length_scale_bounds=np.column_stack([ls / span, ls * span]),
+               variance_bounds=(float(variance) / span, float(variance) * span))
+

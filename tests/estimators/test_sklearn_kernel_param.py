@@ -9,7 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import kernels as skk
 
 from sklearn_lvgp import GPCDE, LDGD, DeepGP, SparseGPRegressor, UnscentedGPLVM
-from sklearn_lvgp.kernels import from_sklearn
+from sklearn_lvgp.kernels import RBF, Matern32, from_sklearn
 
 SK_KERNEL = skk.ConstantKernel(1.5) * skk.Matern(length_scale=[1.0, 2.0], nu=1.5) \
     + skk.WhiteKernel(0.01)
@@ -65,3 +65,24 @@ def test_exp_sine_squared_refused_in_several_dimensions():
         SparseGPRegressor(kernel=skk.ExpSineSquared()).fit(X, X[:, 0])
     x1 = X[:, :1]
     SparseGPRegressor(kernel=skk.ExpSineSquared(), n_inducing=5, max_iter=5).fit(x1, X[:, 0])
+
+
+BAD_KERNELS = [
+    (RBF(length_scale=0.0), "length_scale must be positive and finite, got 0.0"),
+    (RBF(length_scale=-1.0), "length_scale must be positive and finite, got -1.0"),
+    (RBF(length_scale=np.nan), "length_scale must be positive and finite, got nan"),
+    (RBF(length_scale_bounds=(10.0, 1.0)), r"length_scale_bounds must satisfy 0 < low < high"),
+    (RBF() + Matern32(variance_bounds=(0.0, 1.0)), r"k2__variance_bounds must satisfy"),
+    (skk.RBF(length_scale=0.0), "length_scale must be positive and finite"),
+]
+
+
+@pytest.mark.parametrize("est", CASES, ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize(("kernel", "match"), BAD_KERNELS, ids=[m[:30] for _, m in BAD_KERNELS])
+def test_invalid_kernel_hyperparameters_are_named(est, kernel, match):
+    X = np.random.default_rng(0).standard_normal((20, 2))
+    y = (X[:, 0] > 0).astype(int) if isinstance(est, LDGD) else X[:, 0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no log(0) on the way to the error
+        with pytest.raises(ValueError, match=match):
+            clone(est).set_params(kernel=kernel).fit(X, y)
