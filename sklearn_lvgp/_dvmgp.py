@@ -28,6 +28,7 @@ from ._scaling import NORMALIZE_OPTIONS, normalization
 from ._svgp._likelihoods import gaussian_log_density
 from ._validation import (
     check_bool,
+    check_data_scale,
     check_float,
     check_int,
     check_n_inducing,
@@ -330,7 +331,9 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
     def _standardise(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        return (X - self.X_mean_) / self.X_scale_
+        Xs = (X - self.X_mean_) / self.X_scale_
+        check_data_scale("X (standardised with the training statistics)", Xs, spread=False)
+        return Xs
 
     def _latent(self, Xs):
         p = self._params

@@ -28,7 +28,14 @@ from ._psi._rules import expand_points, unscented_rule
 from ._scaling import NORMALIZE_OPTIONS, column_scales, normalization
 from ._stochastic import run_adam
 from ._svgp import marginals, prior_factor
-from ._validation import check_bool, check_float, check_int, check_n_inducing, check_option
+from ._validation import (
+    check_bool,
+    check_data_scale,
+    check_float,
+    check_int,
+    check_n_inducing,
+    check_option,
+)
 from ._warn import warn
 from .base import _BaseLVGP
 from .kernels import RBF, as_lvgp_kernel
@@ -466,9 +473,10 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         return out
 
     def _latents(self, X):
-        X = self._check_X(X)
+        Xs = self._scale(self._check_X(X))
+        check_data_scale("X (standardised with the training statistics)", Xs, spread=False)
         with threads(self.n_jobs):
-            return self._infer(self._scale(X))
+            return self._infer(Xs)
 
     # ---------------------------------------------------------------------------- public
     def transform(self, X, return_std=False):
@@ -512,9 +520,8 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         var : ndarray of shape (n, n_classes)
             Marginal variances; only if ``return_var``.
         """
-        X = self._check_X(X)
+        mu, _ = self._latents(X)
         with threads(self.n_jobs):
-            mu, _ = self._infer(self._scale(X))
             m, v = self._path_marginals(mu, "cls")
         return (m, v) if return_var else m
 
@@ -549,9 +556,8 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         proba : ndarray of shape (n, n_classes)
             Columns follow ``classes_``.
         """
-        X = self._check_X(X)
+        mu, sigma = self._latents(X)
         with threads(self.n_jobs):
-            mu, sigma = self._infer(self._scale(X))
             lp = self._log_proba(mu, sigma)
         lp = lp - lp.max(axis=1, keepdims=True)
         p = np.exp(lp)

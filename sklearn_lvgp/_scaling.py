@@ -32,10 +32,15 @@ def column_moments(A):
     """
     n = A.shape[0]
     eps = np.finfo(np.float64).eps
-    mean = A.mean(axis=0)
-    var = A.var(axis=0)
+    # moments of A / max|A| per column: squares of 1e160 overflow and of 1e-200 underflow
+    # (a constant column to the test below, and kmeans on unscaled 1e160 crashes in scipy)
+    big = np.max(np.abs(A), axis=0) if n else np.ones(A.shape[1])
+    big = np.where(np.isfinite(big) & (big > 0), big, 1.0)
+    U = A / big
+    mean = U.mean(axis=0)
+    var = U.var(axis=0)
     constant = var <= n * eps * var + (n * mean * eps) ** 2
-    return mean, np.where(constant, 1.0, np.sqrt(var))
+    return mean * big, np.where(constant, 1.0, np.sqrt(var) * big)
 
 
 def column_scales(A):

@@ -32,6 +32,7 @@ from ._scaling import column_moments, column_scales
 from ._svgp._likelihoods import gaussian_log_density
 from ._validation import (
     check_bool,
+    check_data_scale,
     check_finite_array,
     check_float,
     check_int,
@@ -299,6 +300,9 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
 
     def _fit(self, X, y, random_state, X_var=None):
         Y = self._targets_2d(y)
+        check_data_scale("X", X)
+        if not self.normalize_y:
+            check_data_scale("y (normalize_y=False)", Y)
         X_var = None if X_var is None else self._check_X_var(X_var, X.shape)
         y_mean, y_std = self._target_moments(Y)
         Yn = (Y - y_mean) / y_std

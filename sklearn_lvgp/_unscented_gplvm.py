@@ -23,6 +23,7 @@ from ._params import ParamPacker
 from ._psi import EXPECTATIONS, PointRule, monte_carlo_rule, psi_statistics
 from ._scaling import NORMALIZE_OPTIONS, column_scales, normalization
 from ._validation import (
+    check_data_scale,
     check_finite_array,
     check_float,
     check_int,
@@ -239,6 +240,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         Q = self.n_components
         self.X_mean_, self.X_scale_ = normalization(X, self.normalize_X)
         Y = self._normalized(X)
+        check_data_scale("X (after normalize_X)", Y)
         N, D = Y.shape
         mu0 = self._initial_means(Y, Q, random_state)
         var_y = float(np.mean(np.var(Y, axis=0)))
@@ -373,7 +375,10 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         S[seen] = self.latent_variance_[idx[seen]]
         if np.any(~seen):
             with threads(self.n_jobs):
-                mu[~seen], S[~seen] = self._infer_latents(self._normalized(X[~seen]))
+                new = self._normalized(X[~seen])
+                check_data_scale("X (normalised with the training statistics)", new,
+                                 spread=False)
+                mu[~seen], S[~seen] = self._infer_latents(new)
         return mu, S
 
     def _normalized(self, X):

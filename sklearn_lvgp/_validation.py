@@ -104,6 +104,10 @@ def check_numeric_targets(y):
     linear regressors do.
     """
     if y.dtype.kind not in "USV":
+        # object arrays reach here already converted to float, after scikit-learn's finiteness
+        # check (which skips object arrays): check again
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinity.")
         return y
     try:
         y = y.astype(np.float64)
@@ -113,3 +117,29 @@ def check_numeric_targets(y):
             f"{y.dtype}, first value {str(y.flat[0])!r}). Encode the targets as numbers."
         ) from None
     return check_finite_array("y", y)
+
+
+#: Largest magnitude (and, inverted, smallest spread) the bounds' arithmetic has room for: their
+#: sums of squares and products of squared terms overflow float64 beyond it.
+_SQUARE_LIMIT = 1e100
+
+
+def check_data_scale(name, A, spread=True):
+    """Refuse data whose kernel arithmetic would overflow or underflow in float64.
+
+    Squares of values above ~1e154 are infinite, spreads below ~1e-154 square to zero (every
+    row then looks the same to a stationary kernel), and the bounds multiply squared terms, so
+    the limit is 1e100 either way. Models that standardise their data
+    internally do not need this; the others get a clear error instead of a failed optimisation.
+    """
+    if A.size == 0:
+        return
+    peak = float(np.max(np.abs(A)))
+    ranges = np.ptp(A, axis=0) if spread else np.zeros(0)
+    ranges = ranges[ranges > 0]
+    narrowest = float(ranges.min()) if ranges.size else np.inf
+    if peak > _SQUARE_LIMIT or narrowest < 1.0 / _SQUARE_LIMIT:
+        detail = f"; narrowest column range {narrowest:.3g}" if np.isfinite(narrowest) else ""
+        raise ValueError(
+            f"{name} has values of magnitude {peak:.3g}{detail}; their squares overflow or "
+            "underflow float64. Rescale it (e.g. with sklearn.preprocessing.StandardScaler).")

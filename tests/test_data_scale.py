@@ -59,3 +59,38 @@ def test_gplvm_warns_that_a_non_ard_kernel_cannot_rank_dimensions():
         warnings.simplefilter("ignore", ConvergenceWarning)
         UnscentedGPLVM(n_components=2, kernel=Matern32(length_scale=np.ones(2)),
                        expectation="unscented", max_iter=20, random_state=0).fit(X)
+
+
+@pytest.mark.parametrize("factor", [1e160, 1e-200])
+def test_extreme_magnitudes_fit_or_get_a_clear_error(factor):
+    # 1e160 once overflowed the column scaling, and scipy's kmeans2 then crashed the
+    # interpreter (DeepGP, GPCDE); 1e-200 underflowed it and fits were garbage, silently
+    from sklearn_lvgp import DVMGP, GPCDE, LDGD, DeepGP
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 3))
+    y = np.sin(X[:, 0])
+    for est in (DeepGP(n_inducing=5, max_iter=20, random_state=0),
+                GPCDE(n_inducing=5, max_iter=20, gh_order=5, random_state=0),
+                LDGD(n_components=2, n_inducing=5, max_iter=20, transform_max_iter=5,
+                     random_state=0),
+                DVMGP(n_inducing=5, n_inducing_projection=4, max_iter=20, n_iter_fixed_noise=3,
+                      random_state=0)):
+        yy = (y > 0).astype(int) if isinstance(est, LDGD) else y
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            est.fit(X * factor, yy)
+            ref = type(est)(**est.get_params()).fit(X, yy)
+        assert np.all(np.isfinite(est.predict(X[:5] * factor)))
+        if not isinstance(est, LDGD):  # standardised internally: the same model in any units
+            ref = ref.predict(X[:5])
+            np.testing.assert_allclose(est.predict(X[:5] * factor), ref, rtol=1e-6, atol=1e-8)
+    for est, data in ((SparseGPRegressor(n_inducing=5), (X * factor, y)),
+                      (UnscentedGPLVM(n_components=2, n_inducing=5), (X * factor,))):
+        with pytest.raises(ValueError, match="overflow or underflow float64. Rescale"):
+            est.fit(*data)
+    standardized = UnscentedGPLVM(n_components=2, n_inducing=5, max_iter=20,
+                                  normalize_X="standardize", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        assert np.all(np.isfinite(standardized.fit_transform(X * factor)))
