@@ -268,7 +268,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     def _check_params(self, X, y):
         check_int("n_layers", self.n_layers, min_value=1)
         self._hidden(X.shape[1])
-        check_n_inducing(self.n_inducing, X.shape[0], "DeepGP")
+        check_int("n_inducing", self.n_inducing, min_value=1)
         check_bool("whiten", self.whiten)
         check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True)
         check_int("n_samples", self.n_samples, min_value=1)
@@ -325,8 +325,10 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
             if self.optimizer != "adam":
                 raise ValueError("latent_dim >= 1 gives a stochastic objective: use "
                                  "optimizer='adam'.")
+        check_n_inducing(self.n_inducing, X.shape[0], "DeepGP")  # after the data-free checks
 
     # -------------------------------------------------------------------------- building
+
     def _standardise(self, X, Y):
         self.X_mean_, self.X_scale_ = column_moments(X)
         self.y_mean_, self.y_scale_ = self._target_moments(Y)

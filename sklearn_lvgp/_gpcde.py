@@ -255,7 +255,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
                   allow_none=True)
         check_int("output_mixing_dim", self.output_mixing_dim, min_value=1, allow_none=True)
         self._kernel = as_lvgp_kernel(self.kernel)
-        check_n_inducing(self.n_inducing, X.shape[0], "GPCDE")
+        check_int("n_inducing", self.n_inducing, min_value=1)
         check_bool("whiten", self.whiten)
         check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True)
         check_option("optimizer", self.optimizer, ("adam", "lbfgs"))
@@ -289,6 +289,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
                     "optimizer='lbfgs' needs a deterministic objective: q_w='quadrature', or "
                     "q_w='gaussian'/'amortized' with expectation='unscented', and no "
                     "input_projection_dim; use optimizer='adam' for sampled objectives.")
+        check_n_inducing(self.n_inducing, X.shape[0], "GPCDE")  # after the data-free checks
 
     def _gp_init_possible(self, Dw):
         if Dw < 1 or self.input_projection_dim is not None or self.output_mixing_dim is not None:

@@ -202,10 +202,13 @@ def _check_hyperparameters(kernel, name):
     """Every hyperparameter finite (positive where it is held in log space), bounds ordered."""
     params = kernel.get_params(deep=True)
     with np.errstate(divide="ignore", invalid="ignore"):  # log of a bad bound: checked below
-        hyperparameters = kernel.hyperparameters
+        try:
+            hyperparameters = kernel.hyperparameters
+        except ValueError:  # drawn at initialisation (an MLPKernel's network): nothing to check
+            return
     for h in hyperparameters:
         value = params.get(h.name)
-        if value is None:  # drawn at initialisation (e.g. MLPKernel weights)
+        if value is None:
             continue
         v = np.asarray(value, dtype=np.float64)
         positive = h.transform == "log"

@@ -478,12 +478,13 @@ def test_batch_size_larger_than_data_is_clipped_to_full_batch():
     np.testing.assert_array_equal(a, b)
 
 
-def test_more_inducing_points_than_samples_is_allowed():
-    """Documented choice: the stochastic bound does not tie Z to the data, so M > n fits."""
+def test_more_inducing_points_than_samples_is_refused():
+    """As every estimator: k-means cannot place more inducing inputs than there are rows."""
     X, y = _toy(n=8)
-    m = _fitted(X, y, n_layers=2, n_inducing=12, max_iter=20)
-    assert [layer.Z.shape[0] for layer in m.layers_] == [12, 12]
-    assert np.all(np.isfinite(m.predict(X))) and np.all(np.isfinite(m.predict_log_density(X, y)))
+    with pytest.raises(ValueError, match="DeepGP needs at least n_inducing=12 samples"):
+        _fitted(X, y, n_layers=2, n_inducing=12, max_iter=20)
+    with pytest.raises(ValueError, match="n_samples = 8"):
+        DeepGP(n_inducing=12).partial_fit(X, y)
 
 
 class _ExplodingRBF(RBF):
