@@ -16,7 +16,7 @@ from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
 from ._linalg import CholeskyError
-from ._progress import report
+from ._progress import progress, report
 from ._stochastic import run_adam
 from ._warn import warn
 
@@ -116,7 +116,7 @@ def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0,
     def callback(xk):
         history.append(guard.best_f)
         if verbose and len(history) % every == 0:
-            print(f"[{name}] iter {len(history):5d}  objective {guard.best_f: .6e}  "
+            progress(f"[{name}] iter {len(history):5d}  objective {guard.best_f: .6e}  "
                   f"{time.perf_counter() - t0:7.2f}s")
         if report("lbfgs", -guard.best_f):
             stopped.append(True)
@@ -137,7 +137,7 @@ def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0,
             ConvergenceWarning,
         )
     if verbose:
-        print(f"[{name}] done: {res.nit} iterations, objective {guard.best_f:.6e}, "
+        progress(f"[{name}] done: {res.nit} iterations, objective {guard.best_f:.6e}, "
               f"{time.perf_counter() - t0:.2f}s ({res.message})")
     return OptimizeResult(guard.best_x, guard.best_f, int(res.nit), converged,
                           np.asarray(history), str(res.message))

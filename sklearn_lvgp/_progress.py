@@ -7,10 +7,15 @@ site passes it along, and a fit in another thread does not see it.
 """
 
 import contextvars
+import logging
+import sys
 import time
 from contextlib import contextmanager
 
-__all__ = ["fit_progress", "report", "check_callback"]
+__all__ = ["fit_progress", "report", "check_callback", "progress", "logger"]
+
+#: The package's logger; ``verbose > 0`` messages go to it at INFO level.
+logger = logging.getLogger("sklearn_lvgp")
 
 _CURRENT = contextvars.ContextVar("sklearn_lvgp_fit_progress", default=None)
 
@@ -65,3 +70,20 @@ def report(stage, objective, **extra):
     info = {"iteration": progress.iteration, "stage": stage, "objective": float(objective),
             "elapsed": time.perf_counter() - progress.t0, **extra}
     return progress.callback(progress.estimator, info) is True
+
+
+def progress(message):
+    """Log one ``verbose`` progress line (INFO) through the package logger.
+
+    The package never prints. So that ``verbose=1`` shows something without any logging set
+    up, a handler writing to standard error is attached the first time, unless the
+    application has configured logging (a handler on this logger or on the root logger).
+    """
+    if not logger.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+    if logger.level == logging.NOTSET or logger.level > logging.INFO:
+        logger.setLevel(logging.INFO)
+    logger.info(message)
+

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._linalg import CholeskyError
-from ._progress import report
+from ._progress import progress, report
 
 __all__ = ["AdamState", "DivergenceError", "StochasticResult", "run_adam", "minibatches",
            "learning_rate_at", "gamma_at"]
@@ -327,7 +327,7 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
         if lower is not None:
             x = np.clip(x, lower, upper)
         if verbose and it % every == 0:
-            print(f"[{name}] iter {it:6d}  ELBO estimate {-f: .6e}  "  # noqa: T201 - verbose
+            progress(f"[{name}] iter {it:6d}  ELBO estimate {-f: .6e}  "
                   f"{time.perf_counter() - t0:8.2f}s")
         extra = {}
         if validation is not None and it % validation_every == 0:
@@ -335,7 +335,7 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
             val_hist.append(score)
             extra["validation_score"] = score
             if verbose:
-                print(f"[{name}] iter {it:6d}  held-out score {score: .6e}")  # noqa: T201
+                progress(f"[{name}] iter {it:6d}  held-out score {score: .6e}")
             if score > best_val + tol * max(1.0, abs(best_val)) or best_x is None:
                 best_val, best_x, n_bad = score, x.copy(), 0
             else:
@@ -362,7 +362,7 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
         if best_val > final:
             x, restored = best_x, True
     if verbose:
-        print(f"[{name}] done: {it} iterations in {time.perf_counter() - t0:.2f}s"  # noqa: T201
+        progress(f"[{name}] done: {it} iterations in {time.perf_counter() - t0:.2f}s"
               + (" (early stopping)" if stopped else "")
               + (" (best held-out state restored)" if restored else ""))
     return StochasticResult(x, it, history[:it], stopped, np.asarray(val_hist), converged)

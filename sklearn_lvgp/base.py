@@ -97,21 +97,25 @@ class _BaseLVGP(BaseEstimator):
     def _warn_at_bounds(self):
         """``ConvergenceWarning`` for each fitted hyperparameter left at one of its bounds.
 
-        A length scale or variance stopped by its bound usually means data in other units than
-        the kernel's bounds assume (or a kernel that does not suit the data): refit with
-        normalised data or wider bounds, as scikit-learn's ``GaussianProcessRegressor`` advises.
+        A hyperparameter stopped by its bound usually means data in other units than the
+        kernel's bounds assume (or a kernel that does not suit the data): refit with normalised
+        data or wider bounds, as scikit-learn's ``GaussianProcessRegressor`` advises. A length
+        scale at its upper bound is not reported: that is automatic relevance determination
+        switching an input off, a result rather than a failure.
         """
         for attribute, kernel in self._fitted_kernels():
             theta, bounds = kernel.theta, kernel.bounds
-            names = [f"{h.name}[{j}]" if h.n_elements > 1 else h.name
-                     for h in kernel.hyperparameters if not h.fixed for j in range(h.n_elements)]
-            for name, t, (lo, hi) in zip(names, theta, bounds, strict=True):
+            entries = [(h.name, f"{h.name}[{j}]" if h.n_elements > 1 else h.name)
+                       for h in kernel.hyperparameters if not h.fixed for j in range(h.n_elements)]
+            for (name, label), t, (lo, hi) in zip(entries, theta, bounds, strict=True):
                 side = ("lower" if np.isfinite(lo) and t - lo < 1e-3 else
                         "upper" if np.isfinite(hi) and hi - t < 1e-3 else None)
+                if side == "upper" and name.rsplit("__", 1)[-1] == "length_scale":
+                    continue
                 if side is not None:
-                    warn(f"{type(self).__name__}: the fitted {attribute} hyperparameter {name} "
-                         f"is at its {side} bound. Normalise the data or widen the bound "
-                         f"({name}_bounds) and refit.", ConvergenceWarning)
+                    warn(f"{type(self).__name__}: the fitted {attribute} hyperparameter {label} "
+                         f"is at its {side} bound. Normalise the data or widen {name}_bounds "
+                         "and refit.", ConvergenceWarning)
 
     @contextmanager
     def _all_or_nothing(self):

@@ -41,10 +41,17 @@ def test_hyperparameter_at_its_bound_warns():
     rng = np.random.default_rng(0)
     X = rng.uniform(-3, 3, (60, 1))
     y = np.sin(X[:, 0])
-    tight = RBF(length_scale=1e-3, length_scale_bounds=(1e-5, 1e-3))
+    tight = RBF(length_scale=10.0, length_scale_bounds=(10.0, 1e3))
     with pytest.warns(ConvergenceWarning, match="kernel_ hyperparameter length_scale is at its "
-                                                "upper bound"):
+                                                "lower bound. Normalise the data or widen "
+                                                "length_scale_bounds"):
         SparseGPRegressor(kernel=tight, n_inducing=10, random_state=0).fit(X, y)
+    # an ARD length scale at its upper bound switches an irrelevant input off: no warning
+    X2 = np.column_stack([X, rng.standard_normal(60)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = SparseGPRegressor(n_inducing=10, random_state=0).fit(X2, y)
+    assert model.kernel_.length_scale[1] > 100 * model.kernel_.length_scale[0]
 
 
 def test_gplvm_warns_that_a_non_ard_kernel_cannot_rank_dimensions():

@@ -22,6 +22,7 @@ from .._objectives._collapsed import heldout_bound
 from .._objectives._kl import gaussian_kl, gaussian_kl_vjp, standard_normal_kl_and_vjp
 from .._optimize import minimize_lbfgsb
 from .._params import ParamPacker
+from .._progress import progress
 from .._psi import psi_statistics, psi_vjp
 from ._collapsed import rule_rows
 from ._executor import ChunkExecutor
@@ -181,7 +182,7 @@ def fit_alternating(state, kernel, rule, globals_packer, globals_x, set_globals,
         globals_x = res.x
         history.append(-res.fun - state.kl())
         if verbose:
-            print(f"[{name}] round {r + 1:4d}  ELBO {history[-1]: .6e}")  # noqa: T201
+            progress(f"[{name}] round {r + 1:4d}  ELBO {history[-1]: .6e}")
         if r > 0 and abs(history[-1] - history[-2]) <= tol * abs(history[-2]):
             converged = True
             break
