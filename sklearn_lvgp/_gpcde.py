@@ -125,17 +125,20 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
     normalize_y : bool, default=True
         Standardise targets with training statistics (results are in original units).
     init : {"auto", "gp", "prior"}, default="auto"
-        ``"prior"``: the initialisation of spec §11 (length scales ``sqrt(D_h + D_w)``, latent
+        ``"prior"``: the paper's initialisation (length scales ``sqrt(D_h + D_w)``, latent
         inducing columns ``N(0, 1)``, ``q(u)`` from one ``gamma = 1`` natural-gradient step).
-        ``"gp"`` (project choice, not in the seed): first fit the model with the latent
-        dimensions switched off — the SVGP on ``x``, by L-BFGS on the kernel, ``Z``, and noise
-        with ``q(u)`` profiled out by one exact ``gamma = 1`` natural-gradient step (the
-        collapsed-bound optimum) — then start the full model from it (latent length scales at
-        their ``"prior"`` value, latent ``Z`` columns ``N(0, 1)``). After training, the switched-off
-        solution (latent length scales at their upper bound, ``q(w)`` the prior) is kept instead
-        if its bound is higher, so the fitted bound is never below the SVGP's. Needs a
-        stationary ARD kernel and no projection or mixing; ``"auto"`` is ``"gp"`` when these hold
-        and ``"prior"`` otherwise.
+        ``"gp"`` (a project choice): first fit the model with the latent dimensions switched
+        off — the SVGP on ``x``, by L-BFGS on the kernel, ``Z`` and noise with ``q(u)`` profiled
+        out by one exact ``gamma = 1`` natural-gradient step (the collapsed-bound optimum) —
+        then start the full model from it (latent length scales at their ``"prior"`` value,
+        latent ``Z`` columns ``N(0, 1)``). ``"auto"`` starts from ``"prior"``, and fits the
+        switched-off model too. With ``"gp"`` and ``"auto"`` the switched-off solution (latent
+        length scales at their upper bound, ``q(w)`` the prior) is kept instead if its bound is
+        higher, so the fitted bound is never below the SVGP's (``latent_used_`` says which).
+        From the ``"gp"`` start the latent often stays unused on multi-modal data (the SVGP
+        optimum is a saddle the latent does not leave), hence ``"auto"``'s prior start. The
+        comparison needs a stationary ARD kernel and no projection or mixing; otherwise
+        ``"auto"`` is ``"prior"``.
     jitter : float, default=1e-6
         Relative jitter on ``K_uu`` (escalated with a warning if needed).
     random_state : int, RandomState instance or None, default=None
@@ -171,9 +174,10 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
     elbo_history_ : ndarray
         Bound estimate per iteration (of the full model; the warm start's are not included).
     gp_elbo_ : float or None
-        Bound of the switched-off warm start (``init="gp"``), else ``None``.
+        Bound of the switched-off model (``init="gp"``, and ``"auto"`` where it applies), else
+        ``None``.
     latent_used_ : bool
-        ``False`` when the switched-off warm start was kept (its bound was higher).
+        ``False`` when the switched-off solution was kept (its bound was higher).
     n_iter_ : int
         Iterations run.
     X_mean_, X_scale_, y_mean_, y_scale_ : ndarray
@@ -354,15 +358,18 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         bs = N if self.batch_size is None else min(int(self.batch_size), N)
         all_rows = np.arange(N)
         rs = random_state
-        warm = self.init == "gp" or (self.init == "auto"
-                                     and self._gp_init_possible(model.Dw))
+        gp_start = self.init == "gp"
+        # "auto" starts from the prior but, as "gp", keeps the switched-off fit if it is better
+        compare = gp_start or (self.init == "auto" and self._gp_init_possible(model.Dw))
         self.gp_elbo_, self.latent_used_ = None, True
-        if warm:
+        if compare:
             n_warm = self.max_iter if self.optimizer == "lbfgs" else min(self.max_iter, 1000)
-            x0, x_off, self.gp_elbo_ = gp_warm_start(model, x0, Xs, Ys, rs, n_warm, self.q_w,
-                                                     self.verbose)
+            x_gp, x_off, self.gp_elbo_ = gp_warm_start(model, x0, Xs, Ys, rs, n_warm, self.q_w,
+                                                       self.verbose)
+            if gp_start:
+                x0 = x_gp
         if self.optimizer == "lbfgs":
-            if not warm:
+            if not gp_start:
                 x0 = model.natgrad(x0, Xs, Ys, all_rows, 1.0, 1.0, rs)
 
             def fun(x):
@@ -394,7 +401,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
             self.elbo_history_ = -res.history
             self.n_iter_ = int(res.n_iter)
             self.elbo_ = float(np.mean(-res.history[-100:]))
-        if warm:
+        if compare:
             final = (self.elbo_ if model.deterministic
                      else full_bound(model, self._x, Xs, Ys, rs))
             if self.gp_elbo_ > final:
