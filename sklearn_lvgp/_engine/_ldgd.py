@@ -16,8 +16,6 @@ from .._ldgd_parts._objective import (
     GlobalsVJP,
     classification_ell,
     classification_ell_vjp,
-    regression_ell,
-    regression_ell_vjp,
 )
 from .._psi._rules import expand_points, expand_points_vjp
 from .._svgp import (
@@ -27,6 +25,7 @@ from .._svgp import (
     marginals_vjp,
     prior_factor,
 )
+from .._svgp._likelihoods import gaussian_expectation, gaussian_expectation_vjp
 from ._dsvi import FLOPS_PER_WORK
 from ._executor import ChunkExecutor, plan_chunks
 
@@ -47,10 +46,10 @@ def _chunk(glob, priors, Yr, Yc, mu, sigma, nodes, weights, G_scale, gh_order):
     Yr_rep = np.repeat(Yr, P, axis=0)
     mu_r, var_r, cache_r = _path_pass(glob.kernel_r, glob.Z_r, glob.qmu_r, glob.qsqrt_r,
                                       priors[0], H)
-    ell_r = regression_ell(Yr_rep, mu_r, var_r, glob.noise)
+    ell_r = gaussian_expectation(Yr_rep, mu_r, var_r, glob.noise)
     G_r = np.broadcast_to(scale_r * wp, ell_r.shape)
     value_r = float(np.sum(G_r * ell_r))
-    dmu_r, dvar_r, dnoise = regression_ell_vjp(G_r, Yr_rep, mu_r, var_r, glob.noise)
+    dmu_r, dvar_r, dnoise = gaussian_expectation_vjp(G_r, Yr_rep, mu_r, var_r, glob.noise)
     mv_r = marginals_vjp(dmu_r, dvar_r, cache_r)
     dH = mv_r.H
     part_r = (mv_r.q_mu, mv_r.q_sqrt, mv_r.Z, mv_r.theta, mv_r.Lu)

@@ -13,12 +13,10 @@ from ._objective import (
     classification_ell,
     classification_ell_vjp,
     preset_factors,
-    regression_ell,
-    regression_ell_vjp,
 )
 
 __all__ = [
-    "PRESETS", "Globals", "GlobalsVJP", "preset_factors", "regression_ell", "regression_ell_vjp",
+    "PRESETS", "Globals", "GlobalsVJP", "preset_factors",
     "classification_ell", "classification_ell_vjp",
     "encoder_init",
     "encoder_shapes", "encoder_forward", "encoder_vjp",

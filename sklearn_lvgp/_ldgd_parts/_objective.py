@@ -21,8 +21,8 @@ from .._svgp import (
     bernoulli_probit_expectation_vjp,
 )
 
-__all__ = ["PRESETS", "Globals", "GlobalsVJP", "preset_factors", "regression_ell",
-           "regression_ell_vjp", "classification_ell", "classification_ell_vjp"]
+__all__ = ["PRESETS", "Globals", "GlobalsVJP", "preset_factors",
+           "classification_ell", "classification_ell_vjp"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -54,45 +54,6 @@ def preset_factors(name, n_features, n_classes):
 
 
 # ------------------------------------------------------------------- regression path, §4.1
-def regression_ell(Y, mu, var, noise):
-    """``E_N(f|mu,var) log N(y | f, σ_d²)`` elementwise with per-column noise (spec §4.1).
-
-    Parameters
-    ----------
-    Y, mu, var : ndarray of shape (P, D)
-        Targets and marginals of ``f``.
-    noise : ndarray of shape (D,)
-        Noise variances ``σ_d²``.
-
-    Returns
-    -------
-    values : ndarray of shape (P, D)
-    """
-    r = Y - mu
-    return -0.5 * (_LOG_2PI + np.log(noise)) - 0.5 * (r * r + var) / noise
-
-
-def regression_ell_vjp(dL_dvalues, Y, mu, var, noise):
-    """Backward pass of :func:`regression_ell` (spec §6.2).
-
-    Parameters
-    ----------
-    dL_dvalues : ndarray of shape (P, D)
-        Upstream adjoint.
-    Y, mu, var, noise : ndarray
-        As in the forward pass.
-
-    Returns
-    -------
-    dmu, dvar : ndarray of shape (P, D)
-    dnoise : ndarray of shape (D,)
-    """
-    G = dL_dvalues
-    r = Y - mu
-    dnoise = np.sum(G * (-0.5 / noise + 0.5 * (r * r + var) / (noise * noise)), axis=0)
-    return G * r / noise, -0.5 * G / noise, dnoise
-
-
 # --------------------------------------------------------------- classification path, §4.2
 def classification_ell(Yc, mu, var, n_points=20):
     """``E_N(f|mu,var) log Φ(s f)`` by Gauss–Hermite quadrature (spec §4.2; shared engine).

@@ -32,8 +32,8 @@ def gaussian_expectation(y, mu, var, noise_variance):
     ----------
     y, mu, var : ndarray of the same shape
         Targets, marginal means and variances of ``f``.
-    noise_variance : float
-        Likelihood variance ``s2``.
+    noise_variance : float or ndarray of shape (D,)
+        Likelihood variance ``s2``: one for all outputs, or one per output column.
 
     Returns
     -------
@@ -53,17 +53,19 @@ def gaussian_expectation_vjp(dL_dvalues, y, mu, var, noise_variance):
         Upstream adjoint (broadcast to the shape of ``y``).
     y, mu, var : ndarray
         As in the forward pass.
-    noise_variance : float
+    noise_variance : float or ndarray of shape (D,)
         As in the forward pass.
 
     Returns
     -------
     GaussianVJP
+        ``noise_variance`` holds a float for a scalar noise, else one adjoint per column.
     """
     w = np.broadcast_to(dL_dvalues, np.shape(y))
     r = y - mu
-    s2 = float(noise_variance)
-    dnoise = float(np.sum(w * (-0.5 / s2 + 0.5 * (r * r + var) / (s2 * s2))))
+    s2 = np.asarray(noise_variance, dtype=np.float64)
+    g = w * (-0.5 / s2 + 0.5 * (r * r + var) / (s2 * s2))
+    dnoise = float(np.sum(g)) if s2.ndim == 0 else np.sum(g, axis=tuple(range(g.ndim - 1)))
     return GaussianVJP(w * r / s2, -0.5 * w / s2 * np.ones_like(var), dnoise)
 
 
