@@ -302,7 +302,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         Y = self._targets_2d(y)
         check_data_scale("X", X)
         if not self.normalize_y:
-            check_data_scale("y (normalize_y=False)", Y)
+            check_data_scale("y (pass normalize_y=True to standardise it)", Y)
         X_var = None if X_var is None else self._check_X_var(X_var, X.shape)
         y_mean, y_std = self._target_moments(Y)
         Yn = (Y - y_mean) / y_std
