@@ -1,0 +1,78 @@
+"""Seed-robust reproduction tier: each headline claim on five seeds or splits, reduced budgets.
+
+The claim must hold on the majority of seeds and no seed may be catastrophic (worse than the
+baseline the claim is measured against). Targets are the papers' or the specifications' (the
+calibrated targets of the deep GP and GP-CDE reproductions), never our own measurements.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_lvgp import GPCDE, DeepGP, SparseGPRegressor
+from sklearn_lvgp._parallel import threads
+from sklearn_lvgp.datasets._conditional import (
+    bimodal_conditional_log_density,
+    make_bimodal_conditional,
+)
+
+SEEDS = range(5)
+
+
+def _bimodal_gain(seed):
+    """Held-out nats per point of quadrature GP-CDE over the sparse GP, and over the oracle."""
+    X, y = make_bimodal_conditional(100, seed)
+    Xt, yt = make_bimodal_conditional(500, 1000 + seed)
+    with threads(1), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # reduced L-BFGS budget
+        gp = SparseGPRegressor(n_inducing=20, random_state=0).fit(X, y)
+        m = GPCDE(n_inducing=20, optimizer="lbfgs", natgrad_gamma=None, max_iter=300,
+                  random_state=seed).fit(X, y)
+    ll = m.predict_log_density(Xt, yt).mean()
+    return ll - gp.predict_log_density(Xt, yt).mean(), ll - bimodal_conditional_log_density(
+        Xt, yt).mean()
+
+
+def test_gpcde_beats_the_gp_on_bimodal_data_across_seeds():
+    """Salimbeni (2020), ch. 4, bimodal benchmark: GP-CDE >= GP + 0.3 nats per point."""
+    results = [_bimodal_gain(seed) for seed in SEEDS]
+    gains = np.array([g for g, _ in results])
+    assert np.sum(gains >= 0.3) >= 3, gains  # the claim, on the majority of seeds
+    assert np.all(gains > 0.0), gains  # no seed worse than the GP
+    assert all(over <= 0.0 for _, over in results)  # nothing above the true density
+
+
+def _diabetes_split(seed):
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    perm = np.random.RandomState(seed).permutation(len(X))
+    n = int(0.9 * len(X))
+    return X[perm[:n]], y[perm[:n]], X[perm[n:]], y[perm[n:]]
+
+
+def _exact_gp_ll(X, y, Xt, yt):
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+    mu, sd = X.mean(0), X.std(0)
+    gp = GaussianProcessRegressor(ConstantKernel() * RBF(np.ones(X.shape[1])) + WhiteKernel(),
+                                  normalize_y=True, random_state=0).fit((X - mu) / sd, y)
+    m, s = gp.predict((Xt - mu) / sd, return_std=True)
+    return float(np.mean(-0.5 * np.log(2 * np.pi * s ** 2) - 0.5 * (yt - m) ** 2 / s ** 2))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_sparse_deep_gp_layer_matches_the_exact_gp_on_diabetes_splits():
+    """Deep GP specification, diabetes protocol: SGP (one layer) >= exact GP - 0.03 nats."""
+    gaps = []
+    for seed in SEEDS:
+        X, y, Xt, yt = _diabetes_split(seed)
+        ll = DeepGP(tol=None, n_layers=1, n_inducing=50, max_iter=800, learning_rate=0.03,
+                    random_state=0).fit(X, y).predict_log_density(Xt, yt).mean()
+        gaps.append(ll - _exact_gp_ll(X, y, Xt, yt))
+    gaps = np.array(gaps)
+    assert np.sum(gaps >= -0.03) >= 3, gaps
+    assert np.all(gaps >= -0.3), gaps  # no split far below the exact GP
