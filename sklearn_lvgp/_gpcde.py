@@ -25,11 +25,9 @@ from ._cde import (
 )
 from ._cde._warm_start import full_bound, gp_warm_start
 from ._init import kmeans_inducing, principal_directions, unit_directions
-from ._optimize import minimize_lbfgsb
 from ._parallel import threads
 from ._psi._rules import gauss_hermite_rule
 from ._scaling import column_moments
-from ._stochastic import run_adam
 from ._svgp import marginals, prior_factor
 from ._validation import (
     check_bool,
@@ -368,39 +366,30 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
                                                        self.verbose)
             if gp_start:
                 x0 = x_gp
-        if self.optimizer == "lbfgs":
-            if not gp_start:
-                x0 = model.natgrad(x0, Xs, Ys, all_rows, 1.0, 1.0, rs)
+        if self.optimizer == "lbfgs" and not gp_start:
+            x0 = model.natgrad(x0, Xs, Ys, all_rows, 1.0, 1.0, rs)
 
-            def fun(x):
-                f, g = model.elbo(x, Xs, Ys, all_rows, 1.0, rs)
-                return -f, -g
+        def full(x):
+            f, g = model.elbo(x, Xs, Ys, all_rows, 1.0, rs)
+            return -f, -g
 
-            res = minimize_lbfgsb(fun, x0, bounds=model.bounds(), max_iter=self.max_iter,
-                                  verbose=self.verbose, name="GPCDE")
-            self._x = res.x
-            self.elbo_history_ = -np.asarray(res.history)
-            self.n_iter_ = int(res.n_iter)
-            self.elbo_ = -float(res.fun)
-        else:
-            def objective(x, idx):
-                f, g = model.elbo(x, Xs[idx], Ys[idx], idx, N / idx.size, rs)
-                return -f, -g
+        def minibatch(x, idx):
+            f, g = model.elbo(x, Xs[idx], Ys[idx], idx, N / idx.size, rs)
+            return -f, -g
 
-            natgrad = frozen = None
-            if self.natgrad_gamma is not None:
-                def natgrad(x, idx, gamma):
-                    return model.natgrad(x, Xs[idx], Ys[idx], idx, N / idx.size, gamma, rs)
-                frozen = model.q_mask()
-            res = run_adam(objective, x0, n_data=N, batch_size=bs, max_iter=self.max_iter,
-                           learning_rate=self.learning_rate, random_state=rs,
-                           schedule=self.learning_rate_schedule, natgrad=natgrad,
-                           gamma=self.natgrad_gamma, frozen=frozen, bounds=model.bounds(),
-                           stop_tol=self.tol, verbose=self.verbose, name="GPCDE")
-            self._x = res.x
-            self.elbo_history_ = -res.history
-            self.n_iter_ = int(res.n_iter)
-            self.elbo_ = float(np.mean(-res.history[-100:]))
+        def natgrad(x, idx, gamma):
+            return model.natgrad(x, Xs[idx], Ys[idx], idx, N / idx.size, gamma, rs)
+
+        use_ngd = self.natgrad_gamma is not None
+        adam = {} if self.optimizer == "lbfgs" else {
+            "schedule": self.learning_rate_schedule, "gamma": self.natgrad_gamma,
+            "natgrad": natgrad if use_ngd else None, "frozen": model.q_mask() if use_ngd else None}
+        self._x, self.elbo_history_, self.n_iter_ = self._optimise(
+            self.optimizer, x0, model.bounds(), full=full, minibatch=minibatch, n_data=N,
+            batch_size=bs, random_state=rs, **adam)
+        # L-BFGS-B: the bound at the end; Adam: the mean of the last 100 minibatch estimates
+        self.elbo_ = float(np.mean(self.elbo_history_[-(1 if self.optimizer == "lbfgs"
+                                                        else 100):]))
         if compare:
             final = (self.elbo_ if model.deterministic
                      else full_bound(model, self._x, Xs, Ys, rs))

@@ -7,7 +7,6 @@ is a classifier, a transformer (test-time q(x*) from the regression path) and a 
 """
 
 import numbers
-import zlib
 
 import numpy as np
 from scipy.special import log_ndtr
@@ -20,8 +19,8 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from ._init import pca_latents, select_inducing
 from ._ldgd_parts import PRESETS, Globals, encoder_forward, encoder_init, encoder_shapes
 from ._ldgd_parts._encoder import encoder_fit_mean_head
+from ._ldgd_parts._inference import best_training_latent, random_latent_starts
 from ._ldgd_parts._problem import InferenceProblem, TrainingProblem
-from ._optimize import minimize_lbfgsb
 from ._parallel import threads
 from ._params import softplus_inverse
 from ._psi._rules import expand_points, unscented_rule
@@ -334,31 +333,22 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         bounds = prob.bounds()
         name = type(self).__name__
 
-        if optimizer == "lbfgs":
-            idx_all = np.arange(N)
+        idx_all = np.arange(N)
 
-            def fun(flat):
-                return prob.value_and_grad(flat, idx_all, ut.nodes, ut.weights)
+        def full(flat):
+            return prob.value_and_grad(flat, idx_all, ut.nodes, ut.weights)
 
-            res = minimize_lbfgsb(fun, x0, bounds=bounds, max_iter=self.max_iter,
-                                  verbose=self.verbose, name=name)
-            x, n_iter, history = res.x, res.n_iter, np.asarray(res.history)
-        else:
-            def objective(flat, idx):
-                if stochastic:
-                    nodes = noise_rs.standard_normal((idx.shape[0], 1, Q))
-                    return prob.value_and_grad(flat, idx, nodes, np.ones(1))
-                return prob.value_and_grad(flat, idx, ut.nodes, ut.weights)
+        def minibatch(flat, idx):
+            if stochastic:
+                nodes = noise_rs.standard_normal((idx.shape[0], 1, Q))
+                return prob.value_and_grad(flat, idx, nodes, np.ones(1))
+            return prob.value_and_grad(flat, idx, ut.nodes, ut.weights)
 
-            res = run_adam(objective, x0, n_data=N, batch_size=min(self.batch_size, N),
-                           max_iter=self.max_iter, learning_rate=self.learning_rate,
-                           random_state=random_state, bounds=bounds, stop_tol=self.tol,
-                           verbose=self.verbose, name=name)
-            x, n_iter, history = res.x, res.n_iter, res.history
+        x, self.elbo_history_, self.n_iter_ = self._optimise(
+            optimizer, x0, bounds, full=full, minibatch=minibatch, n_data=N,
+            batch_size=min(self.batch_size, N), random_state=random_state, name=name)
         self._store(prob, x, y)
-        self.elbo_history_ = -np.asarray(history, dtype=np.float64)
         self.elbo_ = float(self.elbo_history_[-1]) if self.elbo_history_.size else np.nan
-        self.n_iter_ = int(n_iter)
         self.expectation_ = self.expectation
         self._transform_seed = int(random_state.randint(np.iinfo(np.int32).max))
         spread = float(np.mean(np.std(self.latent_mean_, axis=0)))
@@ -422,15 +412,10 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         n, Q = Yr.shape[0], self.n_components
         rs = check_random_state(self._transform_seed)
         if self.transform_init == "nearest":
-            j = self._best_training_latent(Yr)
+            j = best_training_latent(Yr, self._rec_mean, self._rec_var)
             mu0, sigma0 = self.latent_mean_[j], np.sqrt(self.latent_variance_[j])
         else:
-            # one draw per row from a per-row seed, so a row's start does not depend on the others
-            mu0 = np.empty((n, Q))
-            for i in range(n):
-                seed = (zlib.crc32(Yr[i].tobytes()) ^ self._transform_seed) & 0x7FFFFFFF
-                mu0[i] = np.random.RandomState(seed).standard_normal(Q)
-            sigma0 = np.full((n, Q), np.log(2.0))
+            mu0, sigma0 = random_latent_starts(Yr, Q, self._transform_seed)
         if self.transform_max_iter == 0 or n == 0:
             return mu0, sigma0
         w_r, _, _, _, _, beta_x = self._factors
@@ -454,23 +439,6 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
     def _check_X(self, X):
         check_is_fitted(self)
         return validate_data(self, X, dtype=np.float64, reset=False)
-
-    def _best_training_latent(self, Yr, chunk=512):
-        """Index of the training latent whose decoded row best explains each new row.
-
-        Project choice for ``transform_init="nearest"``: the candidate ``j`` maximising
-        ``log N(y* | μ^r(μ_j), v(μ_j) + σ²)`` (nearest in the model's own metric, so noise
-        columns with large ``σ_d²`` do not decide the start).
-        """
-        m, s = self._rec_mean, self._rec_var
-        inv = 1.0 / s
-        logdet = np.sum(np.log(s), axis=1)
-        out = np.empty(Yr.shape[0], dtype=np.intp)
-        for start in range(0, Yr.shape[0], chunk):
-            Y = Yr[start:start + chunk]
-            quad = (Y ** 2) @ inv.T - 2.0 * Y @ (m * inv).T + np.sum(m * m * inv, axis=1)
-            out[start:start + chunk] = np.argmin(quad + logdet, axis=1)
-        return out
 
     def _latents(self, X):
         Xs = self._scale(self._check_X(X))

@@ -11,10 +11,11 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
 from ._engine._dask import is_dask_collection
+from ._optimize import minimize_lbfgsb
 from ._parallel import threads
 from ._progress import check_callback, fit_progress
 from ._scaling import normalization
-from ._stochastic import AdamState
+from ._stochastic import AdamState, run_adam
 from ._validation import check_int, check_numeric_targets
 from ._version import __version__
 from ._warn import InconsistentVersionWarning, warn
@@ -85,6 +86,50 @@ class _BaseLVGP(BaseEstimator):
                 self._fit(X, y, random_state, **fit_params)
         self._warn_at_bounds()
         return self
+
+    def _optimise(self, optimizer, x0, bounds, *, full=None, minibatch=None, n_data=None,
+                  batch_size=None, random_state=None, name=None, **adam_options):
+        """The shared optimiser choice: L-BFGS-B on ``full`` or Adam on ``minibatch``.
+
+        Parameters
+        ----------
+        optimizer : {"lbfgs", "adam"}
+        x0 : ndarray
+            Starting point (flat, unconstrained).
+        bounds : ndarray of shape (P, 2)
+            Box bounds (``±inf`` for none).
+        full : callable
+            ``full(x) -> (-bound, -gradient)`` on all rows (L-BFGS-B).
+        minibatch : callable
+            ``minibatch(x, idx) -> (-estimate, -gradient)`` on rows ``idx`` (Adam).
+        n_data, batch_size : int
+            Rows and rows per Adam step.
+        random_state : numpy.random.RandomState
+            Source of the minibatches.
+        name : str
+            Used in messages (default: the class name).
+        **adam_options
+            Passed on to :func:`sklearn_lvgp._stochastic.run_adam` (schedule, natural
+            gradients, ...).
+
+        Returns
+        -------
+        x : ndarray
+            Final parameters.
+        history : ndarray
+            The bound (or its minibatch estimate) at every iteration.
+        n_iter : int
+        """
+        name = type(self).__name__ if name is None else name
+        if optimizer == "lbfgs":
+            res = minimize_lbfgsb(full, x0, bounds=bounds, max_iter=self.max_iter,
+                                  verbose=self.verbose, name=name)
+            return res.x, -np.asarray(res.history, dtype=np.float64), int(res.n_iter)
+        res = run_adam(minibatch, x0, n_data=n_data, batch_size=batch_size,
+                       max_iter=self.max_iter, learning_rate=self.learning_rate,
+                       random_state=random_state, bounds=bounds, stop_tol=self.tol,
+                       verbose=self.verbose, name=name, **adam_options)
+        return res.x, -np.asarray(res.history, dtype=np.float64), int(res.n_iter)
 
     def _fitted_kernels(self):
         """``(attribute, kernel)`` of every fitted kernel (``kernel_``, the LDGD paths, layers)."""
