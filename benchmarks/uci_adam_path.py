@@ -39,7 +39,7 @@ import time
 
 import numpy as np
 
-import sklearn_lvgp._deep_gp as deep_gp_module
+import sklearn_lvgp.base as deep_gp_module  # the estimators run Adam through the base class
 from sklearn_lvgp import DeepGP
 from sklearn_lvgp.datasets import uci_hl_splits
 

@@ -17,11 +17,10 @@ from ._deep_gp_dask import fit_deep_gp_dask
 from ._deep_gp_model import _DSVI, initial_layers
 from ._engine._dask import is_dask_collection, map_row_blocks
 from ._iwvi import LatentDSVI
-from ._optimize import minimize_lbfgsb
 from ._parallel import threads
 from ._progress import check_callback, fit_progress
 from ._scaling import column_moments
-from ._stochastic import AdamState, run_adam
+from ._stochastic import AdamState
 from ._svgp import (
     gaussian_log_density,
 )
@@ -459,61 +458,50 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         # the layers' large per-step buffers, reused by every step of this call only
         workspaces = [Workspace() for _ in range(model.n_layers)]
 
-        if self.optimizer == "lbfgs" and not force_adam:
-            if self.n_iter_ == 0:
-                # start the last layer at its optimal q(u) for the initial hyperparameters (one
-                # γ = 1 natural-gradient step, spec §4.2): from q(u) = p(u) the first line search
-                # of L-BFGS tends to jump to the all-noise optimum
-                self._x = model.natgrad(self._x, Xs, Ys, 1.0, S, 1.0, rs)
+        lbfgs = self.optimizer == "lbfgs" and not force_adam
+        if lbfgs and self.n_iter_ == 0:
+            # start the last layer at its optimal q(u) for the initial hyperparameters (one
+            # γ = 1 natural-gradient step, Salimbeni 2020 §3.2): from q(u) = p(u) the first line
+            # search of L-BFGS tends to jump to the all-noise optimum
+            self._x = model.natgrad(self._x, Xs, Ys, 1.0, S, 1.0, rs)
 
-            def fun(x):
-                f, g = model.elbo(x, Xs, Ys, 1.0, S, rs, workspaces=workspaces)
-                return -f, -g
+        def full(x):
+            f, g = model.elbo(x, Xs, Ys, 1.0, S, rs, workspaces=workspaces)
+            return -f, -g
 
-            res = minimize_lbfgsb(fun, self._x, bounds=model.bounds(), max_iter=max_iter,
-                                  verbose=self.verbose, name="DeepGP")
-            self._x = res.x
-            hist = -np.asarray(res.history)
-            self.n_iter_ += res.n_iter
-            self._elbo_hist.extend(hist.tolist())
-            self.elbo_ = -float(res.fun)
-        else:
-            def objective(x, idx):
-                if batch_elbo is not None:
-                    f, g = batch_elbo(x, idx, N_scale / idx.size)
-                else:
-                    f, g = model.elbo(x, Xs[idx], Ys[idx], N_scale / idx.size, S, rs,
-                                      workspaces=workspaces)
-                return -f, -g
+        def minibatch(x, idx):
+            if batch_elbo is not None:
+                f, g = batch_elbo(x, idx, N_scale / idx.size)
+            else:
+                f, g = model.elbo(x, Xs[idx], Ys[idx], N_scale / idx.size, S, rs,
+                                  workspaces=workspaces)
+            return -f, -g
 
-            natgrad = frozen = None
-            if self.natgrad_gamma is not None:
-                def natgrad(x, idx, gamma):
-                    return model.natgrad(x, Xs[idx], Ys[idx], N_scale / idx.size, S, gamma, rs)
-                frozen = model.last_q_mask()
-            validation = None
-            if early_stopping:
-                eps_val = self._draw_predict_eps(rs, min(10, self.n_predict_samples))
+        def natgrad(x, idx, gamma):
+            return model.natgrad(x, Xs[idx], Ys[idx], N_scale / idx.size, S, gamma, rs)
 
-                def validation(x):
-                    mu, var, noise = model.predict_components(x, Xv, eps_val[0], eps_val[1])
-                    lp = gaussian_log_density(Yv[None], mu, var + noise).sum(axis=2)
-                    return float(np.mean(logsumexp(lp, axis=0) - np.log(lp.shape[0])))
+        def validation(x):
+            mu, var, noise = model.predict_components(x, Xv, eps_val[0], eps_val[1])
+            lp = gaussian_log_density(Yv[None], mu, var + noise).sum(axis=2)
+            return float(np.mean(logsumexp(lp, axis=0) - np.log(lp.shape[0])))
 
-            res = run_adam(objective, self._x, n_data=N, batch_size=bs, max_iter=max_iter,
-                           learning_rate=self.learning_rate, random_state=rs,
-                           schedule=self.learning_rate_schedule, horizon=self.max_iter,
-                           natgrad=natgrad, gamma=self.natgrad_gamma, frozen=frozen,
-                           bounds=model.bounds(), validation=validation,
-                           n_iter_no_change=self.n_iter_no_change, state=self._state,
-                           tol=1e-4 if self.tol is None else self.tol, stop_tol=self.tol,
-                           verbose=self.verbose, name="DeepGP")
-            self.validation_scores_ = (res.validation_history if validation is not None
-                                       else None)
-            self._x = res.x
-            self.n_iter_ += res.n_iter
-            self._elbo_hist.extend((-res.history).tolist())
-            self.elbo_ = float(np.mean(-res.history[-100:]))
+        use_ngd = self.natgrad_gamma is not None
+        if early_stopping:
+            eps_val = self._draw_predict_eps(rs, min(10, self.n_predict_samples))
+        adam = {} if lbfgs else {
+            "schedule": self.learning_rate_schedule, "horizon": self.max_iter,
+            "natgrad": natgrad if use_ngd else None, "gamma": self.natgrad_gamma,
+            "frozen": model.last_q_mask() if use_ngd else None,
+            "validation": validation if early_stopping else None,
+            "n_iter_no_change": self.n_iter_no_change, "state": self._state,
+            "tol": 1e-4 if self.tol is None else self.tol}
+        self._x, hist, n_iter, self.validation_scores_ = self._optimise(
+            "lbfgs" if lbfgs else "adam", self._x, model.bounds(), full=full,
+            minibatch=minibatch, n_data=N, batch_size=bs, random_state=rs, max_iter=max_iter,
+            **adam)
+        self.n_iter_ += n_iter
+        self._elbo_hist.extend(hist.tolist())
+        self.elbo_ = float(np.mean(hist[-(1 if lbfgs else 100):]))
         self.elbo_history_ = np.asarray(self._elbo_hist)
         layers, noise, _ = model.unpack(self._x)
         self.layers_ = layers

@@ -384,7 +384,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         adam = {} if self.optimizer == "lbfgs" else {
             "schedule": self.learning_rate_schedule, "gamma": self.natgrad_gamma,
             "natgrad": natgrad if use_ngd else None, "frozen": model.q_mask() if use_ngd else None}
-        self._x, self.elbo_history_, self.n_iter_ = self._optimise(
+        self._x, self.elbo_history_, self.n_iter_, _ = self._optimise(
             self.optimizer, x0, model.bounds(), full=full, minibatch=minibatch, n_data=N,
             batch_size=bs, random_state=rs, **adam)
         # L-BFGS-B: the bound at the end; Adam: the mean of the last 100 minibatch estimates

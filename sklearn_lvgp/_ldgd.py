@@ -344,7 +344,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
                 return prob.value_and_grad(flat, idx, nodes, np.ones(1))
             return prob.value_and_grad(flat, idx, ut.nodes, ut.weights)
 
-        x, self.elbo_history_, self.n_iter_ = self._optimise(
+        x, self.elbo_history_, self.n_iter_, _ = self._optimise(
             optimizer, x0, bounds, full=full, minibatch=minibatch, n_data=N,
             batch_size=min(self.batch_size, N), random_state=random_state, name=name)
         self._store(prob, x, y)

@@ -88,7 +88,8 @@ class _BaseLVGP(BaseEstimator):
         return self
 
     def _optimise(self, optimizer, x0, bounds, *, full=None, minibatch=None, n_data=None,
-                  batch_size=None, random_state=None, name=None, **adam_options):
+                  batch_size=None, random_state=None, name=None, max_iter=None,
+                  **adam_options):
         """The shared optimiser choice: L-BFGS-B on ``full`` or Adam on ``minibatch``.
 
         Parameters
@@ -108,6 +109,8 @@ class _BaseLVGP(BaseEstimator):
             Source of the minibatches.
         name : str
             Used in messages (default: the class name).
+        max_iter : int or None
+            Iterations of this call (default ``self.max_iter``).
         **adam_options
             Passed on to :func:`sklearn_lvgp._stochastic.run_adam` (schedule, natural
             gradients, ...).
@@ -119,17 +122,21 @@ class _BaseLVGP(BaseEstimator):
         history : ndarray
             The bound (or its minibatch estimate) at every iteration.
         n_iter : int
+        validation_scores : ndarray or None
+            Adam's held-out checks when ``adam_options`` has a ``validation``, else ``None``.
         """
         name = type(self).__name__ if name is None else name
+        max_iter = self.max_iter if max_iter is None else max_iter
         if optimizer == "lbfgs":
-            res = minimize_lbfgsb(full, x0, bounds=bounds, max_iter=self.max_iter,
+            res = minimize_lbfgsb(full, x0, bounds=bounds, max_iter=max_iter,
                                   verbose=self.verbose, name=name)
-            return res.x, -np.asarray(res.history, dtype=np.float64), int(res.n_iter)
-        res = run_adam(minibatch, x0, n_data=n_data, batch_size=batch_size,
-                       max_iter=self.max_iter, learning_rate=self.learning_rate,
-                       random_state=random_state, bounds=bounds, stop_tol=self.tol,
-                       verbose=self.verbose, name=name, **adam_options)
-        return res.x, -np.asarray(res.history, dtype=np.float64), int(res.n_iter)
+            return res.x, -np.asarray(res.history, dtype=np.float64), int(res.n_iter), None
+        adam_options.setdefault("stop_tol", self.tol)
+        res = run_adam(minibatch, x0, n_data=n_data, batch_size=batch_size, max_iter=max_iter,
+                       learning_rate=self.learning_rate, random_state=random_state,
+                       bounds=bounds, verbose=self.verbose, name=name, **adam_options)
+        checks = res.validation_history if adam_options.get("validation") else None
+        return res.x, -np.asarray(res.history, dtype=np.float64), int(res.n_iter), checks
 
     def _fitted_kernels(self):
         """``(attribute, kernel)`` of every fitted kernel (``kernel_``, the LDGD paths, layers)."""
