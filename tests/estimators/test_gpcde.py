@@ -289,3 +289,32 @@ def test_uci_not_worse_than_gp(shared_data, dataset):
     assert m.elbo_ >= m.gp_elbo_
     ll_gp = gp.predict_log_density(X[te], y[te]).mean()
     assert m.predict_log_density(X[te], y[te]).mean() >= ll_gp - 0.02
+
+
+def _two_branches(n, seed, bimodal):
+    r = np.random.default_rng(seed)
+    x = r.uniform(-2, 2, n)
+    if bimodal:
+        y = np.where(r.random(n) < 0.5, 1, -1) * (np.sin(2 * x) + 1) + 0.1 * r.standard_normal(n)
+    else:
+        y = np.sin(2 * x) + 0.3 * r.standard_normal(n)
+    return x[:, None], y
+
+
+@pytest.mark.parametrize("bimodal", [True, False])
+def test_default_init_uses_the_latent_when_the_density_is_bimodal(bimodal):
+    """init="auto" (the default): a bimodal conditional density is found (it was not from the
+    GP start: the latent stayed off), and a unimodal one gives the GP's density."""
+    X, y = _two_branches(200, 0, bimodal)
+    Xt, yt = _two_branches(500, 100, bimodal)
+    gp = SparseGPRegressor(n_inducing=20, random_state=0).fit(X, y)
+    ll_gp = gp.predict_log_density(Xt, yt).mean()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m = GPCDE(n_inducing=20, max_iter=300, learning_rate=0.03, random_state=0).fit(X, y)
+    ll = m.predict_log_density(Xt, yt).mean()
+    assert m.latent_used_ is bimodal
+    if bimodal:
+        assert ll >= ll_gp + 0.3
+    else:
+        assert ll >= ll_gp - 0.02
