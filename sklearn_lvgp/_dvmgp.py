@@ -10,6 +10,7 @@ from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
 
 from ._engine._dvmgp import dvmgp_elbo_and_grads
 from ._linalg import settled_jitter
@@ -48,8 +49,10 @@ def _kmeans_centres(A, n_clusters, seed):
     exactly ``n_clusters`` of them."""
     if n_clusters == A.shape[0]:
         return np.array(A, dtype=np.float64)
-    with warnings.catch_warnings():
-        # duplicate rows can leave fewer distinct clusters than asked; K_u's jitter copes
+    with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="openmp"):
+        # duplicate rows can leave fewer distinct clusters than asked; K_u's jitter copes.
+        # One OpenMP thread: a started OpenMP pool hangs any later fork of this process (and
+        # scikit-learn's k-means gives the same centres for any thread count)
         warnings.simplefilter("ignore", ConvergenceWarning)
         km = KMeans(n_clusters=n_clusters, n_init=_KMEANS_N_INIT, random_state=seed).fit(A)
     return np.array(km.cluster_centers_, dtype=np.float64)

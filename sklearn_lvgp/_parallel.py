@@ -10,6 +10,7 @@ several Python threads at once (lmcinnes/umap issue #665). Use process-based par
 default ``loky`` backend) around estimators instead.
 """
 
+import os
 import threading
 from contextlib import contextmanager
 
@@ -60,11 +61,46 @@ def threads(n_jobs):
     try:
         numba.set_num_threads(n)
         _state.n = n
-        with threadpool_limits(limits=1, user_api="blas"):
+        with _one_blas_thread():
             yield n
     finally:
         _state.n = outer
         numba.set_num_threads(previous)
+
+
+#: The process-wide BLAS limit is shared by every Python thread: it is set by the first fit that
+#: enters :func:`threads` and restored by the last one to leave (a per-fit save and restore let
+#: two overlapping fits in two threads leave BLAS at one thread for good).
+_blas_lock = threading.Lock()
+_blas_users = 0
+_blas_limiter = None
+
+
+@contextmanager
+def _one_blas_thread():
+    global _blas_users, _blas_limiter
+    with _blas_lock:
+        if _blas_users == 0:
+            _blas_limiter = threadpool_limits(limits=1, user_api="blas")
+        _blas_users += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0:
+                _blas_limiter.restore_original_limits()
+                _blas_limiter = None
+
+
+def _reset_blas_users():
+    """A forked child has none of the parent's fits running (nor their lock holders)."""
+    global _blas_lock, _blas_users, _blas_limiter
+    _blas_lock, _blas_users, _blas_limiter = threading.Lock(), 0, None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_blas_users)
 
 
 @contextmanager

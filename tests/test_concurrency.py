@@ -1,0 +1,84 @@
+"""Fits in several Python threads, and forked children after a fit."""
+
+import multiprocessing
+import threading
+import warnings
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info
+
+from sklearn_lvgp import DVMGP, SparseGPRegressor
+
+
+def _blas_threads():
+    return [m["num_threads"] for m in threadpool_info() if m["user_api"] == "blas"]
+
+
+def test_overlapping_fits_in_two_threads_restore_the_blas_limit():
+    """Fit A enters, fit B enters, A leaves, B leaves: BLAS must be back to its own limit (a
+    per-fit save and restore made B put back A's limit of one thread, for good)."""
+    from sklearn_lvgp._parallel import threads
+
+    before = _blas_threads()
+    if not before or max(before) == 1:
+        pytest.skip("needs a BLAS library with more than one thread")
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+
+    def fit_a():
+        with threads(1):
+            a_in.set()
+            b_in.wait(timeout=30)
+        a_out.set()
+
+    def fit_b():
+        a_in.wait(timeout=30)
+        with threads(1):
+            b_in.set()
+            a_out.wait(timeout=30)
+            assert max(_blas_threads()) == 1  # still limited while B runs
+
+    workers = [threading.Thread(target=fit_a), threading.Thread(target=fit_b)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=60)
+    assert _blas_threads() == before
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        SparseGPRegressor(n_inducing=5, max_iter=5).fit(X, X[:, 0])
+    assert _blas_threads() == before
+
+
+def _fit_in_child(queue):
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((40, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = DVMGP(n_inducing=5, n_inducing_projection=4, n_iter_fixed_noise=3, max_iter=10,
+                      random_state=0).fit(X, X[:, 0])
+    queue.put(float(model.predict(X[:1])[0]))
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
+                    reason="needs the fork start method")
+def test_a_forked_child_fits_after_the_parent_did():
+    # DVMGP's k-means started an OpenMP pool in the parent, and the forked child hung in it
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        DVMGP(n_inducing=5, n_inducing_projection=4, n_iter_fixed_noise=3, max_iter=10,
+              random_state=0).fit(X, X[:, 0])
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_fit_in_child, args=(queue,))
+    child.start()
+    child.join(timeout=120)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child hung")
+    assert child.exitcode == 0
+    assert np.isfinite(queue.get(timeout=5))
