@@ -23,6 +23,7 @@ from ._cde import (
     predictive_marginals,
     projection_sample,
 )
+from ._cde._joint import latent_cross_covariance
 from ._cde._warm_start import full_bound, gp_warm_start
 from ._init import kmeans_inducing, principal_directions, unit_directions
 from ._parallel import threads
@@ -450,8 +451,8 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
             varis.append(self.y_scale_ ** 2 * v)
         return np.concatenate(means), np.concatenate(varis)
 
-    def predict(self, X, return_std=False):
-        """Mean (and standard deviation) of the predictive mixture ``p(y | x)`` (spec §10).
+    def predict(self, X, return_std=False, return_cov=False):
+        """Mean (and standard deviation or covariance) of the predictive mixture ``p(y | x)``.
 
         Parameters
         ----------
@@ -459,6 +460,11 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
             Test inputs.
         return_std : bool, default=False
             Also return the predictive standard deviation (law of total variance).
+        return_cov : bool, default=False
+            Also return the joint predictive covariance of the rows, per target: each row has
+            its own latent covariate, so two rows covary through the GP alone
+            (:mod:`sklearn_lvgp._cde._joint`). Not with ``input_projection_dim`` or
+            ``output_mixing_dim``.
 
         Returns
         -------
@@ -466,14 +472,32 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
             Predictive mean in original units.
         std : ndarray of the same shape
             Predictive standard deviation (only when ``return_std``).
+        cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_targets)
+            Predictive covariance (only when ``return_cov``).
         """
-        m, v = self._mixture_moments(self._standardised(X))
+        if return_std and return_cov:
+            raise ValueError("At most one of return_std or return_cov can be requested.")
+        Xs = self._standardised(X)
+        m, v = self._mixture_moments(Xs)
         w = np.exp(self._logw)[None, :, None]
         mean = np.sum(w * m, axis=1)
-        if not return_std:
+        if not (return_std or return_cov):
             return self._target_shape(mean)
         var = np.maximum(np.sum(w * (v + m * m), axis=1) - mean * mean, 0.0)
-        return self._target_shape(mean), self._target_shape(np.sqrt(var))
+        if return_std:
+            return self._target_shape(mean), self._target_shape(np.sqrt(var))
+        if self.input_projection_dim is not None or self.output_mixing_dim is not None:
+            raise ValueError("return_cov is available without input_projection_dim and "
+                             "output_mixing_dim only (their posteriors couple the rows' "
+                             "latent inputs); use sample_y for joint draws of one row.")
+        with threads(self.n_jobs):
+            cov = latent_cross_covariance(self.kernel_, self.inducing_inputs_, self.q_sqrt_,
+                                          float(self.jitter), bool(self.whiten), Xs,
+                                          self._nodes, self._logw)
+        cov = cov * (self.y_scale_ ** 2)[None, None, :]
+        idx = np.arange(Xs.shape[0])
+        cov[idx, idx, :] = var
+        return self._target_shape(mean), (cov[:, :, 0] if self._y_ndim == 1 else cov)
 
     def predict_log_density(self, X, y):
         """Log predictive density ``log p(y_n | x_n)`` of each row, in original units.

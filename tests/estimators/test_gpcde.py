@@ -318,3 +318,51 @@ def test_default_init_uses_the_latent_when_the_density_is_bimodal(bimodal):
         assert ll >= ll_gp + 0.3
     else:
         assert ll >= ll_gp - 0.02
+
+
+@pytest.mark.parametrize("whiten", [True, False])
+def test_return_cov_is_the_joint_predictive_covariance(whiten):
+    """Off the diagonal: the node-averaged posterior covariance of the latent GP (dense,
+    textbook formula); on it: the mixture variance of ``predict(return_std=True)``."""
+    X, y = _two_branches(60, 1, True)
+    m = GPCDE(n_inducing=8, gh_order=4, max_iter=40, whiten=whiten, init="prior",
+              random_state=0).fit(X, y)
+    Xn = np.array([[-1.0], [0.2], [0.25], [1.5]])
+    mean, cov = m.predict(Xn, return_cov=True)
+    mean2, std = m.predict(Xn, return_std=True)
+    np.testing.assert_allclose(mean, mean2)
+    np.testing.assert_allclose(np.diag(cov), std ** 2, rtol=1e-10)
+    assert np.all(np.linalg.eigvalsh(cov) > -1e-8)
+    # reference: dense K_uu^-1, explicit double sum over the nodes
+    Xs = (Xn - m.X_mean_) / m.X_scale_
+    k, Z, R = m.kernel_, m.inducing_inputs_, m.q_sqrt_[0]
+    Kuu = k.K(Z) + m.jitter * np.mean(np.diag(k.K(Z))) * np.eye(Z.shape[0])
+    Luu = np.linalg.cholesky(Kuu)
+    w = np.exp(m._logw)
+    nodes = m._nodes
+    ref = np.zeros((4, 4))
+    for i in range(4):
+        for j in range(4):
+            P = np.hstack([np.full((len(nodes), 1), Xs[i, 0]), nodes])
+            Q = np.hstack([np.full((len(nodes), 1), Xs[j, 0]), nodes])
+            Kpq, Kzp, Kzq = k.K(P, Q), k.K(Z, P), k.K(Z, Q)
+            if whiten:
+                Ap, Aq = np.linalg.solve(Luu, Kzp), np.linalg.solve(Luu, Kzq)
+                post = Kpq - Ap.T @ Aq + (R.T @ Ap).T @ (R.T @ Aq)
+            else:
+                Bp, Bq = np.linalg.solve(Kuu, Kzp), np.linalg.solve(Kuu, Kzq)
+                post = Kpq - Kzp.T @ Bq + (R.T @ Bp).T @ (R.T @ Bq)
+            ref[i, j] = w @ post @ w
+    ref *= m.y_scale_[0] ** 2
+    off = ~np.eye(4, dtype=bool)
+    np.testing.assert_allclose(cov[off], ref[off], rtol=1e-6, atol=1e-10)
+    with pytest.raises(ValueError, match="At most one"):
+        m.predict(Xn, return_std=True, return_cov=True)
+
+
+def test_return_cov_refused_with_a_projection():
+    X, y = _two_branches(40, 0, True)
+    m = GPCDE(n_inducing=5, max_iter=5, input_projection_dim=1, n_predict_samples=5,
+              random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="return_cov is available without input_projection_dim"):
+        m.predict(X[:3], return_cov=True)
