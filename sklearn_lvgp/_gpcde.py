@@ -10,7 +10,7 @@ objectives.
 
 
 import numpy as np
-from scipy.special import logsumexp, ndtr
+from scipy.special import logsumexp
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -18,18 +18,17 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._cde import (
     CHUNK_POINTS,
     CDEModel,
-    encoder_init,
     predictive_log_density,
     predictive_marginals,
     projection_sample,
 )
+from ._cde._init import initial_values
 from ._cde._joint import latent_cross_covariance
+from ._cde._likelihood import mixture_quantiles
 from ._cde._warm_start import full_bound, gp_warm_start
-from ._init import kmeans_inducing, principal_directions, unit_directions
 from ._parallel import threads
 from ._psi._rules import gauss_hermite_rule
 from ._scaling import column_moments
-from ._svgp import marginals, prior_factor
 from ._validation import (
     check_bool,
     check_float,
@@ -319,29 +318,8 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
                          self.output_mixing_dim is not None, self.q_w, self.expectation,
                          int(self.n_samples), int(self.gh_order), N,
                          tuple(self.encoder_hidden), bool(self.whiten), float(self.jitter))
-        values = {"kernel": kernel, "noise_variance": float(self.noise_variance_init),
-                  "q_mu": np.zeros((M, L))}
-        H = Xs
-        if self.input_projection_dim is not None:
-            values["A_mu"] = unit_directions(Xs, Dh, random_state)
-            values["A_s"] = np.full((Dx, Dh), 1e-2)
-            H = Xs @ values["A_mu"]
-        Z = np.hstack([kmeans_inducing(H, M, random_state), random_state.standard_normal((M, Dw))])
-        values["Z"] = Z
-        if self.whiten:
-            values["q_sqrt"] = np.repeat(np.eye(M)[None], L, axis=0)
-        else:
-            Lu = prior_factor(kernel, Z, self.jitter).Lu
-            values["q_sqrt"] = np.repeat(Lu[None], L, axis=0)
-        if self.output_mixing_dim is not None:
-            values["P"] = principal_directions(Ys, L, random_state).T
-        if model.mode == "gaussian" and self.q_w == "gaussian":
-            values["w_mean"] = 0.1 * random_state.standard_normal((N, Dw))
-            values["w_rho"] = np.zeros((N, Dw))
-        elif model.mode == "gaussian":
-            ps = encoder_init(model.enc_shapes, random_state)
-            for i in range(len(model.enc_shapes)):
-                values[f"enc_W{i}"], values[f"enc_b{i}"] = ps[2 * i], ps[2 * i + 1]
+        values = initial_values(model, kernel, Xs, Ys, float(self.noise_variance_init),
+                                self.q_w, random_state)
         return model, model.pack(values)
 
     # ------------------------------------------------------------------------------- fit
@@ -544,11 +522,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
             ``p(y_g | x_n)`` in original units.
         """
         Xs = self._standardised(X)
-        G = np.asarray(y_grid, dtype=np.float64)
-        G = G.reshape(-1, 1) if G.ndim == 1 else G
-        if G.shape[1] != self.y_mean_.size or not np.all(np.isfinite(G)):
-            raise ValueError(f"y_grid must be finite with {self.y_mean_.size} target column(s), "
-                             f"got shape {np.shape(y_grid)}.")
+        G = self._check_targets(y_grid, np.shape(y_grid)[0], self.y_mean_.size)  # as a y
         Gs = (G - self.y_mean_) / self.y_scale_
         out = np.empty((Xs.shape[0], G.shape[0]))
         for sl, mu, var in self._component_chunks(Xs):
@@ -577,17 +551,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         if qs.ndim != 1 or qs.size == 0 or not np.all((qs > 0) & (qs < 1)):
             raise ValueError(f"quantiles must be strictly between 0 and 1, got {q!r}.")
         m, v = self._mixture_moments(self._standardised(X))  # (n, J, D)
-        w = np.exp(self._logw)[None, :, None, None]
-        sd = np.sqrt(v)
-        lo = np.min(m - 10 * sd, axis=1)[..., None] * np.ones(qs.size)
-        hi = np.max(m + 10 * sd, axis=1)[..., None] * np.ones(qs.size)
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            cdf = np.sum(w * ndtr((mid[:, None] - m[..., None]) / sd[..., None]), axis=1)
-            below = cdf < qs
-            lo = np.where(below, mid, lo)
-            hi = np.where(below, hi, mid)
-        out = 0.5 * (lo + hi)
+        out = mixture_quantiles(m, v, self._logw, qs)
         return out[:, 0, :] if self._y_ndim == 1 else out
 
     def sample_y(self, X, n_samples=1, random_state=0):
@@ -621,25 +585,12 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
             h = Xr
         w = rs.standard_normal((n * S, model.Dw))
         with threads(self.n_jobs):
-            mu, var = self._sample_marginals(h, w)
+            mu, var = self._model.point_marginals(self._x, np.hstack([h, w]))
         f = mu + np.sqrt(var) * rs.standard_normal(mu.shape)
         ys = f if self.P_ is None else f @ self.P_
         ys = ys + np.sqrt(self.noise_variance_) * rs.standard_normal(ys.shape)
         ys = (self.y_mean_ + self.y_scale_ * ys).reshape(n, S, -1).transpose(0, 2, 1)
         return ys[:, 0, :] if self._y_ndim == 1 else ys
-
-    def _sample_marginals(self, h, w):
-        """Latent marginals at the points ``[h_i, w_i]`` (one per row, no node grid)."""
-        p = self._model.unpack(self._x)
-        prior = prior_factor(p["kernel"], p["Z"], self.jitter)
-        mus, vs = [], []
-        for start in range(0, h.shape[0], CHUNK_POINTS):
-            H = np.hstack([h[start:start + CHUNK_POINTS], w[start:start + CHUNK_POINTS]])
-            mu, var, _ = marginals(p["kernel"], p["Z"], p["q_mu"], p["q_sqrt_full"], H,
-                                   prior.Lu, None, self.whiten)
-            mus.append(mu)
-            vs.append(var)
-        return np.concatenate(mus), np.concatenate(vs)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -333,6 +333,18 @@ class CDEModel:
         return x
 
     # ------------------------------------------------------------------------- prediction
+    def point_marginals(self, x, H):
+        """Latent marginals at points ``H = [h, w]`` (one per row, no node grid), in chunks."""
+        p = self.unpack(x)
+        prior = prior_factor(p["kernel"], p["Z"], self.jitter)
+        mus, vs = [], []
+        for start in range(0, H.shape[0], CHUNK_POINTS):
+            mu, var, _ = marginals(p["kernel"], p["Z"], p["q_mu"], p["q_sqrt_full"],
+                                   H[start:start + CHUNK_POINTS], prior.Lu, None, self.whiten)
+            mus.append(mu)
+            vs.append(var)
+        return np.concatenate(mus), np.concatenate(vs)
+
     def predict_components(self, x, Xs, nodes, A_draws=None):
         """Latent marginals at ``[h(x), w_j]`` for every row and node (spec §10).
 

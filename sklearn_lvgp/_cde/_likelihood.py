@@ -8,9 +8,10 @@ Spec ``gpcde.md`` §3 (``L_n(t) = E_q(f) log N(y | P^T f(t), s2 I)`` and its adj
 from typing import NamedTuple
 
 import numpy as np
+from scipy.special import ndtr
 
-__all__ = ["ConditionalVJP", "conditional_ell", "conditional_ell_vjp", "predictive_log_density",
-           "predictive_marginals"]
+__all__ = ["ConditionalVJP", "conditional_ell", "conditional_ell_vjp", "mixture_quantiles",
+           "predictive_log_density", "predictive_marginals"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -152,3 +153,36 @@ def predictive_log_density(Y, mu, var, P, noise_variance):
     sol = np.linalg.solve(K, Ur[..., None])[..., 0]
     maha = (np.sum(r * r, axis=-1) - np.sum(Ur * sol, axis=-1)) / s2
     return -0.5 * (Dy * _LOG_2PI + logdet + maha)
+
+
+def mixture_quantiles(means, variances, log_weights, q, n_bisections=60):
+    """Quantiles of each target's Gaussian-mixture marginal, by bisection on the mixture CDF.
+
+    Parameters
+    ----------
+    means, variances : ndarray of shape (n, J, D)
+        Component moments per row, node and target.
+    log_weights : ndarray of shape (J,)
+        Log mixture weights.
+    q : ndarray of shape (K,)
+        Probabilities in (0, 1).
+    n_bisections : int, default=60
+        Halvings of the bracket ``[min(m - 10 s), max(m + 10 s)]`` (60 reach float64 resolution
+        for any bracket).
+
+    Returns
+    -------
+    quantiles : ndarray of shape (n, D, K)
+    """
+    w = np.exp(log_weights)[None, :, None, None]
+    sd = np.sqrt(variances)
+    lo = np.min(means - 10 * sd, axis=1)[..., None] * np.ones(q.size)
+    hi = np.max(means + 10 * sd, axis=1)[..., None] * np.ones(q.size)
+    for _ in range(n_bisections):
+        mid = 0.5 * (lo + hi)
+        cdf = np.sum(w * ndtr((mid[:, None] - means[..., None]) / sd[..., None]), axis=1)
+        below = cdf < q
+        lo = np.where(below, mid, lo)
+        hi = np.where(below, hi, mid)
+    return 0.5 * (lo + hi)
+
