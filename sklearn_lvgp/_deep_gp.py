@@ -520,9 +520,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
 
     # --------------------------------------------------------------------------- predict
     def _components(self, X):
-        check_is_fitted(self, "layers_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        Xs = (X - self.X_mean_) / self.X_scale_
+        Xs = self._standardised_inputs(X)
         S, eps = self._predict_eps
         chunk = max(1, _PREDICT_POINTS // S)
         mus, vs = [], []
@@ -649,11 +647,9 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
 (n_samples_X, n_targets, n_samples)
             Samples in original units.
         """
-        check_is_fitted(self, "layers_")
+        Xs = self._standardised_inputs(X)
         check_int("n_samples", n_samples, min_value=1)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
         rs = check_random_state(random_state)
-        Xs = (X - self.X_mean_) / self.X_scale_
         layers, noise, _ = self._model.unpack(self._x)
         with threads(self.n_jobs):
             mu, var, _, _, _ = self._model.propagate(layers, Xs, n_samples, rs, with_kl=False,

@@ -13,7 +13,6 @@ import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._cde import (
     CHUNK_POINTS,
@@ -404,11 +403,6 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
                              if model.projection else None)
 
     # --------------------------------------------------------------------------- predict
-    def _standardised(self, X):
-        check_is_fitted(self, "_x")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return (X - self.X_mean_) / self.X_scale_
-
     def _component_chunks(self, Xs):
         """``(rows, mu, var)`` of the latent marginals at every node, in row chunks."""
         J = self._nodes.shape[0]
@@ -455,7 +449,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         """
         if return_std and return_cov:
             raise ValueError("At most one of return_std or return_cov can be requested.")
-        Xs = self._standardised(X)
+        Xs = self._standardised_inputs(X)
         m, v = self._mixture_moments(Xs)
         w = np.exp(self._logw)[None, :, None]
         mean = np.sum(w * m, axis=1)
@@ -496,7 +490,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         log_density : ndarray of shape (n_samples,)
             Per-row log predictive density.
         """
-        Xs = self._standardised(X)
+        Xs = self._standardised_inputs(X)
         Y = self._check_targets(y, Xs.shape[0], self.y_mean_.size)
         Ys = (Y - self.y_mean_) / self.y_scale_
         out = np.empty(Xs.shape[0])
@@ -521,8 +515,12 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         density : ndarray of shape (n_samples, n_grid)
             ``p(y_g | x_n)`` in original units.
         """
-        Xs = self._standardised(X)
-        G = self._check_targets(y_grid, np.shape(y_grid)[0], self.y_mean_.size)  # as a y
+        Xs = self._standardised_inputs(X)
+        G = np.asarray(y_grid, dtype=np.float64)
+        G = G.reshape(-1, 1) if G.ndim == 1 else G
+        if G.shape[1] != self.y_mean_.size or not np.all(np.isfinite(G)):
+            raise ValueError(f"y_grid must be finite with {self.y_mean_.size} target column(s), "
+                             f"got shape {np.shape(y_grid)}.")
         Gs = (G - self.y_mean_) / self.y_scale_
         out = np.empty((Xs.shape[0], G.shape[0]))
         for sl, mu, var in self._component_chunks(Xs):
@@ -550,7 +548,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
         if qs.ndim != 1 or qs.size == 0 or not np.all((qs > 0) & (qs < 1)):
             raise ValueError(f"quantiles must be strictly between 0 and 1, got {q!r}.")
-        m, v = self._mixture_moments(self._standardised(X))  # (n, J, D)
+        m, v = self._mixture_moments(self._standardised_inputs(X))  # (n, J, D)
         out = mixture_quantiles(m, v, self._logw, qs)
         return out[:, 0, :] if self._y_ndim == 1 else out
 
@@ -572,7 +570,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
 (n_samples_X, n_targets, n_samples)
             Samples in original units.
         """
-        Xs = self._standardised(X)
+        Xs = self._standardised_inputs(X)
         S = check_int("n_samples", n_samples, min_value=1)
         rs = check_random_state(random_state)
         model = self._model

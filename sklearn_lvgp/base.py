@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._engine._dask import is_dask_collection
 from ._optimize import minimize_lbfgsb
@@ -227,6 +227,12 @@ class _BaseLVGPRegressor(_BaseLVGP):
         X, y = validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True,
                              reset=reset)
         return X, check_numeric_targets(y)
+
+    def _standardised_inputs(self, X):
+        """Validated new inputs, standardised with the training statistics."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return (X - self.X_mean_) / self.X_scale_
 
     def _targets_2d(self, y):
         """``y`` as ``(n_samples, n_targets)``, remembering whether it was 1-D."""

@@ -203,7 +203,7 @@ def test_gp_warm_start_near_noiseless():
     assert cold.gp_elbo_ is None and cold.latent_used_
     if not warm.latent_used_:
         # switched off: every quadrature node gives the same predictive component
-        m, v = warm._mixture_moments(warm._standardised(Xt[:5]))
+        m, v = warm._mixture_moments(warm._standardised_inputs(Xt[:5]))
         np.testing.assert_allclose(m, np.broadcast_to(m[:, :1], m.shape), atol=1e-5)
         np.testing.assert_allclose(v, np.broadcast_to(v[:, :1], v.shape), rtol=1e-3)
 
