@@ -13,22 +13,24 @@ from scipy.special import log_ndtr
 from sklearn.base import ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._init import pca_latents, select_inducing
-from ._ldgd_parts import PRESETS, Globals, encoder_forward, encoder_init, encoder_shapes
-from ._ldgd_parts._encoder import encoder_fit_mean_head
-from ._ldgd_parts._inference import best_training_latent, random_latent_starts
+from ._ldgd_parts import PRESETS, Globals, encoder_forward, encoder_shapes
+from ._ldgd_parts._inference import (
+    best_training_latent,
+    initial_values,
+    random_latent_starts,
+)
 from ._ldgd_parts._problem import InferenceProblem, TrainingProblem
 from ._parallel import threads
 from ._params import softplus_inverse
 from ._psi._rules import expand_points, unscented_rule
-from ._scaling import NORMALIZE_OPTIONS, column_scales, normalization
+from ._scaling import NORMALIZE_OPTIONS, normalization
 from ._stochastic import run_adam
 from ._svgp import marginals, prior_factor
 from ._validation import (
     check_bool,
+    check_class_labels,
     check_data_scale,
     check_float,
     check_int,
@@ -219,17 +221,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
                              "is None.")
         X, y = validate_data(self, X, y, dtype=np.float64)
-        y = column_or_1d(y)
-        check_classification_targets(y)
-        classes, y_idx, counts = np.unique(y, return_inverse=True, return_counts=True)
-        if classes.size < 2:
-            raise ValueError(f"{type(self).__name__} needs at least 2 classes; y has 1 class "
-                             f"({classes[0]!r}).")
-        if np.any(counts < 2):
-            lone = classes[counts < 2]
-            raise ValueError(f"every class needs at least 2 samples; class(es) "
-                             f"{list(lone)!r} have 1 sample.")
-        self.classes_ = classes
+        self.classes_, y_idx = check_class_labels(y, type(self).__name__)
         return X, y_idx
 
     def _paths(self, n_samples):
@@ -304,26 +296,8 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         prob = TrainingProblem(Yr, Yc, k_r, k_c, M_r, M_c, Q, factors, shapes, self.jitter,
                                self.gh_order)
 
-        # spec §7 steps 2-3 (project choice: inducing inputs start on initial latent means)
-        mu0 = (pca_latents(Yr, Q) if self.x_init == "pca"
-               else random_state.standard_normal((N, Q)))
-        # project choice: small initial σ (the reference's softplus(N(0,1)) ≈ 0.7 lets the
-        # deterministic mode collapse to flat kernels in its first L-BFGS steps)
-        sigma0 = np.full((N, Q), 0.1)
-        values = {"theta_r": k_r.theta, "theta_c": k_c.theta,
-                  "Z_r": self._initial_inducing(mu0, M_r, random_state),
-                  "Z_c": self._initial_inducing(mu0, M_c, random_state),
-                  "qmu_r": 1e-3 * random_state.standard_normal((M_r, D)),
-                  "qmu_c": 1e-3 * random_state.standard_normal((M_c, K)),
-                  "qsqrt_r": np.tile(np.eye(M_r), (D, 1, 1)),
-                  "qsqrt_c": np.tile(np.eye(M_c), (K, 1, 1)),
-                  "noise": np.maximum(0.1 * Yr.var(axis=0), 1e-2)}
-        if self.amortized:
-            enc = encoder_init(shapes, random_state)
-            values["enc"] = encoder_fit_mean_head(enc, Yr, mu0) if self.x_init == "pca" else enc
-        else:
-            values["mu"], values["sigma"] = mu0, sigma0
-        x0 = prob.pack(values)
+        x0 = prob.pack(initial_values(Yr, K, k_r, k_c, M_r, M_c, Q, self.x_init, shapes,
+                                      random_state))
         stochastic = self.expectation == "monte_carlo"
         # amortised + L-BFGS tends to posterior collapse (q(x) = p(x)) in its first steps
         optimizer = self.optimizer if self.optimizer != "auto" else (
@@ -359,12 +333,6 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
                  "x_init='random': use x_init='pca', optimizer='adam' or more iterations.",
                  ConvergenceWarning)
         return self
-
-    @staticmethod
-    def _initial_inducing(mu0, M, random_state):
-        if M <= mu0.shape[0]:
-            return select_inducing(mu0, M, random_state)
-        return random_state.standard_normal((M, mu0.shape[1])) * column_scales(mu0)
 
     def _store(self, prob, x, y):
         p = prob.unpack(x)

@@ -143,3 +143,29 @@ def check_data_scale(name, A, spread=True):
         raise ValueError(
             f"{name} has values of magnitude {peak:.3g}{detail}; their squares overflow or "
             "underflow float64. Rescale it (e.g. with sklearn.preprocessing.StandardScaler).")
+
+
+def check_class_labels(y, estimator_name):
+    """Classes and class indices of classification targets: two classes or more, two rows each.
+
+    Returns
+    -------
+    classes : ndarray
+        Sorted distinct labels.
+    y_idx : ndarray of int
+        Index of each row's label in ``classes``.
+    """
+    from sklearn.utils.multiclass import check_classification_targets
+    from sklearn.utils.validation import column_or_1d
+
+    y = column_or_1d(y)
+    check_classification_targets(y)
+    classes, y_idx, counts = np.unique(y, return_inverse=True, return_counts=True)
+    if classes.size < 2:
+        raise ValueError(f"{estimator_name} needs at least 2 classes; y has 1 class "
+                         f"({classes[0]!r}).")
+    if np.any(counts < 2):
+        raise ValueError(f"every class needs at least 2 samples; class(es) "
+                         f"{list(classes[counts < 2])!r} have 1 sample.")
+    return classes, y_idx
+
