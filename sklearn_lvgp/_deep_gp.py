@@ -6,6 +6,7 @@ Spec ``deep_gp.md`` §1–§4 and §6; seed 003 ch. 2 (DSVI, Salimbeni & Deisenr
 L-BFGS-B for the deterministic objectives).
 """
 
+from functools import partial
 
 import numpy as np
 from scipy.special import logsumexp
@@ -14,7 +15,15 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._deep_gp_dask import fit_deep_gp_dask
-from ._deep_gp_model import _DSVI, initial_layers
+from ._deep_gp_model import (
+    build_model,
+    initial_layers,
+    kde_rows,
+    mean_log_density,
+    path_components,
+    prediction_paths,
+    sample_outputs,
+)
 from ._engine._dask import is_dask_collection, map_row_blocks
 from ._iwvi import LatentDSVI
 from ._parallel import threads
@@ -28,6 +37,7 @@ from ._validation import (
     check_bool,
     check_float,
     check_int,
+    check_layer_widths,
     check_n_inducing,
     check_natgrad_gamma,
     check_option,
@@ -35,13 +45,8 @@ from ._validation import (
 from ._workspace import Workspace
 from .base import _BaseLVGPRegressor
 from .kernels import as_lvgp_kernel
-from .metrics import kde_log_density
 
 __all__ = ["DeepGP"]
-
-#: Stacked evaluation points per prediction chunk.
-_PREDICT_POINTS = 20000
-
 
 class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     """Deep Gaussian-process regression with doubly-stochastic variational inference.
@@ -308,11 +313,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         latent = check_int("latent_dim", self.latent_dim, min_value=0, allow_none=True)
         check_option("inference", self.inference, ("vi", "iwvi"))
         check_int("n_importance", self.n_importance, min_value=1)
-        if np.ndim(self.encoder_hidden) != 1 or len(self.encoder_hidden) == 0:
-            raise ValueError(f"encoder_hidden must be a non-empty sequence of widths, got "
-                             f"{self.encoder_hidden!r}.")
-        for h in self.encoder_hidden:
-            check_int("encoder_hidden[i]", h, min_value=1)
+        check_layer_widths("encoder_hidden", self.encoder_hidden)
         if not latent:
             if self.inference != "vi":
                 raise ValueError("inference='iwvi' importance-weights the latent inputs: it "
@@ -344,23 +345,15 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         return int(self.latent_dim or 0)
 
     def _build(self, Xs, n_targets, random_state):
-        """Architecture and initial parameters (spec §1.5–§1.6)."""
+        """Architecture and initial parameters (Salimbeni & Deisenroth 2017, §5)."""
         self._arch = self._architecture(Xs.shape[1], n_targets)
-        L, M = self.n_layers, self.n_inducing
-        Dw = self._latent()
+        L, Dw = self.n_layers, self._latent()
         dims = [Xs.shape[1] + Dw] + self._hidden(Xs.shape[1]) + [n_targets]
-        templates = (self._kernels if len(self._kernels) == L else self._kernels * L)
-        kernels, means, layers = initial_layers(Xs, dims, templates, M, bool(self.whiten),
-                                                float(self.jitter), Dw, random_state)
-        if Dw:
-            model = LatentDSVI(kernels, means, dims, M, bool(self.whiten), float(self.jitter),
-                               self.positive_transform, Dw, self.encoder_hidden,
-                               self.inference, self.n_importance)
-            encoder = model.encoder.initial(random_state)
-            return model, model.pack(layers, float(self.noise_variance_init), encoder)
-        model = _DSVI(kernels, means, dims, M, bool(self.whiten), float(self.jitter),
-                      self.expectation, self.positive_transform)
-        return model, model.pack(layers, float(self.noise_variance_init))
+        layers = initial_layers(Xs, dims, self._kernels if len(self._kernels) == L
+                                else self._kernels * L, self.n_inducing, bool(self.whiten),
+                                float(self.jitter), Dw, random_state)
+        latent = ((Dw, self.encoder_hidden, self.inference, self.n_importance) if Dw else None)
+        return build_model(layers, dims, self.get_params(), latent, random_state, LatentDSVI)
 
     # ------------------------------------------------------------------------------- fit
     def _fit(self, X, y, random_state):
@@ -447,10 +440,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         model = self._model
         self.validation_scores_ = None
         if early_stopping:
-            perm = rs.permutation(Xs.shape[0])
-            n_val = max(1, int(round(self.validation_fraction * Xs.shape[0])))
-            Xv, Yv = Xs[perm[:n_val]], Ys[perm[:n_val]]
-            Xs, Ys = Xs[perm[n_val:]], Ys[perm[n_val:]]
+            Xs, Ys, Xv, Yv = self._validation_split(Xs, Ys, rs)
         N = n_total if Xs is None else Xs.shape[0]
         N_scale = N if n_total is None else n_total
         bs = self._batch(N)
@@ -480,19 +470,16 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         def natgrad(x, idx, gamma):
             return model.natgrad(x, Xs[idx], Ys[idx], N_scale / idx.size, S, gamma, rs)
 
-        def validation(x):
-            mu, var, noise = model.predict_components(x, Xv, eps_val[0], eps_val[1])
-            lp = gaussian_log_density(Yv[None], mu, var + noise).sum(axis=2)
-            return float(np.mean(logsumexp(lp, axis=0) - np.log(lp.shape[0])))
-
         use_ngd = self.natgrad_gamma is not None
+        validation = None
         if early_stopping:
-            eps_val = self._draw_predict_eps(rs, min(10, self.n_predict_samples))
+            paths = self._draw_predict_eps(rs, min(10, self.n_predict_samples))
+            validation = partial(mean_log_density, model, X=Xv, Y=Yv, paths=paths)
         adam = {} if lbfgs else {
             "schedule": self.learning_rate_schedule, "horizon": self.max_iter,
             "natgrad": natgrad if use_ngd else None, "gamma": self.natgrad_gamma,
             "frozen": model.last_q_mask() if use_ngd else None,
-            "validation": validation if early_stopping else None,
+            "validation": validation,
             "n_iter_no_change": self.n_iter_no_change, "state": self._state,
             "tol": 1e-4 if self.tol is None else self.tol}
         self._x, hist, n_iter, self.validation_scores_ = self._optimise(
@@ -510,27 +497,13 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         self._predict_eps = self._draw_predict_eps(rs, self.n_predict_samples)
 
     def _draw_predict_eps(self, rs, S):
-        """Paths shared by all test rows (so each row's prediction depends on that row only)."""
-        dims = self._model.dims
-        if self._latent():
-            # w from the prior at prediction time (spec §5.1)
-            return S, [rs.standard_normal((S, self._latent()))] + [
-                rs.standard_normal((S, d)) for d in dims[1:-1]]
-        return S, [rs.standard_normal((S, d)) for d in dims[1:-1]]
+        return prediction_paths(self._model.dims, self._latent(), rs, S)
 
     # --------------------------------------------------------------------------- predict
     def _components(self, X):
         Xs = self._standardised_inputs(X)
-        S, eps = self._predict_eps
-        chunk = max(1, _PREDICT_POINTS // S)
-        mus, vs = [], []
         with threads(self.n_jobs):
-            for start in range(0, Xs.shape[0], chunk):
-                mu, var, noise = self._model.predict_components(
-                    self._x, Xs[start:start + chunk], S, eps)
-                mus.append(mu)
-                vs.append(var)
-        return np.concatenate(mus, axis=1), np.concatenate(vs, axis=1), noise
+            return path_components(self._model, self._x, Xs, self._predict_eps)
 
     def predict(self, X, return_std=False):
         """Predictive mean (and standard deviation) of the mixture over paths (spec §2.4).
@@ -615,17 +588,8 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
             raise ValueError(f"method='kde' estimates a 1-D density; the model has {n_targets} "
                              "targets. Use method='mixture'.")
         Y = self._check_targets(y, X.shape[0], 1)[:, 0]
-        rs = check_random_state(random_state)
-        # one layer: sample_y propagates each row once; deeper: S stacked copies per row
-        budget = _PREDICT_POINTS * (50 if self.n_layers == 1 else 1)
-        rows = max(1, budget // int(n_kde_samples))
-        out = np.empty(X.shape[0])
-        for start in range(0, X.shape[0], rows):
-            sl = slice(start, start + rows)
-            ys = self.sample_y(X[sl], n_samples=n_kde_samples, random_state=rs)
-            ys = ys.reshape(ys.shape[0], -1)
-            out[sl] = kde_log_density(ys, Y[sl])
-        return out
+        return kde_rows(lambda rows, rs: self.sample_y(rows, n_kde_samples, rs), X, Y,
+                        n_kde_samples, check_random_state(random_state), self.n_layers)
 
     def sample_y(self, X, n_samples=1, random_state=0):
         """Draw targets from the predictive distribution (independent paths, spec §2.4).
@@ -650,19 +614,9 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         Xs = self._standardised_inputs(X)
         check_int("n_samples", n_samples, min_value=1)
         rs = check_random_state(random_state)
-        layers, noise, _ = self._model.unpack(self._x)
         with threads(self.n_jobs):
-            mu, var, _, _, _ = self._model.propagate(layers, Xs, n_samples, rs, with_kl=False,
-                                                     expectation="monte_carlo")
-        n, D = Xs.shape[0], mu.shape[1]
-        mu = mu.reshape(-1, n, D)
-        var = var.reshape(-1, n, D)
-        if mu.shape[0] == 1:
-            mu = np.repeat(mu, n_samples, axis=0)
-            var = np.repeat(var, n_samples, axis=0)
-        f = mu + np.sqrt(var + noise) * rs.standard_normal(mu.shape)
-        ys = self.y_mean_ + self.y_scale_ * f  # (S, n, D)
-        ys = np.transpose(ys, (1, 2, 0))
+            f = sample_outputs(self._model, self._x, Xs, n_samples, rs)  # (n, D, S)
+        ys = self.y_mean_[None, :, None] + self.y_scale_[None, :, None] * f
         return ys[:, 0, :] if self._y_ndim == 1 else ys
 
     def __sklearn_tags__(self):

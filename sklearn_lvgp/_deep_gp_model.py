@@ -7,6 +7,7 @@ and the bound is evaluated chunk by chunk by :func:`sklearn_lvgp._engine._dsvi.d
 """
 
 import numpy as np
+from scipy.special import logsumexp
 
 from ._engine._dsvi import dsvi_elbo, moment_match, sigma_points
 from ._init import kmeans_inducing
@@ -15,6 +16,7 @@ from ._svgp import (
     LinearMean,
     SVGPLayer,
     ZeroMean,
+    gaussian_log_density,
     gaussian_natgrad_step,
     inner_mean,
     layer_forward,
@@ -23,8 +25,11 @@ from ._svgp import (
     tril_unpack,
 )
 from .kernels import RBF
+from .metrics import kde_log_density
 
-__all__ = ["_DSVI", "initial_layers", "DELTA", "INNER_SQRT_SCALE", "MIN_NOISE"]
+__all__ = ["_DSVI", "initial_layers", "build_model", "sample_outputs", "prediction_paths",
+           "path_components", "kde_rows", "mean_log_density",
+           "DELTA", "INNER_SQRT_SCALE", "MIN_NOISE", "PREDICT_POINTS"]
 
 #: Variance floor of the reparameterised samples, h = mu + eps sqrt(v + delta) (spec §2.2).
 DELTA = 1e-6
@@ -332,3 +337,99 @@ def initial_layers(Xs, dims, templates, n_inducing, whiten, jitter, n_latent, ra
         means.append(mean)
         layers.append(SVGPLayer(k, Z, q_mu, q_sqrt, mean, whiten))
     return kernels, means, layers
+
+
+#: Stacked evaluation points per prediction chunk.
+PREDICT_POINTS = 20000
+
+
+def prediction_paths(dims, n_latent, rs, S):
+    """``S`` paths of standard-normal draws shared by all test rows, so each row's prediction
+    depends on that row only: the latent covariates (from their prior, Salimbeni et al. 2019)
+    first, then one draw per inner layer output."""
+    latent = [rs.standard_normal((S, n_latent))] if n_latent else []
+    return S, latent + [rs.standard_normal((S, d)) for d in dims[1:-1]]
+
+
+def path_components(model, x, Xs, paths):
+    """Last-layer means and variances along every path, ``(S, n, D)``, and the noise."""
+    S, eps = paths
+    chunk = max(1, PREDICT_POINTS // S)
+    mus, vs = [], []
+    for start in range(0, Xs.shape[0], chunk):
+        mu, var, noise = model.predict_components(x, Xs[start:start + chunk], S, eps)
+        mus.append(mu)
+        vs.append(var)
+    return np.concatenate(mus, axis=1), np.concatenate(vs, axis=1), noise
+
+
+def kde_rows(sample, X, y, n_kde_samples, rs, n_layers):
+    """Kernel-density log density of ``y`` from ``sample(rows, rs)`` draws, in row chunks.
+
+    ``sample(rows, rs)`` returns ``(len(rows), n_kde_samples)`` draws; with one layer each row
+    is propagated once, deeper models stack ``S`` copies per row, hence the chunk sizes.
+    """
+    rows = max(1, PREDICT_POINTS * (50 if n_layers == 1 else 1) // int(n_kde_samples))
+    out = np.empty(X.shape[0])
+    for start in range(0, X.shape[0], rows):
+        sl = slice(start, start + rows)
+        ys = sample(X[sl], rs)
+        out[sl] = kde_log_density(ys.reshape(ys.shape[0], -1), y[sl])
+    return out
+
+
+def build_model(initial, dims, params, latent, random_state, latent_model=None):
+    """The DSVI model (or its latent-variable extension) and its packed starting point.
+
+    Parameters
+    ----------
+    initial : tuple
+        ``(kernels, means, layers)`` from :func:`initial_layers`.
+    dims : list of int
+        Layer widths.
+    params : dict
+        The estimator's parameters (``n_inducing``, ``whiten``, ``jitter``, ``expectation``,
+        ``positive_transform``, ``noise_variance_init``).
+    latent : tuple or None
+        ``(latent_dim, encoder_hidden, inference, n_importance)`` for latent covariates.
+    random_state : numpy.random.RandomState
+    latent_model : type
+        The latent-variable model class (:class:`sklearn_lvgp._iwvi.LatentDSVI`, which
+        extends :class:`_DSVI`), needed when ``latent`` is given.
+
+    Returns
+    -------
+    model : _DSVI
+    x0 : ndarray
+    """
+    kernels, means, layers = initial
+    common = (kernels, means, dims, int(params["n_inducing"]), bool(params["whiten"]),
+              float(params["jitter"]))
+    noise = float(params["noise_variance_init"])
+    if latent is not None:
+        model = latent_model(*common, params["positive_transform"], *latent)
+        return model, model.pack(layers, noise, model.encoder.initial(random_state))
+    model = _DSVI(*common, params["expectation"], params["positive_transform"])
+    return model, model.pack(layers, noise)
+
+
+def sample_outputs(model, x, Xs, n_samples, rs):
+    """Draws of the (standardised) outputs at ``Xs``: Monte Carlo through the layers, noise
+    included; shape ``(n, D, n_samples)``."""
+    layers, noise, _ = model.unpack(x)
+    mu, var, _, _, _ = model.propagate(layers, Xs, n_samples, rs, with_kl=False,
+                                       expectation="monte_carlo")
+    n, D = Xs.shape[0], mu.shape[1]
+    mu, var = mu.reshape(-1, n, D), var.reshape(-1, n, D)
+    if mu.shape[0] == 1:
+        mu, var = np.repeat(mu, n_samples, axis=0), np.repeat(var, n_samples, axis=0)
+    f = mu + np.sqrt(var + noise) * rs.standard_normal(mu.shape)
+    return np.transpose(f, (1, 2, 0))
+
+
+def mean_log_density(model, x, X, Y, paths):
+    """Mean log predictive density of standardised rows along fixed paths (early stopping)."""
+    mu, var, noise = model.predict_components(x, X, *paths)
+    lp = gaussian_log_density(Y[None], mu, var + noise).sum(axis=2)
+    return float(np.mean(logsumexp(lp, axis=0) - np.log(lp.shape[0])))
+

@@ -32,6 +32,7 @@ from ._validation import (
     check_bool,
     check_float,
     check_int,
+    check_layer_widths,
     check_n_inducing,
     check_natgrad_gamma,
     check_option,
@@ -267,11 +268,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         check_int("batch_size", self.batch_size, min_value=1, allow_none=True)
         check_int("max_iter", self.max_iter, min_value=1)
         check_float("tol", self.tol, 0.0, allow_none=True)
-        if np.ndim(self.encoder_hidden) != 1:
-            raise ValueError(f"encoder_hidden must be a sequence of positive ints, got "
-                             f"{self.encoder_hidden!r}.")
-        for h in self.encoder_hidden:
-            check_int("encoder_hidden[i]", h, min_value=1)
+        check_layer_widths("encoder_hidden", self.encoder_hidden)
         check_int("n_predict_samples", self.n_predict_samples, min_value=1)
         check_bool("normalize_y", self.normalize_y)
         check_option("init", self.init, ("auto", "gp", "prior"))

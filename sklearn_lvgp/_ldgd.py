@@ -6,7 +6,6 @@ is a classifier, a transformer (test-time q(x*) from the regression path) and a 
 (decoding latent points near a class).
 """
 
-import numbers
 
 import numpy as np
 from scipy.special import log_ndtr
@@ -34,6 +33,7 @@ from ._validation import (
     check_data_scale,
     check_float,
     check_int,
+    check_layer_widths,
     check_n_inducing,
     check_option,
 )
@@ -258,11 +258,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
             raise ValueError("optimizer='lbfgs' needs a deterministic objective: use "
                              "expectation='unscented' (or optimizer='adam').")
         check_bool("amortized", self.amortized)
-        hidden = self.encoder_hidden
-        if not isinstance(hidden, (tuple, list)) or not all(
-                isinstance(h, numbers.Integral) and not isinstance(h, bool) and h >= 1
-                for h in hidden):
-            raise ValueError(f"encoder_hidden must be a tuple of positive ints, got {hidden!r}.")
+        check_layer_widths("encoder_hidden", self.encoder_hidden)
         check_int("batch_size", self.batch_size, min_value=1)
         check_float("learning_rate", self.learning_rate, min_value=0.0, exclusive_min=True)
         check_int("max_iter", self.max_iter, min_value=1)

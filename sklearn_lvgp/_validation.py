@@ -169,3 +169,14 @@ def check_class_labels(y, estimator_name):
                          f"{list(classes[counts < 2])!r} have 1 sample.")
     return classes, y_idx
 
+
+def check_layer_widths(name, widths, allow_empty=False):
+    """Hidden-layer widths of a network: a sequence of positive ints (non-empty by default)."""
+    if (isinstance(widths, (str, bytes)) or np.ndim(widths) != 1
+            or (len(widths) == 0 and not allow_empty)
+            or not all(isinstance(h, numbers.Integral) and not isinstance(h, bool) and h >= 1
+                       for h in widths)):
+        raise ValueError(f"{name} must be a non-empty sequence of positive ints (layer widths), "
+                         f"got {widths!r}.")
+    return tuple(int(h) for h in widths)
+

@@ -234,6 +234,13 @@ class _BaseLVGPRegressor(_BaseLVGP):
         X = validate_data(self, X, dtype=np.float64, reset=False)
         return (X - self.X_mean_) / self.X_scale_
 
+    def _validation_split(self, X, Y, random_state):
+        """``(X_train, Y_train, X_val, Y_val)``: ``validation_fraction`` of the rows held out
+        for early stopping (at least one), in a random order."""
+        perm = random_state.permutation(X.shape[0])
+        n_val = max(1, int(round(self.validation_fraction * X.shape[0])))
+        return X[perm[n_val:]], Y[perm[n_val:]], X[perm[:n_val]], Y[perm[:n_val]]
+
     def _targets_2d(self, y):
         """``y`` as ``(n_samples, n_targets)``, remembering whether it was 1-D."""
         self._y_ndim = np.ndim(y)
