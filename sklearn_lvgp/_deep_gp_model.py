@@ -31,11 +31,12 @@ __all__ = ["_DSVI", "initial_layers", "build_model", "sample_outputs", "predicti
            "path_components", "kde_rows", "mean_log_density",
            "DELTA", "INNER_SQRT_SCALE", "MIN_NOISE", "PREDICT_POINTS"]
 
-#: Variance floor of the reparameterised samples, h = mu + eps sqrt(v + delta) (spec §2.2).
+#: Variance floor of the reparameterised samples, h = mu + eps sqrt(v + delta)
+#: (Salimbeni 2020, eqs. 2.10-2.18).
 DELTA = 1e-6
-#: Inner layers' q_sqrt start this small (near-deterministic start, spec §1.6).
+#: Inner layers' q_sqrt start this small (near-deterministic start, as the authors' code).
 INNER_SQRT_SCALE = 1e-5
-#: Noise-variance floor (spec §1.4).
+#: Noise-variance floor of the softplus-mapped positive parameters (GPflow 1.x convention).
 MIN_NOISE = 1e-6
 
 
@@ -57,7 +58,7 @@ class _DSVI:
         self.softplus = positive_transform == "softplus"
         self.delta = DELTA
         self.chunk_rows = None  # rows per engine chunk; None: from the problem size
-        # which kernel theta entries are log-transformed positive values (spec §1.4)
+        # which kernel theta entries are positive values (mapped by softplus or log)
         self.pos_mask = [np.concatenate(
             [np.full(h.n_elements, h.transform == "log") for h in k.hyperparameters
              if not h.fixed] or [np.zeros(0, dtype=bool)]) for k in kernels]
@@ -153,10 +154,11 @@ class _DSVI:
                   expectation=None, workspaces=None):
         """Push ``X`` through the layers; returns the last layer's marginals and a tape.
 
-        Monte Carlo (spec §2.2): ``S`` stacked copies of ``X`` (sample-major), inner layers
-        sampled with ``eps`` (drawn from ``random_state`` when not given). Unscented: each inner
-        layer's Gaussian marginals are moment-matched and pushed through the next layer at the
-        ``2 D`` sigma points of :func:`~sklearn_lvgp._psi.unscented_rule`.
+        Monte Carlo (Salimbeni 2020, eqs. 2.10-2.18): ``S`` stacked copies of ``X``
+        (sample-major), inner layers sampled with ``eps`` (drawn from ``random_state`` when not
+        given). Unscented: each inner layer's Gaussian marginals are moment-matched and pushed
+        through the next layer at the ``2 D`` sigma points of
+        :func:`~sklearn_lvgp._psi.unscented_rule`.
 
         ``expectation`` overrides the model's rule (``sample_y`` always samples).
         ``workspaces`` (one :class:`~sklearn_lvgp._workspace.Workspace` per layer, or
@@ -215,7 +217,7 @@ class _DSVI:
 
     # ----------------------------------------------------------------------------- bound
     def elbo(self, x, X, Y, scale, n_samples, random_state=None, eps=None, workspaces=None):
-        """Minibatch ELBO estimate (spec eq. 2.19) and its gradient wrt ``x``.
+        """Minibatch ELBO estimate (Salimbeni 2020, eq. 2.19) and its gradient wrt ``x``.
 
         ``scale`` is ``N / |B|``; ``eps`` (list of per-inner-layer arrays) fixes the samples;
         ``workspaces`` as in :meth:`propagate` (the result does not depend on it). Evaluated by
@@ -226,7 +228,7 @@ class _DSVI:
                          chunk_rows=self.chunk_rows)
 
     def natgrad(self, x, X, Y, scale, n_samples, gamma, random_state):
-        """One closed-form natural-gradient step on the last layer's q(u) (spec §4.2).
+        """One closed-form natural-gradient step on the last layer's q(u) (Salimbeni 2020, ch. 3).
 
         The inner layers are propagated exactly as in :meth:`elbo` (fresh samples or sigma
         points); the last layer's features ``A`` and ``L_u`` at those inputs come from the tape.
@@ -300,7 +302,8 @@ def initial_layers(Xs, dims, templates, n_inducing, whiten, jitter, n_latent, ra
     X_run = Xs
     Z_run = kmeans_inducing(Xs, n_inducing, random_state)
     if n_latent:
-        # latent columns of Z ~ N(0, 1) (spec §5.5); w enters the first layer only
+        # latent columns of Z ~ N(0, 1), as the code of the importance-weighted DGP
+        # (Salimbeni et al. 2019); w enters the first layer only
         Z_w = random_state.standard_normal((n_inducing, n_latent))
     for ell in range(n_layers):
         d_in, d_out = dims[ell], dims[ell + 1]
@@ -308,7 +311,7 @@ def initial_layers(Xs, dims, templates, n_inducing, whiten, jitter, n_latent, ra
         if t is not None:
             k = t.initialize(d_in, random_state)
         elif n_latent:
-            # IWVI code: length scales sqrt(D_in) (spec §5.5)
+            # length scales sqrt(D_in), as the importance-weighted DGP code
             k = RBF(length_scale=np.full(d_in, np.sqrt(d_in)), variance=1.0)
         else:
             k = RBF(length_scale=np.ones(d_in), variance=1.0)
@@ -317,7 +320,7 @@ def initial_layers(Xs, dims, templates, n_inducing, whiten, jitter, n_latent, ra
         if n_latent and ell == 0:
             Z = np.hstack([Z, Z_w])
             if ell < n_layers - 1:
-                # keep the x part, drop w (spec §5.5): W = [W_x; 0]
+                # keep the x part, drop w, as the importance-weighted DGP code: W = [W_x; 0]
                 W_x = mean.W if isinstance(mean, LinearMean) else np.eye(d_out)
                 x_mean = mean
                 mean = LinearMean(np.vstack([W_x, np.zeros((n_latent, d_out))]))

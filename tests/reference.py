@@ -253,3 +253,26 @@ def psi_monte_carlo(k, Z, mu, S, n_samples, rng, chunk=10000):
                 variances[i] += var
     return ((float(means[0]), means[1], means[2]),
             (float(np.sqrt(variances[0])), np.sqrt(variances[1]), np.sqrt(variances[2])))
+
+
+def diabetes_split(seed):
+    """The deep GP reproduction's diabetes split: ``RandomState(seed)`` permutation, 90/10."""
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    perm = np.random.RandomState(seed).permutation(len(X))
+    n = int(0.9 * len(X))
+    return X[perm[:n]], y[perm[:n]], X[perm[n:]], y[perm[n:]]
+
+
+def exact_gp_log_density(X, y, Xt, yt):
+    """Held-out mean log density of scikit-learn's exact GP (constant x ARD-RBF + white, ML-II)."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+    mu, sd = X.mean(0), X.std(0)
+    gp = GaussianProcessRegressor(ConstantKernel() * RBF(np.ones(X.shape[1])) + WhiteKernel(),
+                                  normalize_y=True, random_state=0).fit((X - mu) / sd, y)
+    m, s = gp.predict((Xt - mu) / sd, return_std=True)
+    return float(np.mean(-0.5 * np.log(2 * np.pi * s ** 2) - 0.5 * (yt - m) ** 2 / s ** 2))
+

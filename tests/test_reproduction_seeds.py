@@ -8,7 +8,7 @@ calibrated targets of the deep GP and GP-CDE reproductions), never our own measu
 import warnings
 
 import numpy as np
-import pytest
+from reference import diabetes_split, exact_gp_log_density  # tests/ is on sys.path
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_lvgp import GPCDE, DeepGP, SparseGPRegressor
@@ -44,35 +44,14 @@ def test_gpcde_beats_the_gp_on_bimodal_data_across_seeds():
     assert all(over <= 0.0 for _, over in results)  # nothing above the true density
 
 
-def _diabetes_split(seed):
-    from sklearn.datasets import load_diabetes
-
-    X, y = load_diabetes(return_X_y=True)
-    perm = np.random.RandomState(seed).permutation(len(X))
-    n = int(0.9 * len(X))
-    return X[perm[:n]], y[perm[:n]], X[perm[n:]], y[perm[n:]]
-
-
-def _exact_gp_ll(X, y, Xt, yt):
-    from sklearn.gaussian_process import GaussianProcessRegressor
-    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
-
-    mu, sd = X.mean(0), X.std(0)
-    gp = GaussianProcessRegressor(ConstantKernel() * RBF(np.ones(X.shape[1])) + WhiteKernel(),
-                                  normalize_y=True, random_state=0).fit((X - mu) / sd, y)
-    m, s = gp.predict((Xt - mu) / sd, return_std=True)
-    return float(np.mean(-0.5 * np.log(2 * np.pi * s ** 2) - 0.5 * (yt - m) ** 2 / s ** 2))
-
-
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_sparse_deep_gp_layer_matches_the_exact_gp_on_diabetes_splits():
     """Deep GP specification, diabetes protocol: SGP (one layer) >= exact GP - 0.03 nats."""
     gaps = []
     for seed in SEEDS:
-        X, y, Xt, yt = _diabetes_split(seed)
+        X, y, Xt, yt = diabetes_split(seed)
         ll = DeepGP(tol=None, n_layers=1, n_inducing=50, max_iter=800, learning_rate=0.03,
                     random_state=0).fit(X, y).predict_log_density(Xt, yt).mean()
-        gaps.append(ll - _exact_gp_ll(X, y, Xt, yt))
+        gaps.append(ll - exact_gp_log_density(X, y, Xt, yt))
     gaps = np.array(gaps)
     assert np.sum(gaps >= -0.03) >= 3, gaps
     assert np.all(gaps >= -0.3), gaps  # no split far below the exact GP

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from reference import diabetes_split, exact_gp_log_density  # tests/ is on sys.path
 from scipy.special import logsumexp
 from scipy.stats import norm
 from sklearn.gaussian_process import GaussianProcessRegressor
@@ -602,31 +603,14 @@ def test_step_function_reduced():
     assert abs(med[0]) < 0.05 and abs(med[1] - 1.0) < 0.05
 
 
-def _diabetes_split(seed):
-    from sklearn.datasets import load_diabetes
-
-    X, y = load_diabetes(return_X_y=True)
-    perm = np.random.RandomState(seed).permutation(len(X))
-    n = int(0.9 * len(X))
-    return X[perm[:n]], y[perm[:n]], X[perm[n:]], y[perm[n:]]
-
-
-def _exact_gp_ll(X, y, Xt, yt):
-    mu, sd = X.mean(0), X.std(0)
-    gp = GaussianProcessRegressor(ConstantKernel() * SkRBF(np.ones(X.shape[1])) + WhiteKernel(),
-                                  normalize_y=True, random_state=0).fit((X - mu) / sd, y)
-    m, s = gp.predict((Xt - mu) / sd, return_std=True)
-    return float(np.mean(-0.5 * np.log(2 * np.pi * s ** 2) - 0.5 * (yt - m) ** 2 / s ** 2))
-
-
 def test_diabetes_sgp_reduced():
     """§9.2 item 1 at reduced size: split 0, SGP with M = 50 and 800 steps (learning rate 0.03
     instead of 0.01 to fit the budget) against the exact GP (ML-II)."""
-    X, y, Xt, yt = _diabetes_split(0)
+    X, y, Xt, yt = diabetes_split(0)
     ll = DeepGP(tol=None, n_layers=1, n_inducing=50, max_iter=800, learning_rate=0.03,
                 random_state=0).fit(
         X, y).predict_log_density(Xt, yt).mean()
-    assert ll >= _exact_gp_ll(X, y, Xt, yt) - 0.03
+    assert ll >= exact_gp_log_density(X, y, Xt, yt) - 0.03
 
 
 # ---------------------------------------------------------------------- slow reproductions
@@ -647,8 +631,8 @@ def test_diabetes_protocol():
     spec's prototype): SGP ≥ exact GP − 0.03, DGP 2 ≥ SGP − 0.15, DGP 3 ≥ SGP − 0.35."""
     ll = {k: [] for k in ("gp", 1, 2, 3)}
     for s in range(5):
-        X, y, Xt, yt = _diabetes_split(s)
-        ll["gp"].append(_exact_gp_ll(X, y, Xt, yt))
+        X, y, Xt, yt = diabetes_split(s)
+        ll["gp"].append(exact_gp_log_density(X, y, Xt, yt))
         for L in (1, 2, 3):
             m = DeepGP(tol=None, n_layers=L, n_inducing=100, max_iter=1500, natgrad_gamma=0.1,
                        random_state=s).fit(X, y)
