@@ -18,6 +18,7 @@ from ._deep_gp_dask import fit_deep_gp_dask
 from ._deep_gp_model import (
     build_model,
     initial_layers,
+    joint_predictive,
     kde_rows,
     mean_log_density,
     path_components,
@@ -505,8 +506,8 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         with threads(self.n_jobs):
             return path_components(self._model, self._x, Xs, self._predict_eps)
 
-    def predict(self, X, return_std=False):
-        """Predictive mean (and standard deviation) of the mixture over paths (spec §2.4).
+    def predict(self, X, return_std=False, return_cov=False):
+        """Predictive mean (and standard deviation or covariance) of the mixture over paths.
 
         Parameters
         ----------
@@ -514,6 +515,11 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
             Test inputs.
         return_std : bool, default=False
             Also return the predictive standard deviation (noise included).
+        return_cov : bool, default=False
+            Also return the joint predictive covariance of the rows, per target: the inner
+            layers are sampled jointly over the rows along ``n_predict_samples`` paths drawn
+            from a fixed seed (exact with one layer); its diagonal agrees with ``return_std``
+            up to Monte Carlo error. Not with latent covariates (``latent_dim``).
 
         Returns
         -------
@@ -521,7 +527,13 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
             Predictive mean in original units.
         std : ndarray of the same shape
             Predictive standard deviation (only when ``return_std``).
+        cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_targets)
+            Predictive covariance (only when ``return_cov``).
         """
+        if return_std and return_cov:
+            raise ValueError("At most one of return_std or return_cov can be requested.")
+        if return_cov:
+            return self._predict_cov(X)
         if is_dask_collection(X):
             check_is_fitted(self, "layers_")
             return map_row_blocks(lambda b: self.predict(b, return_std=return_std), X,
@@ -535,6 +547,17 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         v = np.mean(var + noise + mu * mu, axis=0) - mean * mean
         v = np.maximum(v, 0.0)
         return out, self._target_shape(self.y_scale_ * np.sqrt(v))
+
+    def _predict_cov(self, X):
+        if self._latent():
+            raise ValueError("return_cov is not available with latent covariates (latent_dim): "
+                             "use sample_y for draws of each row.")
+        Xs = self._standardised_inputs(X)
+        with threads(self.n_jobs):
+            _, cov = joint_predictive(self._model, self._x, Xs, int(self.n_predict_samples),
+                                      np.random.RandomState(0))
+        cov = cov * (self.y_scale_ ** 2)[None, None, :]
+        return self.predict(X), (cov[:, :, 0] if self._y_ndim == 1 else cov)
 
     def predict_log_density(self, X, y, method="mixture", n_kde_samples=2000, random_state=0):
         """Log predictive density of each row, in original units (spec §2.4, §5.5).

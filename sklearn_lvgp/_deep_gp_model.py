@@ -11,6 +11,7 @@ from scipy.special import logsumexp
 
 from ._engine._dsvi import dsvi_elbo, moment_match, sigma_points
 from ._init import kmeans_inducing
+from ._linalg import cholesky_jitter, solve_lower, solve_upper
 from ._params import ParamPacker, softplus_inverse
 from ._svgp import (
     LinearMean,
@@ -28,7 +29,8 @@ from .kernels import RBF
 from .metrics import kde_log_density
 
 __all__ = ["_DSVI", "initial_layers", "build_model", "sample_outputs", "prediction_paths",
-           "path_components", "kde_rows", "mean_log_density",
+           "path_components", "kde_rows", "mean_log_density", "layer_joint",
+           "joint_predictive",
            "DELTA", "INNER_SQRT_SCALE", "MIN_NOISE", "PREDICT_POINTS"]
 
 #: Variance floor of the reparameterised samples, h = mu + eps sqrt(v + delta)
@@ -435,4 +437,52 @@ def mean_log_density(model, x, X, Y, paths):
     mu, var, noise = model.predict_components(x, X, *paths)
     lp = gaussian_log_density(Y[None], mu, var + noise).sum(axis=2)
     return float(np.mean(logsumexp(lp, axis=0) - np.log(lp.shape[0])))
+
+
+def layer_joint(layer, H, jitter):
+    """Joint moments of a layer's outputs at the rows of ``H``: means ``(n, D)`` and the
+    posterior covariances between rows ``(D, n, n)`` under ``q(u)``.
+
+    ``k(H, H) - A^T A + (R^T B)^T (R^T B)`` with ``A = L^{-1} k(Z, H)``, ``B = A`` (whitened) or
+    ``L^{-T} A``, ``q = N(m, R R^T)`` per output: the full-covariance form of the marginals of
+    :func:`sklearn_lvgp._svgp.marginals` (Salimbeni 2020, eqs. 1.28-1.29).
+    """
+    kernel = layer.kernel
+    Lu = prior_factor(kernel, layer.Z, jitter).Lu
+    A = solve_lower(Lu, kernel.K(layer.Z, H))
+    B = A if layer.whiten else solve_upper(Lu, A)
+    mean = B.T @ layer.q_mu + layer.mean_function(H)
+    shared = kernel.K(H) - A.T @ A
+    cov = np.stack([shared + (R.T @ B).T @ (R.T @ B) for R in layer.q_sqrt])
+    return mean, cov
+
+
+def joint_predictive(model, x, Xs, n_paths, random_state):
+    """Mean ``(n, D)`` and covariance ``(n, n, D)`` of the outputs at the rows of ``Xs``.
+
+    The inner layers are sampled jointly over the rows (one Gaussian draw of all rows per path
+    and layer, variance floor ``DELTA`` as in training), so two rows covary through every layer;
+    the last layer's joint moments are averaged over ``n_paths`` paths (law of total
+    covariance), and the noise is added on the diagonal. With one layer it is exact.
+    """
+    layers, noise, _ = model.unpack(x)
+    n = Xs.shape[0]
+    means, covs = [], []
+    for _ in range(n_paths if len(layers) > 1 else 1):
+        H = Xs
+        for layer in layers[:-1]:
+            m, C = layer_joint(layer, H, model.jitter)
+            draws = random_state.standard_normal((n, m.shape[1]))
+            H = m + np.column_stack([
+                cholesky_jitter(C[d] + DELTA * np.eye(n), 1e-10, name="hidden-layer covariance",
+                                warn=False)[0] @ draws[:, d] for d in range(m.shape[1])])
+        m, C = layer_joint(layers[-1], H, model.jitter)
+        means.append(m)
+        covs.append(C)
+    M = np.stack(means)
+    mean = M.mean(axis=0)
+    dev = M - mean
+    cov = np.mean(covs, axis=0).transpose(1, 2, 0) + np.einsum("sid,sjd->ijd", dev, dev) / len(M)
+    cov[np.arange(n), np.arange(n), :] += noise
+    return mean, cov
 

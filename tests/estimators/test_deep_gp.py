@@ -891,3 +891,41 @@ def test_training_workspaces_do_not_change_the_bound(rng, kw):
         assert f0 == f1
         np.testing.assert_array_equal(g0, g1)
     assert any(w._flat for w in ws)  # the buffers were used
+
+
+def test_return_cov_one_layer_is_the_exact_svgp_covariance():
+    """One layer: no sampling, the posterior covariance of the SVGP plus the noise; its diagonal
+    is predict's variance."""
+    X, y = _toy(n=30, d=2)
+    m = _fitted(X, y, n_layers=1, n_inducing=6, max_iter=30)
+    Xn = X[:5] + 0.1
+    mean, cov = m.predict(Xn, return_cov=True)
+    mean2, std = m.predict(Xn, return_std=True)
+    np.testing.assert_allclose(mean, mean2)
+    np.testing.assert_allclose(np.diag(cov), std ** 2, rtol=1e-8)
+    layer = m.layers_[0]
+    Xs = (Xn - m.X_mean_) / m.X_scale_
+    k, Z, R = layer.kernel, layer.Z, layer.q_sqrt[0]
+    Kuu = k.K(Z) + m.jitter * np.mean(np.diag(k.K(Z))) * np.eye(Z.shape[0])
+    A = np.linalg.solve(np.linalg.cholesky(Kuu), k.K(Z, Xs))  # whitened default
+    post = k.K(Xs) - A.T @ A + (R.T @ A).T @ (R.T @ A)
+    ref = (post + m.noise_variance_ * np.eye(5)) * m.y_scale_[0] ** 2
+    np.testing.assert_allclose(cov, ref, rtol=1e-6, atol=1e-10)
+
+
+def test_return_cov_two_layers_is_a_covariance_matching_the_variances():
+    X, y = _toy(n=40, d=2)
+    m = _fitted(X, y, n_layers=2, n_inducing=6, max_iter=50, n_predict_samples=200)
+    Xn = X[:6] + 0.05
+    _, cov = m.predict(Xn, return_cov=True)
+    _, std = m.predict(Xn, return_std=True)
+    assert cov.shape == (6, 6)
+    np.testing.assert_allclose(cov, cov.T, atol=1e-12)
+    assert np.all(np.linalg.eigvalsh(cov) > -1e-10)
+    np.testing.assert_allclose(np.diag(cov), std ** 2, rtol=0.25)  # two Monte Carlo estimates
+    np.testing.assert_array_equal(m.predict(Xn, return_cov=True)[1], cov)  # fixed paths
+    with pytest.raises(ValueError, match="At most one"):
+        m.predict(Xn, return_std=True, return_cov=True)
+    latent = _fitted(X, y, n_layers=1, n_inducing=6, latent_dim=1, max_iter=5)
+    with pytest.raises(ValueError, match="return_cov is not available with latent"):
+        latent.predict(Xn, return_cov=True)
