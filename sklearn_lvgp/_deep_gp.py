@@ -1,9 +1,8 @@
 """DeepGP: deep Gaussian-process regression with doubly-stochastic variational inference.
 
-Spec ``deep_gp.md`` §1–§4 and §6; seed 003 ch. 2 (DSVI, Salimbeni & Deisenroth 2017) and ch. 3
-(natural gradients for the last layer). Layers are the shared SVGP engine of
-:mod:`sklearn_lvgp._svgp`; the optimiser is :func:`sklearn_lvgp._stochastic.run_adam` (or
-L-BFGS-B for the deterministic objectives).
+Salimbeni & Deisenroth (2017) and Salimbeni (2020), chs. 2-3 (natural gradients for the last
+layer) and 5 (latent covariates). The model is :mod:`sklearn_lvgp._deep_gp_model`, its layers
+the SVGP engine of :mod:`sklearn_lvgp._svgp`; the base class runs the optimiser.
 """
 
 from functools import partial
@@ -31,9 +30,7 @@ from ._parallel import threads
 from ._progress import check_callback, fit_progress
 from ._scaling import column_moments
 from ._stochastic import AdamState
-from ._svgp import (
-    gaussian_log_density,
-)
+from ._svgp import gaussian_log_density
 from ._validation import (
     check_bool,
     check_float,
@@ -48,6 +45,7 @@ from .base import _BaseLVGPRegressor
 from .kernels import as_lvgp_kernel
 
 __all__ = ["DeepGP"]
+
 
 class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     """Deep Gaussian-process regression with doubly-stochastic variational inference.
@@ -67,7 +65,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     kernel : Kernel or sequence of Kernel, default=None
         Covariance of each layer: one template cloned for every layer, or one per layer.
         ``None`` is an ARD :class:`~sklearn_lvgp.kernels.RBF` with unit length scales and
-        variance (seed 003 §2.4).
+        variance (Salimbeni 2020, §2.4).
     n_inducing : int, default=100
         Inducing inputs per layer (k-means centres of the standardised inputs). It may exceed
         the number of samples: the stochastic bound does not tie inducing inputs to data, so
@@ -105,8 +103,8 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     natgrad_gamma : float, tuple (gamma0, gamma1, K) or None, default=None
         If set, the last layer's ``q(u)`` is updated by natural-gradient steps of this size
         (alternating with the Adam steps, which then leave it alone); a tuple is a log-linear
-        warm-up from ``gamma0`` to ``gamma1`` over ``K`` steps (spec §4.3). Steps must be in
-        (0, 1] and ``K >= 1``. Adam only.
+        warm-up from ``gamma0`` to ``gamma1`` over ``K`` steps (Salimbeni 2020, ch. 3). Steps
+        must be in (0, 1] and ``K >= 1``. Adam only.
     tol : float or None, default=1e-4
         Stopping tolerance of Adam. Without early stopping the fit stops when the mean ELBO
         estimate over the last 100 steps improves by less than ``tol`` (relative to its
@@ -146,9 +144,9 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         Continue from the previous fit's parameters and optimiser state.
     latent_dim : int or None, default=None
         Width of a latent covariate ``w ~ N(0, I)`` concatenated to the input of the first layer
-        (LV-GP-...-GP models, seed 003 ch. 5; ``n_layers=1`` is LV-GP). ``None`` or 0: no latent
-        layer (plain DSVI, unchanged). Its proposal ``q(w_n)`` is amortised by a recognition
-        MLP on ``[x_n, y_n]``; predictions integrate ``w`` over its prior. Needs
+        (LV-GP-...-GP models, Salimbeni 2020, ch. 5; ``n_layers=1`` is LV-GP). ``None`` or 0:
+        no latent layer (plain DSVI, unchanged). Its proposal ``q(w_n)`` is amortised by a
+        recognition MLP on ``[x_n, y_n]``; predictions integrate ``w`` over its prior. Needs
         ``optimizer="adam"`` and ``expectation="monte_carlo"``.
     inference : {"vi", "iwvi"}, default="vi"
         Bound for the latent model: ``"vi"`` (eq. 5.3, analytic ``KL(q(w) || p(w))``) or the
@@ -560,13 +558,13 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         return self.predict(X), (cov[:, :, 0] if self._y_ndim == 1 else cov)
 
     def predict_log_density(self, X, y, method="mixture", n_kde_samples=2000, random_state=0):
-        """Log predictive density of each row, in original units (spec §2.4, §5.5).
+        """Log predictive density of each row, in original units (Salimbeni 2020, eqs. 2.20-2.21).
 
         ``method="mixture"`` (default): ``logsumexp_s sum_d log N(y_d | mu_sd, v_sd + s2) - log
         S`` over the stored prediction paths (one Gaussian per point with
         ``expectation="unscented"``), with the target standardisation undone.
 
-        ``method="kde"``: the evaluation of seed 003 Table 5.1 — ``n_kde_samples`` draws of
+        ``method="kde"``: the evaluation of Salimbeni (2020), Table 5.1 — ``n_kde_samples`` draws of
         ``y`` per row from :meth:`sample_y` and a Gaussian kernel density estimate with
         Silverman's bandwidth (:func:`sklearn_lvgp.metrics.kde_log_density`). It is noisier and
         biased towards a smoother density (for a Gaussian predictive ``N(m, s^2)`` its
@@ -602,7 +600,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         return logsumexp(lp, axis=0) - np.log(lp.shape[0])
 
     def _log_density_kde(self, X, y, n_kde_samples, random_state):
-        """KDE log density of ``y`` from :meth:`sample_y` draws, in row chunks (spec §5.5)."""
+        """KDE log density of ``y`` from :meth:`sample_y` draws (Salimbeni 2020, Table 5.1)."""
         check_is_fitted(self, "layers_")
         check_int("n_kde_samples", n_kde_samples, min_value=2)
         X = validate_data(self, X, dtype=np.float64, reset=False)
@@ -615,7 +613,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                         n_kde_samples, check_random_state(random_state), self.n_layers)
 
     def sample_y(self, X, n_samples=1, random_state=0):
-        """Draw targets from the predictive distribution (independent paths, spec §2.4).
+        """Draw targets from the predictive distribution (independent paths, Salimbeni 2020, §2.4).
 
         Always Monte Carlo through the layers, whatever ``expectation`` was used in training.
 
