@@ -448,7 +448,7 @@ def layer_vjp(dL_dmu, dL_dvar, dL_dkl, cache):
 
 def layer_global_vjp(kernel, prior, kl_cache, dL_dkl, dq_mu, dq_sqrt, dZ, dtheta, dLu):
     """Close a layer's backward pass: add the KL's adjoints and push ``L_u`` and ``K_uu``'s
-    adjoints through :func:`prior_factor_vjp` (spec §3.3 steps 9–12).
+    adjoints through :func:`prior_factor_vjp` (the chain rule to ``Z`` and ``θ``).
 
     The marginals' adjoints may be summed over chunks of inputs first (the chunk engine), so
     this runs once per layer and evaluation whatever the number of chunks.
