@@ -20,6 +20,7 @@ from ._deep_gp_model import (
     joint_predictive,
     kde_rows,
     mean_log_density,
+    objectives,
     path_components,
     prediction_paths,
     sample_outputs,
@@ -40,7 +41,6 @@ from ._validation import (
     check_natgrad_gamma,
     check_option,
 )
-from ._workspace import Workspace
 from .base import _BaseLVGPRegressor
 from .kernels import as_lvgp_kernel
 
@@ -444,30 +444,13 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         N_scale = N if n_total is None else n_total
         bs = self._batch(N)
         S = self.n_samples
-        # the layers' large per-step buffers, reused by every step of this call only
-        workspaces = [Workspace() for _ in range(model.n_layers)]
-
         lbfgs = self.optimizer == "lbfgs" and not force_adam
         if lbfgs and self.n_iter_ == 0:
             # start the last layer at its optimal q(u) for the initial hyperparameters (one
             # γ = 1 natural-gradient step, Salimbeni 2020 §3.2): from q(u) = p(u) the first line
             # search of L-BFGS tends to jump to the all-noise optimum
             self._x = model.natgrad(self._x, Xs, Ys, 1.0, S, 1.0, rs)
-
-        def full(x):
-            f, g = model.elbo(x, Xs, Ys, 1.0, S, rs, workspaces=workspaces)
-            return -f, -g
-
-        def minibatch(x, idx):
-            if batch_elbo is not None:
-                f, g = batch_elbo(x, idx, N_scale / idx.size)
-            else:
-                f, g = model.elbo(x, Xs[idx], Ys[idx], N_scale / idx.size, S, rs,
-                                  workspaces=workspaces)
-            return -f, -g
-
-        def natgrad(x, idx, gamma):
-            return model.natgrad(x, Xs[idx], Ys[idx], N_scale / idx.size, S, gamma, rs)
+        full, minibatch, natgrad = objectives(model, Xs, Ys, N_scale, S, rs, batch_elbo)
 
         use_ngd = self.natgrad_gamma is not None
         validation = None

@@ -25,12 +25,13 @@ from ._svgp import (
     tril_pack,
     tril_unpack,
 )
+from ._workspace import Workspace
 from .kernels import RBF
 from .metrics import kde_log_density
 
 __all__ = ["_DSVI", "initial_layers", "build_model", "sample_outputs", "prediction_paths",
            "path_components", "kde_rows", "mean_log_density", "layer_joint",
-           "joint_predictive",
+           "joint_predictive", "objectives",
            "DELTA", "INNER_SQRT_SCALE", "MIN_NOISE", "PREDICT_POINTS"]
 
 #: Variance floor of the reparameterised samples, h = mu + eps sqrt(v + delta)
@@ -485,4 +486,29 @@ def joint_predictive(model, x, Xs, n_paths, random_state):
     cov = np.mean(covs, axis=0).transpose(1, 2, 0) + np.einsum("sid,sjd->ijd", dev, dev) / len(M)
     cov[np.arange(n), np.arange(n), :] += noise
     return mean, cov
+
+
+def objectives(model, Xs, Ys, n_total, n_samples, rs, batch_elbo=None):
+    """The optimiser's three callables for one fit call: the full-batch negated bound and
+    gradient, its minibatch estimate (``batch_elbo(x, idx, scale)`` evaluates rows held
+    elsewhere, a Dask fit), and the last layer's natural-gradient step on a minibatch."""
+    # the layers' large per-step buffers, reused by every step of this call only
+    workspaces = [Workspace() for _ in range(model.n_layers)]
+
+    def full(x):
+        f, g = model.elbo(x, Xs, Ys, 1.0, n_samples, rs, workspaces=workspaces)
+        return -f, -g
+
+    def minibatch(x, idx):
+        if batch_elbo is not None:
+            f, g = batch_elbo(x, idx, n_total / idx.size)
+        else:
+            f, g = model.elbo(x, Xs[idx], Ys[idx], n_total / idx.size, n_samples, rs,
+                              workspaces=workspaces)
+        return -f, -g
+
+    def natgrad(x, idx, gamma):
+        return model.natgrad(x, Xs[idx], Ys[idx], n_total / idx.size, n_samples, gamma, rs)
+
+    return full, minibatch, natgrad
 
