@@ -16,9 +16,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._deep_gp_dask import fit_deep_gp_dask
 from ._deep_gp_model import (
     build_model,
+    check_latent_options,
+    hidden_widths,
     initial_layers,
     joint_predictive,
     kde_rows,
+    layer_kernels,
     mean_log_density,
     objectives,
     path_components,
@@ -36,13 +39,11 @@ from ._validation import (
     check_bool,
     check_float,
     check_int,
-    check_layer_widths,
     check_n_inducing,
     check_natgrad_gamma,
     check_option,
 )
 from .base import _BaseLVGPRegressor
-from .kernels import as_lvgp_kernel
 
 __all__ = ["DeepGP"]
 
@@ -256,17 +257,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
 
     # ----------------------------------------------------------------------------- checks
     def _hidden(self, n_features):
-        L = self.n_layers
-        if self.hidden_dims is None:
-            return [min(30, n_features)] * (L - 1)
-        if np.ndim(self.hidden_dims) == 0:
-            return [check_int("hidden_dims", self.hidden_dims, min_value=1)] * (L - 1)
-        dims = list(self.hidden_dims)
-        if len(dims) != L - 1:
-            raise ValueError(
-                f"hidden_dims must have n_layers - 1 = {L - 1} entries (one per inner layer), "
-                f"got {len(dims)}: {self.hidden_dims!r}.")
-        return [check_int("hidden_dims[i]", d, min_value=1) for d in dims]
+        return hidden_widths(self.hidden_dims, self.n_layers, n_features)
 
     def _check_params(self, X, y):
         check_int("n_layers", self.n_layers, min_value=1)
@@ -296,11 +287,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         check_option("positive_transform", self.positive_transform, ("softplus", "log"))
         check_float("jitter", self.jitter, 0.0)
         check_bool("warm_start", self.warm_start)
-        kernels = self.kernel if isinstance(self.kernel, (list, tuple)) else [self.kernel]
-        if isinstance(self.kernel, (list, tuple)) and len(self.kernel) != self.n_layers:
-            raise ValueError(f"kernel has {len(self.kernel)} entries but n_layers = "
-                             f"{self.n_layers}; pass one kernel or one per layer.")
-        self._kernels = [as_lvgp_kernel(k) for k in kernels]
+        self._kernels = layer_kernels(self.kernel, self.n_layers)
         if (self.optimizer == "lbfgs" and self.expectation == "monte_carlo"
                 and self.n_layers > 1):
             raise ValueError("optimizer='lbfgs' needs a deterministic objective: use "
@@ -309,25 +296,10 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         if self.early_stopping and X.shape[0] < 4:
             raise ValueError(f"early_stopping needs at least 4 samples, got n_samples = "
                              f"{X.shape[0]}.")
-        latent = check_int("latent_dim", self.latent_dim, min_value=0, allow_none=True)
-        check_option("inference", self.inference, ("vi", "iwvi"))
-        check_int("n_importance", self.n_importance, min_value=1)
-        check_layer_widths("encoder_hidden", self.encoder_hidden)
-        if not latent:
-            if self.inference != "vi":
-                raise ValueError("inference='iwvi' importance-weights the latent inputs: it "
-                                 "needs latent_dim >= 1.")
-        else:
-            if self.expectation != "monte_carlo":
-                raise ValueError("latent_dim >= 1 needs expectation='monte_carlo' (the latent "
-                                 "inputs are sampled).")
-            if self.optimizer != "adam":
-                raise ValueError("latent_dim >= 1 gives a stochastic objective: use "
-                                 "optimizer='adam'.")
+        check_latent_options(self.get_params())
         check_n_inducing(self.n_inducing, X.shape[0], "DeepGP")  # after the data-free checks
 
     # -------------------------------------------------------------------------- building
-
     def _standardise(self, X, Y):
         self.X_mean_, self.X_scale_ = column_moments(X)
         self.y_mean_, self.y_scale_ = self._target_moments(Y)
@@ -622,9 +594,3 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
             f = sample_outputs(self._model, self._x, Xs, n_samples, rs)  # (n, D, S)
         ys = self.y_mean_[None, :, None] + self.y_scale_[None, :, None] * f
         return ys[:, 0, :] if self._y_ndim == 1 else ys
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        tags.target_tags.single_output = True
-        return tags

@@ -25,13 +25,15 @@ from ._svgp import (
     tril_pack,
     tril_unpack,
 )
+from ._validation import check_int, check_layer_widths, check_option
 from ._workspace import Workspace
-from .kernels import RBF
+from .kernels import RBF, as_lvgp_kernel
 from .metrics import kde_log_density
 
 __all__ = ["_DSVI", "initial_layers", "build_model", "sample_outputs", "prediction_paths",
            "path_components", "kde_rows", "mean_log_density", "layer_joint",
-           "joint_predictive", "objectives",
+           "joint_predictive", "objectives", "layer_kernels",
+           "check_latent_options", "hidden_widths",
            "DELTA", "INNER_SQRT_SCALE", "MIN_NOISE", "PREDICT_POINTS"]
 
 #: Variance floor of the reparameterised samples, h = mu + eps sqrt(v + delta)
@@ -511,4 +513,43 @@ def objectives(model, Xs, Ys, n_total, n_samples, rs, batch_elbo=None):
         return model.natgrad(x, Xs[idx], Ys[idx], n_total / idx.size, n_samples, gamma, rs)
 
     return full, minibatch, natgrad
+
+
+def layer_kernels(kernel, n_layers):
+    """The ``kernel`` parameter as one validated kernel (or None) per layer, or one for all."""
+    kernels = list(kernel) if isinstance(kernel, (list, tuple)) else [kernel]
+    if isinstance(kernel, (list, tuple)) and len(kernel) != n_layers:
+        raise ValueError(f"kernel has {len(kernel)} entries but n_layers = {n_layers}; pass one "
+                         "kernel or one per layer.")
+    return [as_lvgp_kernel(k) for k in kernels]
+
+
+def check_latent_options(params):
+    """The latent-covariate parameters of ``DeepGP`` (Salimbeni 2020, ch. 5), and what they
+    need of the others: sampled inputs (Monte Carlo) and a stochastic optimiser."""
+    latent = check_int("latent_dim", params["latent_dim"], min_value=0, allow_none=True)
+    check_option("inference", params["inference"], ("vi", "iwvi"))
+    check_int("n_importance", params["n_importance"], min_value=1)
+    check_layer_widths("encoder_hidden", params["encoder_hidden"])
+    if not latent and params["inference"] != "vi":
+        raise ValueError("inference='iwvi' importance-weights the latent inputs: it needs "
+                         "latent_dim >= 1.")
+    if latent and params["expectation"] != "monte_carlo":
+        raise ValueError("latent_dim >= 1 needs expectation='monte_carlo' (the latent inputs "
+                         "are sampled).")
+    if latent and params["optimizer"] != "adam":
+        raise ValueError("latent_dim >= 1 gives a stochastic objective: use optimizer='adam'.")
+
+
+def hidden_widths(hidden_dims, n_layers, n_features):
+    """Output widths of the inner layers: ``min(30, n_features)`` each by default (Salimbeni &
+    Deisenroth 2017, §5), one width for all, or one per inner layer."""
+    if hidden_dims is None:
+        return [min(30, n_features)] * (n_layers - 1)
+    if np.ndim(hidden_dims) == 0:
+        return [check_int("hidden_dims", hidden_dims, min_value=1)] * (n_layers - 1)
+    if len(hidden_dims) != n_layers - 1:
+        raise ValueError(f"hidden_dims must have n_layers - 1 = {n_layers - 1} entries (one per "
+                         f"inner layer), got {len(hidden_dims)}: {hidden_dims!r}.")
+    return [check_int("hidden_dims[i]", d, min_value=1) for d in hidden_dims]
 

@@ -483,7 +483,6 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
         tags.target_tags.required = True
         tags.transformer_tags.preserves_dtype = ["float64"]
         return tags

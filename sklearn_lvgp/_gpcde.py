@@ -586,9 +586,3 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         ys = ys + np.sqrt(self.noise_variance_) * rs.standard_normal(ys.shape)
         ys = (self.y_mean_ + self.y_scale_ * ys).reshape(n, S, -1).transpose(0, 2, 1)
         return ys[:, 0, :] if self._y_ndim == 1 else ys
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        tags.target_tags.single_output = True
-        return tags

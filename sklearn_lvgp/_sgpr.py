@@ -582,8 +582,3 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             return rng.multivariate_normal(mean, cov, n_samples).T
         return np.stack([rng.multivariate_normal(mean[:, d], cov[:, :, d], n_samples).T
                          for d in range(mean.shape[1])], axis=1)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags

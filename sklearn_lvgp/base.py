@@ -228,6 +228,12 @@ class _BaseLVGPRegressor(_BaseLVGP):
                              reset=reset)
         return X, check_numeric_targets(y)
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True  # every regressor takes (n, n_targets) targets
+        tags.target_tags.single_output = True
+        return tags
+
     def _standardised_inputs(self, X):
         """Validated new inputs, standardised with the training statistics."""
         check_is_fitted(self)
