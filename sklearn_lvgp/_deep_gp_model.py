@@ -107,14 +107,18 @@ class _DSVI:
         dpos = dtheta[mask] / p[f"pos{ell}"] if self.softplus else dtheta[mask]
         return {f"pos{ell}": dpos, f"free{ell}": dtheta[~mask]}
 
-    def pack(self, layers, noise_variance):
+    def _layer_values(self, layers, noise_variance):
+        """Named blocks of the layers and the noise (the encoder adds its own, LatentDSVI)."""
         values = {"noise_variance": np.array([noise_variance])}
         for ell, layer in enumerate(layers):
             values[f"q_mu{ell}"] = layer.q_mu
             values[f"q_sqrt{ell}"] = tril_pack(layer.q_sqrt)
             values[f"Z{ell}"] = layer.Z
             values.update(self._theta_values(ell, layer.kernel.theta))
-        return self.packer.pack(values)
+        return values
+
+    def pack(self, layers, noise_variance):
+        return self.packer.pack(self._layer_values(layers, noise_variance))
 
     def unpack(self, x):
         p = self.packer.unpack(x)

@@ -134,12 +134,7 @@ class LatentDSVI(_DSVI):
 
     # ------------------------------------------------------------------ parameters
     def pack(self, layers, noise_variance, encoder=None):
-        values = {"noise_variance": np.array([noise_variance])}
-        for ell, layer in enumerate(layers):
-            values[f"q_mu{ell}"] = layer.q_mu
-            values[f"q_sqrt{ell}"] = tril_pack(layer.q_sqrt)
-            values[f"Z{ell}"] = layer.Z
-            values.update(self._theta_values(ell, layer.kernel.theta))
+        values = self._layer_values(layers, noise_variance)
         values.update(encoder)
         return self.packer.pack(values)
 
