@@ -10,6 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._compile_report import compile_report
 from ._engine._dask import is_dask_collection
 from ._optimize import minimize_lbfgsb
 from ._parallel import threads
@@ -73,7 +74,7 @@ class _BaseLVGP(BaseEstimator):
             check_callback(self.callback)
             random_state = check_random_state(self.random_state)
             with self._all_or_nothing(), threads(self.n_jobs), \
-                    fit_progress(self, self.callback):
+                    fit_progress(self, self.callback), compile_report(self):
                 self._fit_dask(X, y, random_state, **fit_params)
             return self
         with self._all_or_nothing():
@@ -82,7 +83,8 @@ class _BaseLVGP(BaseEstimator):
             check_int("verbose", self.verbose, min_value=0)
             check_callback(self.callback)
             random_state = check_random_state(self.random_state)
-            with threads(self.n_jobs), fit_progress(self, self.callback):
+            with threads(self.n_jobs), fit_progress(self, self.callback), \
+                    compile_report(self):
                 self._fit(X, y, random_state, **fit_params)
         self._warn_at_bounds()
         return self

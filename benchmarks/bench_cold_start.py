@@ -1,0 +1,120 @@
+"""Cold start: the first fit of each estimator in a fresh environment (empty numba cache).
+
+Each estimator runs in its own new Python process whose ``NUMBA_CACHE_DIR`` is an empty
+folder, so every jitted function it needs is compiled during the measured fit, as after a
+fresh ``pip install``. The child reports
+
+* ``import_s``: ``import sklearn_lvgp``;
+* ``first_fit_s``: the first ``fit`` (compilation included) on 200 rows of ``load_diabetes``
+  (``load_digits`` for the transformers) with the estimator's defaults but ``max_iter=20``;
+* ``second_fit_s``: the same fit again (compiled code only), so ``first - second`` is the
+  compile cost;
+* ``compiled``: jitted functions compiled and their signatures, from numba's
+  ``numba:compile`` events;
+* ``cached_first_fit_s``: the first fit in a *second* fresh process that shares the now
+  filled cache (what every later session of the user costs).
+
+Target: ``first_fit_s`` ≤ 8 s for every estimator on the 2-core reference machine.
+
+Run::
+
+    python benchmarks/bench_cold_start.py --out benchmarks/results/cold_start.json
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ESTIMATORS = ("UnscentedGPLVM", "LDGD", "DVMGP", "DeepGP", "GPCDE", "SparseGPRegressor")
+
+_CHILD = r"""
+import json, sys, time, warnings
+t0 = time.perf_counter()
+import sklearn_lvgp
+import_s = time.perf_counter() - t0
+from numba.core import event
+import numpy as np
+from sklearn.datasets import load_diabetes, load_digits
+
+name = sys.argv[1]
+cls = getattr(sklearn_lvgp, name)
+if name in ("UnscentedGPLVM", "LDGD"):
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:200], y[:200]
+    data = (X,) if name == "UnscentedGPLVM" else (X, y)
+else:
+    X, y = load_diabetes(return_X_y=True)
+    data = (X[:200], y[:200])
+
+compiled = []
+
+class Listener(event.Listener):
+    def on_start(self, ev):
+        pass
+
+    def on_end(self, ev):
+        compiled.append(str(ev.data["dispatcher"].py_func.__qualname__))
+
+listener = Listener()
+event.register("numba:compile", listener)
+
+
+def fit():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = time.perf_counter()
+        cls(random_state=0, max_iter=20).fit(*data)
+        return time.perf_counter() - t
+
+
+first = fit()
+n_first = len(compiled)
+second = fit()
+print(json.dumps({"import_s": import_s, "first_fit_s": first, "second_fit_s": second,
+                  "n_compiled": n_first, "functions": sorted(set(compiled)),
+                  "compiled": compiled}))
+"""
+
+
+def _run_child(name, cache_dir, repo):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), PYTHONPATH=str(repo),
+               OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"))
+    out = subprocess.run([sys.executable, "-c", _CHILD, name], env=env, check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=None, help="JSON file for the results")
+    parser.add_argument("--only", action="append", help="estimator name (repeatable)")
+    args = parser.parse_args()
+    repo = Path(__file__).resolve().parent.parent
+    rows = []
+    print(f"{'estimator':18s} {'import':>7s} {'first fit':>10s} {'second':>8s} "
+          f"{'compiled':>9s} {'cached first':>13s}")
+    for name in args.only or ESTIMATORS:
+        with tempfile.TemporaryDirectory() as cache:
+            cold = _run_child(name, cache, repo)
+            warm = _run_child(name, cache, repo)
+        row = {"estimator": name, "import_s": round(cold["import_s"], 2),
+               "first_fit_s": round(cold["first_fit_s"], 2),
+               "second_fit_s": round(cold["second_fit_s"], 2),
+               "n_compiled": cold["n_compiled"],
+               "cached_first_fit_s": round(warm["first_fit_s"], 2),
+               "compiled": cold["compiled"]}
+        rows.append(row)
+        print(f"{name:18s} {row['import_s']:7.2f} {row['first_fit_s']:10.2f} "
+              f"{row['second_fit_s']:8.2f} {row['n_compiled']:9d} "
+              f"{row['cached_first_fit_s']:13.2f}", flush=True)
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump({"python": sys.version.split()[0], "rows": rows}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
