@@ -13,13 +13,13 @@ from numba.core import event
 
 from ._progress import progress
 
-__all__ = ["compile_report"]
+__all__ = ["compile_report", "compile_timer"]
 
 
 class _CompileListener(event.Listener):
     """Counts top-level ``numba:compile`` events of this thread and their wall time."""
 
-    def __init__(self, name):
+    def __init__(self, name=None):
         self.name = name
         self.thread = threading.get_ident()
         self.depth = 0
@@ -31,7 +31,7 @@ class _CompileListener(event.Listener):
         if threading.get_ident() != self.thread:
             return
         if self.depth == 0:
-            if self.count == 0:
+            if self.count == 0 and self.name is not None:
                 progress(f"{self.name}: compiling numba kernels (first use in this "
                          "environment; cached on disk for later fits)...")
             self._t0 = time.perf_counter()
@@ -44,6 +44,17 @@ class _CompileListener(event.Listener):
         if self.depth == 0:
             self.count += 1
             self.seconds += time.perf_counter() - self._t0
+
+
+@contextmanager
+def compile_timer():
+    """Count the numba compilations of this thread inside the block and their wall time.
+
+    Yields an object whose ``count`` and ``seconds`` are final when the block exits.
+    """
+    listener = _CompileListener()
+    with event.install_listener("numba:compile", listener):
+        yield listener
 
 
 @contextmanager
