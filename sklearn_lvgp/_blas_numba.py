@@ -2,8 +2,8 @@
 the collapsed bounds.
 
 numba's own ``np.dot`` reaches BLAS, but it has no triangular solve, and a Python-level BLAS call
-costs 5–7 µs of argument handling against well under a microsecond of arithmetic on the (M, M)
-and (M, D) systems (M in the tens) of a collapsed bound. The routines are scipy's
+costs several times more in argument handling than the arithmetic of the (M, M) and (M, D)
+systems (M in the tens) of a collapsed bound. The routines are scipy's
 ``scipy.linalg.cython_blas.dtrsm`` and ``scipy.linalg.cython_lapack.dpotrf``, reached through
 their exported C addresses.
 
@@ -11,7 +11,7 @@ An address is passed to jitted functions as an **argument** (:data:`DTRSM`, :dat
 integers), not read as a global: numba cannot cache a function that embeds an address as a
 constant (it changes between processes), while an argument is a run-time value and the function
 caches. It is an integer rather than a ctypes function object because numba types a ctypes
-argument anew on every call (2.8 µs against 0.5 µs for an array, measured); :func:`call_address`
+argument anew on every call, several times the cost of an array argument; :func:`call_address`
 turns the integer back into a call.
 
 Every matrix handed to :func:`trsm_left` or :func:`potrf_lower` is F-contiguous (BLAS's

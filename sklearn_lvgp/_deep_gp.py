@@ -419,7 +419,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         lbfgs = self.optimizer == "lbfgs" and not force_adam
         if lbfgs and self.n_iter_ == 0:
             # start the last layer at its optimal q(u) for the initial hyperparameters (one
-            # γ = 1 natural-gradient step, Salimbeni 2020 §3.2): from q(u) = p(u) the first line
+            # γ = 1 natural-gradient step, Salimbeni 2020, §3.4.1): from q(u) = p(u) the first line
             # search of L-BFGS tends to jump to the all-noise optimum
             self._x = model.natgrad(self._x, Xs, Ys, 1.0, S, 1.0, rs)
         full, minibatch, natgrad = objectives(model, Xs, Ys, N_scale, S, rs, batch_elbo)
@@ -568,7 +568,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                         n_kde_samples, check_random_state(random_state), self.n_layers)
 
     def sample_y(self, X, n_samples=1, random_state=0):
-        """Draw targets from the predictive distribution (independent paths, Salimbeni 2020, §2.4).
+        """Draw targets from the predictive distribution (Salimbeni 2020, eq. 2.21).
 
         Always Monte Carlo through the layers, whatever ``expectation`` was used in training.
 

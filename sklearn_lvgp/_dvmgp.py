@@ -1,4 +1,4 @@
-"""DVMGP: deep variational Mahalanobis Gaussian process regression (seed 000 ch. 4; spec)."""
+"""DVMGP: deep variational Mahalanobis Gaussian process regression (de Souza 2020, ch. 4)."""
 
 import numbers
 import warnings
@@ -40,13 +40,13 @@ from .base import _BaseLVGPRegressor
 __all__ = ["DVMGP"]
 
 _PREDICT_CHUNK = 256
-#: K-means restarts of the initial inducing inputs (spec §9).
+#: K-means restarts of the initial inducing inputs (K-means as in de Souza 2020, §4.4).
 _KMEANS_N_INIT = 100
 
 
 def _kmeans_centres(A, n_clusters, seed):
-    """K-means centres of the rows of ``A`` (spec §9); the rows themselves when there are
-    exactly ``n_clusters`` of them."""
+    """K-means centres of the rows of ``A`` (de Souza 2020, §4.4); the rows themselves when
+    there are exactly ``n_clusters`` of them."""
     if n_clusters == A.shape[0]:
         return np.array(A, dtype=np.float64)
     with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="openmp"):
@@ -59,7 +59,8 @@ def _kmeans_centres(A, n_clusters, seed):
 
 
 def _pca_directions(X, Q):
-    """``PCA(Q).fit(X).components_`` (spec §9), padded with zero rows beyond the data's rank."""
+    """``PCA(Q).fit(X).components_`` (de Souza 2020, §4.4), padded with zero rows beyond the
+    data's rank."""
     q = min(Q, X.shape[0], X.shape[1])
     P = np.zeros((Q, X.shape[1]))
     if np.any(np.ptp(X, axis=0) > 0):
@@ -250,7 +251,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         var_y = float(np.mean(np.var(Ys, axis=0)))
         var_y = var_y if var_y > 0 else 1.0
 
-        # initialisation (spec §9)
+        # initialisation (de Souza 2020, §4.4)
         # an int random_state seeds K-means directly (19960111 reproduces the paper's init)
         seed = (int(self.random_state) if isinstance(self.random_state, numbers.Integral)
                 else int(random_state.randint(np.iinfo(np.int32).max)))
@@ -345,7 +346,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         return latent_moments(a, b, Xs)
 
     def _moments_normalised(self, Xs):
-        """Mean and variance of y* (noise included) in normalised units (spec §7)."""
+        """Mean and variance of y* (noise included) in normalised units (de Souza 2020, §4.3.1)."""
         h, eta = self._latent(Xs)
         means, variances = [], []
         for a in range(0, Xs.shape[0], _PREDICT_CHUNK):
@@ -358,10 +359,10 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         return np.vstack(means), np.vstack(variances)
 
     def predict(self, X, return_std=False):
-        """Predictive mean (and standard deviation) of y at new inputs (spec §7).
+        """Predictive mean (and standard deviation) of y at new inputs.
 
         The predictive distribution is not Gaussian (W is uncertain); these are its exact first
-        two moments.
+        two moments (de Souza 2020, §4.3.1, with the noise variance counted once).
 
         Parameters
         ----------
@@ -389,7 +390,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         """Per-point log predictive density of the targets, in nats (original units).
 
         The Gaussian with the predictive moments of :meth:`predict` is used, as for the NLPD of
-        spec §11.1; with several targets the per-target log densities are summed.
+        de Souza (2020, §4.4); with several targets the per-target log densities are summed.
 
         Parameters
         ----------
@@ -412,7 +413,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         return gaussian_log_density(Y, mean, var).sum(axis=1)
 
     def transform(self, X, return_std=False):
-        """Latent projection ``E[W(x)] x`` of inputs (spec §7; Figure 7 of seed 000).
+        """Latent projection ``E[W(x)] x`` of inputs (the map of de Souza 2020, Fig. 7).
 
         Parameters
         ----------
@@ -504,7 +505,10 @@ def _chol(p, qv_covariance):
 
 
 def _elbo_and_grads(X, Y, p, jitter, qv_covariance, max_tries=0):
-    """DVMGP ELBO (spec §5), its gradient wrt each constrained block, and the q(u) posterior.
+    """DVMGP ELBO, its gradient wrt each constrained block, and the q(u) posterior.
+
+    The bound is that of de Souza (2020, app. A.1.3), with its log-determinant terms
+    corrected to ``+½ log|K_u| − ½ log|σ²K_u + Ψ2|``.
 
     Parameters
     ----------

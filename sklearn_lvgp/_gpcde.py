@@ -1,11 +1,10 @@
 """GPCDE: Gaussian-process conditional density estimation with latent covariates.
 
-Spec ``gpcde.md``; seed 003 ch. 4 (Salimbeni 2020, eqs. 4.1–4.8). A sparse variational GP on the
-input ``[h(x), w]``, with ``w ~ N(0, I)`` an unobserved per-point latent covariate; integrating
-``w`` out gives non-Gaussian conditional densities ``p(y | x)``. The bound and its backward pass
-are in :mod:`sklearn_lvgp._cde`; the optimiser is :func:`sklearn_lvgp._stochastic.run_adam`
-(natural-gradient steps for ``q(u)`` interleaved, spec §8) or L-BFGS-B for the deterministic
-objectives.
+Salimbeni (2020, ch. 4, eqs. 4.1–4.8). A sparse variational GP on the input ``[h(x), w]``, with
+``w ~ N(0, I)`` an unobserved per-point latent covariate; integrating ``w`` out gives non-Gaussian
+conditional densities ``p(y | x)``. The bound and its backward pass are in :mod:`sklearn_lvgp._cde`;
+the optimiser is :func:`sklearn_lvgp._stochastic.run_adam` (natural-gradient steps for ``q(u)``
+interleaved, Salimbeni 2020, §4.2) or L-BFGS-B for the deterministic objectives.
 """
 
 
@@ -300,7 +299,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
 
     # ------------------------------------------------------------------------- building
     def _build(self, Xs, Ys, random_state):
-        """Structure and initial parameters (spec §6, §7, §11)."""
+        """Structure and initial parameters (Salimbeni 2020, §4.2.3 and §4.4)."""
         N, Dx = Xs.shape
         Dy = Ys.shape[1]
         Dw = int(self.latent_dim)
@@ -386,7 +385,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         self.P_ = p["P_"]
         self.A_mean_ = p["A_mu"] if model.projection else None
         self.A_std_ = p["A_s"] if model.projection else None
-        # predictive integration over w (and A), spec §10
+        # predictive integration over w (and A) under the prior p(w)
         if not model.projection and model.Dw <= 2:
             rule = gauss_hermite_rule(int(self.gh_order), model.Dw, max_points=np.inf)
             self._nodes, self._logw = rule.nodes, rule.log_weights
@@ -473,7 +472,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
 
         Gauss–Hermite integration over ``w`` (``gh_order`` nodes per dimension) when
         ``latent_dim <= 2`` without projection, otherwise ``n_predict_samples`` prior draws of
-        ``w`` (and ``A``) fixed at fit time (spec §10).
+        ``w`` (and ``A``) fixed at fit time.
 
         Parameters
         ----------
@@ -550,7 +549,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         return out[:, 0, :] if self._y_ndim == 1 else out
 
     def sample_y(self, X, n_samples=1, random_state=0):
-        """Draw targets from ``p(y | x)``: ``w ~ N(0, I)``, ``A ~ q(A)``, ``f ~ q(f)`` (§10).
+        """Draw targets from ``p(y | x)``: ``w ~ N(0, I)``, ``A ~ q(A)``, ``f ~ q(f)``.
 
         Parameters
         ----------

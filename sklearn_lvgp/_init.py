@@ -1,4 +1,9 @@
-"""Initialisation of latent means and inducing inputs (spec §7)."""
+"""Initialisation of latent means and inducing inputs.
+
+Latent means start at the PCA scores and inducing inputs at a random subset of them, as in
+de Souza et al. (2021, §4.1); the deep models place inducing inputs at k-means centres
+(Salimbeni 2020, §2.4).
+"""
 
 import warnings
 
@@ -72,7 +77,7 @@ def select_inducing(X, n_inducing, random_state):
 
 
 def kmeans_inducing(X, M, random_state):
-    """``M`` k-means centres of the rows of ``X`` (``deep_gp.md`` §1.6), distinct.
+    """``M`` k-means centres of the rows of ``X`` (Salimbeni 2020, §2.4), distinct.
 
     With fewer than ``M`` rows, the rows plus ``N(0, 1)`` rows; centres that coincide are
     separated by a small random shift.

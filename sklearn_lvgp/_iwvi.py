@@ -1,13 +1,13 @@
 """Latent-variable deep GPs (LV-GP, LV-GP-GP, ...) with VI or importance-weighted VI.
 
-Spec ``deep_gp.md`` §5; seed 003 ch. 5. A latent covariate ``w_n ~ N(0, I)`` is concatenated to
-the input of the first GP layer (§5.1.2); ``q(w_n) = N(a_n, diag(b_n^2))`` is amortised by a
-recognition MLP on ``[x_n, y_n]`` (§5.2.5, architecture of §5.5). Two bounds:
+Salimbeni (2020, ch. 5). A latent covariate ``w_n ~ N(0, I)`` is concatenated to the input of the
+first GP layer (§5.1.2); ``q(w_n) = N(a_n, diag(b_n^2))`` is amortised by a recognition MLP on
+``[x_n, y_n]`` (§5.2.5; the architecture of the authors' IWVI code). Two bounds:
 
 * ``"vi"`` (eq. 5.3): ``w`` and the inner layers sampled independently per point, analytic last
   layer, closed-form ``KL(q(w_n) || p(w_n))``;
 * ``"iwvi"`` (eq. 5.11): ``K`` proposals per point pushed through the inner layers with one joint
-  draw per point (§5.4), analytic last layer ``L_n``, ``logsumexp_k [L_nk + log p(w_k) -
+  draw per point (§5.2.3), analytic last layer ``L_n``, ``logsumexp_k [L_nk + log p(w_k) -
   log q(w_k)] - log K``.
 
 Every gradient is hand-written (MLP backprop, the softmax weights of the log-sum-exp, the joint
@@ -33,14 +33,14 @@ from ._svgp._joint import joint_layer_vjp, joint_sample
 
 __all__ = ["RecognitionMLP", "LatentDSVI"]
 
-#: Offset of the encoder's scale output, ``b = softplus(rho - 3)`` (small initial spread, §5.1).
+#: Offset of the encoder's scale output, ``b = softplus(rho - 3)`` (small initial spread).
 _RHO_SHIFT = 3.0
 #: Floor of the proposal standard deviation ``b``.
 _MIN_SCALE = 1e-6
 
 
 class RecognitionMLP:
-    """Encoder ``[x, y] -> (a, rho)``: tanh hidden layers, linear output (spec §5.1, gpcde §9).
+    """Encoder ``[x, y] -> (a, rho)``: tanh hidden layers, linear output (Salimbeni 2020, §5.2.5).
 
     Named parameter blocks around the GPCDE recognition network (:mod:`._cde._encoder`), the
     same architecture.
@@ -114,8 +114,8 @@ class LatentDSVI(_DSVI):
     n_importance : int
         Proposals ``K`` per point (``"iwvi"``).
     joint_inner : bool, default=True
-        Joint draw of the inner layers over the ``K`` proposals (spec §5.4); ``False`` draws them
-        independently, as the reference code does for mixed inner layers.
+        Joint draw of the inner layers over the ``K`` proposals (Salimbeni 2020, §5.2.3); ``False``
+        draws them independently, as the authors' IWVI code does for mixed inner layers.
     """
 
     def __init__(self, kernels, means, dims, n_inducing, whiten, jitter, positive_transform,
@@ -211,7 +211,7 @@ class LatentDSVI(_DSVI):
             if step is None:
                 g = layer_vjp(dmu, dvar, -1.0, cache)
             elif step[0] == "mc":
-                # h = mu + eps sqrt(v + delta) (spec §3.4)
+                # h = mu + eps sqrt(v + delta) (Salimbeni 2020, eq. 2.12)
                 _, e, sd = step
                 g = layer_vjp(dH, dH * e / (2.0 * sd), -1.0, cache)
             else:
@@ -257,7 +257,7 @@ class LatentDSVI(_DSVI):
         return value, self.packer.pack_grad(grads, values)
 
     def natgrad(self, x, X, Y, scale, n_samples, gamma, random_state):
-        """Natural-gradient step on the last layer's ``q(u)`` (spec §4.2).
+        """Natural-gradient step on the last layer's ``q(u)`` (Salimbeni 2020, §3.4.6 and §5.2.5).
 
         The closed form with this step's inputs and point weights: ``N / (|B| S)`` (VI), times
         the importance weights ``softmax_k`` (IW; the responsibility-weighted step).

@@ -1,4 +1,4 @@
-"""LDGD: latent discriminative generative decoder (seed 002; spec ``ldgd.md``).
+"""LDGD: latent discriminative generative decoder (Ziaei et al. 2024).
 
 A shared latent q(X) feeds a regression path (one SVGP per data column, ARD kernel, per-column
 noise) and a classification path (one probit Bernoulli SVGP per class, one-hot labels). The model
@@ -55,8 +55,8 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
     same latent points: a regression path reconstructs the row (one GP per column, shared ARD
     kernel, per-column Gaussian noise) and a classification path predicts the one-hot label (one
     probit-Bernoulli GP per class). Both use whitened ``q(U)``. The bound is maximised with Adam on
-    minibatches and reparameterised samples of ``x`` (the paper's method, seed 002 §2.3) or,
-    deterministically, with sigma points of ``q(x)`` (Adam or full-batch L-BFGS). New rows are
+    minibatches and reparameterised samples of ``x`` (the paper's method, Ziaei et al. 2024, §2.3.8)
+    or, deterministically, with sigma points of ``q(x)`` (Adam or full-batch L-BFGS). New rows are
     mapped to ``q(x*)`` through the regression path alone with the model fixed, then classified
     there.
 
@@ -70,8 +70,8 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         Kernel of both paths (cloned per path) or a ``(regression, classification)`` pair;
         ``None`` is an ARD :class:`~sklearn_lvgp.kernels.RBF` with unit length scales and variance.
     elbo_weighting : {"paper", "ref-2024-03", "ref-2024-09"}, default="paper"
-        Weighting of the bound's terms (spec §4.5): ``"paper"`` is the plain ELBO of seed 002
-        eq. (28); the two others are the normalisations of the reference code (KL terms
+        Weighting of the bound's terms: ``"paper"`` is the plain ELBO of Ziaei et al. (2024,
+        eq. 28); the two others are the normalisations of the authors' released code (KL terms
         down-weighted by ``1/D`` or ``1/K``; classification path up-weighted by ``D/K``).
     reg_weight, cls_weight : float, default=1.0
         Extra weights of the regression and classification paths.
@@ -85,8 +85,8 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         steps). L-BFGS needs the deterministic mode; with enough steps, minibatch Adam finds
         better optima of the unscented objective on the moons and oil flow (user guide).
     amortized : bool, default=False
-        Fast LDGD: ``q(x_i)`` from an encoder MLP of ``y_i`` (spec §9); ``transform`` is then a
-        forward pass instead of an optimisation.
+        Fast LDGD: ``q(x_i)`` from an encoder MLP of ``y_i`` (Ziaei et al. 2024, §2.3.10, eq. 29);
+        ``transform`` is then a forward pass instead of an optimisation.
     encoder_hidden : tuple of int, default=(50, 20)
         Hidden widths of the ReLU encoder (``amortized=True``).
     batch_size : int, default=100
@@ -106,13 +106,13 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         ``N(0, I)`` draws.
     transform_init : {"nearest", "random"}, default="nearest"
         Start of test-time inference: the fitted ``q(x_j)`` of the nearest training row in data
-        space, or ``N(0, I)`` (the reference).
+        space, or ``N(0, I)`` (the authors' code).
     proba : {"plugin", "marginal", "integrated"}, default="plugin"
-        ``predict_proba``: ``Φ(μ_k(μ*))`` (reference), ``Φ(μ_k/√(1+v_k))`` at ``μ*`` (GP
+        ``predict_proba``: ``Φ(μ_k(μ*))`` (the authors' code), ``Φ(μ_k/√(1+v_k))`` at ``μ*`` (GP
         variance), or its average over the sigma points of ``q(x*)`` (GP and latent uncertainty).
         Rows are normalised to sum to one.
     normalize_X : {"standardize", "center", "none"}, default="standardize"
-        Column normalisation of ``X`` before the zero-mean GPs (the reference implementation
+        Column normalisation of ``X`` before the zero-mean GPs (the authors' code
         uses ``"none"``).
     gh_order : int, default=20
         Gauss–Hermite nodes of the classification expectation.
@@ -150,7 +150,8 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         Kernel relevance (``1/ℓ_q`` for RBF) of the regression (row 0) and classification (row 1)
         paths.
     ard_weights_reg_, ard_weights_cls_ : ndarray of shape (n_components,)
-        ``α_q = 1/ℓ_q²`` of the seed's ARD plots (``relevance_ ** 2``).
+        ``α_q = 1/ℓ_q²``, the ARD weights of Ziaei et al. (2024, §2.2; plotted in Fig. 3)
+        (``relevance_ ** 2``).
     elbo_history_ : ndarray
         Per-step estimate of ``L̂/N`` (Adam) or ``L/N`` after each L-BFGS iteration.
     elbo_ : float
@@ -169,7 +170,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
     ----------
     Ziaei, Nazari, Eden, Widge, Yousefi, "A Bayesian Gaussian process-based latent
     discriminative generative decoder (LDGD) model for high-dimensional data",
-    arXiv:2401.16497 (seed 002).
+    arXiv:2401.16497.
 
     Examples
     --------
@@ -369,7 +370,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         return mu, var
 
     def _infer(self, Yr):
-        """Test-time ``(μ*, σ*)`` of scaled rows (spec §8.1; encoder for Fast LDGD, §9)."""
+        """Test-time ``(μ*, σ*)`` of scaled rows (Ziaei et al. 2024, §2.3.9; Fast LDGD §2.3.10)."""
         if self.amortized:
             mu, sigma, _ = encoder_forward(self._encoder, Yr)
             return mu, sigma
@@ -412,7 +413,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
 
     # ---------------------------------------------------------------------------- public
     def transform(self, X, return_std=False):
-        """Posterior latent means of rows: test-time ``q(x*)`` with the model fixed (spec §8.1).
+        """Posterior latent means of rows: test-time ``q(x*)`` with the model fixed.
 
         The regression path alone is used (labels are unknown); for Fast LDGD the encoder gives
         ``q(x*)`` directly. Training rows are inferred the same way (``latent_mean_`` holds the
@@ -436,7 +437,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         return (mu, sigma) if return_std else mu
 
     def predict_f(self, X, return_var=False):
-        """Classification-GP marginals ``μ_k``, ``v_k`` at the inferred ``μ*`` (spec §8.2).
+        """Classification-GP marginals ``μ_k``, ``v_k`` at the inferred ``μ*``.
 
         Parameters
         ----------
@@ -473,7 +474,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         return (top + np.log(np.sum(np.exp(lp - top), axis=1, keepdims=True)))[:, 0, :]
 
     def predict_proba(self, X):
-        """Class probabilities (spec §8.2), rows normalised to sum to one.
+        """Class probabilities, rows normalised to sum to one.
 
         ``proba="plugin"``: ``Φ(μ_k(μ*))``; ``"marginal"``: ``Φ(μ_k/√(1+v_k))`` at ``μ*``;
         ``"integrated"``: that probability averaged over the sigma points of ``q(x*)``.
@@ -512,7 +513,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         return self.classes_[np.argmax(proba, axis=1)]
 
     def inverse_transform(self, X, return_std=False):
-        """Reconstruct data rows from latent points: regression-path predictive mean (§8.3).
+        """Reconstruct data rows from latent points: regression-path predictive mean.
 
         Parameters
         ----------
@@ -543,7 +544,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         return mean, np.sqrt(v + self.noise_variance_) * self.X_scale_
 
     def sample(self, y_class, n_samples=1, random_state=None, add_noise=False):
-        """Generate data rows for a label (spec §8.4, seed 002 Fig. 5).
+        """Generate data rows for a label (as in Ziaei et al. 2024, §3.2.2 and Fig. 5).
 
         Latent points are drawn from the Gaussian fitted to the training ``μ_i`` of the class
         and decoded with the regression path's predictive mean.

@@ -2,8 +2,8 @@
 
 BLAS is held at one thread inside the estimators. Their matrix products are small or tall and
 skinny (``(N·K, M)`` with M in the tens to hundreds), which OpenBLAS barely speeds up, while its
-spinning worker threads compete with numba's for the same cores: on 2 cores, numba 2 / BLAS 1 took
-4.2 ms per bound+gradient where 2 / 2 took 15.9 ms (N=1000, Q=5, M=20; ``benchmarks/RESULTS.md``).
+spinning worker threads compete with numba's for the same cores and make a bound + gradient several
+times slower (``doc/developers.rst``, "Thread control and thread safety").
 
 The numba ``workqueue`` threading layer is not thread-safe: do not enter jitted parallel code from
 several Python threads at once (lmcinnes/umap issue #665). Use process-based parallelism (joblib's
@@ -28,8 +28,8 @@ def current_threads():
     """Thread count of the innermost :func:`threads` context in this Python thread, or ``None``.
 
     Jitted dispatch (:class:`sklearn_lvgp._jit._Twins`) reads this instead of asking numba:
-    ``numba.get_num_threads()`` takes a process-wide lock on every call (about 3 µs, seven
-    times per bound + gradient). Code that calls ``numba.set_num_threads`` itself inside a
+    ``numba.get_num_threads()`` takes a process-wide lock on every call, and dispatch asks
+    several times per bound + gradient. Code that calls ``numba.set_num_threads`` itself inside a
     ``threads`` context is not seen here.
     """
     return getattr(_state, "n", None)

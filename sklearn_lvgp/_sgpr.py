@@ -1,10 +1,12 @@
-"""SparseGPRegressor: Titsias' collapsed sparse GP regression with uncertain inputs (spec §2, §5.2).
+"""SparseGPRegressor: Titsias' collapsed sparse GP regression with uncertain inputs.
 
 The objective is the collapsed bound of :mod:`sklearn_lvgp._objectives._collapsed` with
 deterministic inputs (Ψ1 = K_fu, Ψ2 = K_fuᵀ K_fu, ψ0 = Σ k(x_n, x_n); Titsias 2009), or, when
 ``fit`` receives ``X_var``, with the Ψ-statistics of q(x_n) = N(x_n, diag X_var_n) under the
-configured expectation rule (the S ≠ 0 case; seed 001 §4.2). Test inputs may be uncertain too:
-``predict(X, X_var=...)`` returns the exact first two moments of spec §5.2.
+configured expectation rule (the S ≠ 0 case of the Bayesian GPLVM bound, Titsias & Lawrence 2010,
+as used for free simulation by de Souza et al. 2021, §4.2). Test inputs may be uncertain too:
+``predict(X, X_var=...)`` returns the exact first two moments of the predictive (Girard et al.
+2003).
 """
 
 
@@ -85,7 +87,7 @@ def sgpr_bound_and_grads(kernel, X, Y, Z, noise_variance, *, X_var=None, rule="a
     grads : dict
         ``"Z"`` (M, Q) or ``None``, ``"theta"`` (n_theta,), ``"noise"`` (float).
     post : CollapsedPosterior
-        The optimal q(u) (spec §5.1).
+        The optimal q(u) (Titsias 2009).
     """
     if bound is None:
         bound = _make_bound(X, Y, X_var)
@@ -474,7 +476,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             inputs only; shape (n, n), or (n, n, n_targets) for several targets).
         X_var : float or array-like of shape (n, n_features), default=None
             Variances of Gaussian test inputs; the returned mean and variance are then the exact
-            moments of the (non-Gaussian) predictive (spec §5.2).
+            moments of the (non-Gaussian) predictive (Girard et al. 2003).
         expectation : str, default=None
             Expectation rule for uncertain inputs: ``"analytic"``, ``"unscented"``,
             ``"gauss_hermite"``, ``"monte_carlo"`` or ``"auto"``; ``None`` uses the fitted rule
@@ -510,7 +512,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         if X_var is not None:
             if return_cov:
                 raise ValueError("return_cov is not available with uncertain inputs (X_var): "
-                                 "the moments of spec §5.2 are per point. Use return_std.")
+                                 "the uncertain-input moments are per point. Use return_std.")
             X_var = self._check_X_var(X_var, X.shape)
         noise = self.noise_variance_ if include_noise else 0.0
         with threads(self.n_jobs):
@@ -532,7 +534,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         """Log predictive density of each test pair (summed over targets), in nats.
 
         The predictive of y is Gaussian for deterministic inputs; for uncertain inputs it is the
-        moment-matched Gaussian of spec §5.2.
+        moment-matched Gaussian of Girard et al. (2003).
 
         Parameters
         ----------

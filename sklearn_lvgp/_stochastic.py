@@ -1,4 +1,7 @@
-"""Minibatch stochastic optimisation for uncollapsed (SVGP-layer) bounds (spec §2.3–§2.5, §4.3).
+"""Minibatch stochastic optimisation for uncollapsed (SVGP-layer) bounds.
+
+The minibatch estimator is that of Salimbeni (2020, eq. 2.19); natural-gradient steps on ``q(u)``
+alternate with Adam steps as in §3.4.3 and §3.4.6.
 
 Adam on a flat parameter vector with shuffled-epoch minibatches, an optional learning-rate
 schedule, optional natural-gradient steps interleaved with the Adam steps (one each per
@@ -83,7 +86,8 @@ def learning_rate_at(base, step, schedule, decay_rate=0.98, decay_steps=1000, ho
     step : int
         Global step count.
     schedule : {"constant", "staircase", "cosine"}
-        ``"staircase"`` multiplies by ``decay_rate`` every ``decay_steps`` steps (spec §4.3, IWVI).
+        ``"staircase"`` multiplies by ``decay_rate`` every ``decay_steps`` steps (as in the
+        authors' IWVI code).
         ``"cosine"`` anneals from ``base`` at step 1 to ``floor * base`` at step ``horizon``
         along half a cosine (Loshchilov & Hutter 2017, without restarts) and stays there.
     decay_rate : float, default=0.98
@@ -116,7 +120,7 @@ def gamma_at(gamma, step, schedule="constant", decay_rate=0.98, decay_steps=1000
     ----------
     gamma : float or tuple (gamma0, gamma1, K)
         Fixed step, or a log-linear warm-up ``gamma0 (gamma1/gamma0)^(t/K)`` for ``t < K``, then
-        ``gamma1`` (spec §4.3).
+        ``gamma1`` (Salimbeni 2020, §3.4.2).
     step : int
         Global step count.
     schedule : {"constant", "staircase", "cosine"}
@@ -140,7 +144,10 @@ def gamma_at(gamma, step, schedule="constant", decay_rate=0.98, decay_steps=1000
 
 
 def minibatches(state, n_data, batch_size, random_state):
-    """Next minibatch of row indices: shuffled epochs without replacement (spec §2.3).
+    """Next minibatch of row indices: shuffled epochs without replacement.
+
+    Either this or sampling with replacement keeps the estimator of Salimbeni (2020, eq. 2.19)
+    unbiased.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""UnscentedGPLVM: Bayesian GPLVM whose Ψ-statistics work for any kernel (seed 001; spec)."""
+"""UnscentedGPLVM: Bayesian GPLVM whose Ψ-statistics work for any kernel (de Souza et al. 2021)."""
 
 from types import SimpleNamespace
 
@@ -331,7 +331,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         self.elbo_ = float(elbo)
         self._post = post
 
-    # --------------------------------------------------------------------- new rows (spec §6)
+    # ------------------------------------------------- new rows: q(x*) with the model fixed
     def _infer_latents(self, Ystar):
         """Optimise q(x*) of unseen centred rows with the model fixed; returns (mu, S)."""
         n, Q = Ystar.shape[0], self.n_components
@@ -430,7 +430,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         return self.fit(X).latent_mean_.copy()
 
     def score_samples(self, X):
-        """Per-row held-out evidence lower bound (spec §6), in nats.
+        """Per-row held-out evidence lower bound (model and q(u) fixed), in nats.
 
         Parameters
         ----------
@@ -491,7 +491,9 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         return A
 
     def predict_uncertain(self, mean, var, full_cov=False, include_noise=True):
-        """Compute the moments of the data-space predictive at Gaussian latent inputs (spec §5.2).
+        """Compute the moments of the data-space predictive at Gaussian latent inputs.
+
+        The exact mean and variance of the non-Gaussian predictive (Girard et al. 2003).
 
         Parameters
         ----------
@@ -549,7 +551,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         return_std : bool, default=False
             Also return per-output predictive standard deviations.
         latent_var : array-like of shape (n, n_components), default=None
-            Latent variances; when given the uncertain-input moments of spec §5.2 are used.
+            Latent variances; when given the uncertain-input moments (Girard et al. 2003) are used.
         include_noise : bool, default=True
             Include the noise variance in the standard deviation.
 
@@ -585,5 +587,5 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64"]
         # Monte Carlo nodes come from random_state, so every rule is reproducible: no
-        # non_deterministic tag (the spec suggested one; the checks it would skip pass).
+        # non_deterministic tag (the checks it would skip pass).
         return tags

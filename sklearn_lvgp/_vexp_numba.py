@@ -21,9 +21,8 @@ correction for the rounding of ``1 + x``; within one unit in the last place of n
 Vector width: :func:`wide_vectors` marks the jitted function that calls it to prefer 512-bit
 vectors. LLVM's tuning for recent Intel server cores (Skylake-SP onwards) keeps loops at 256 bits
 although AVX-512 is there; for the exp-bound loops over long rows twice the width is worth it
-(210 000 ``vexp`` calls: 240 → 156 µs; the two-RBF Ψ2 entries at N = 1000, M = 20, Q = 5:
-457 → 345 µs; Xeon "Emerald Rapids", one thread). A loop over rows of about 20 (Ψ1, kernel
-matrices at M = 20) gets slower instead, because LLVM then runs all of it in the scalar
+(``doc/developers.rst``, "512-bit vectors"). A loop over rows of about 20 (Ψ1, kernel matrices at
+M = 20) gets slower instead, because LLVM then runs all of it in the scalar
 remainder: mark only functions whose vectorised loops are long (or make them long, as
 ``rbf_psi1`` does with one ``exp`` pass over whole rows). Each element's arithmetic is the same
 at any width (explicit fused multiply-adds, no fast-math), so results are bit-identical. On a

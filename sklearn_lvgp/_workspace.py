@@ -5,8 +5,8 @@ arrays, and ``D`` of them for the per-output factors ``B_d = L_d^T A`` that the 
 reuses; a GPLVM bound keeps the two-RBF Ψ2 entries, ``N M (M + 1) / 2`` numbers in chunks of
 256 KiB, for its backward pass. glibc returns such blocks to the kernel when they are freed
 (large blocks are ``mmap``-ed, and freed memory at the top of the heap is trimmed), so every
-step page-faults them in again; on the reference VM that costs about 4 µs
-per 4 KiB page, and far more when transparent huge pages are not available to the process
+step page-faults them in again, at a cost per 4 KiB page that is a visible share of a small
+step, and far more when transparent huge pages are not available to the process
 (``doc/developers.rst``, "Fresh pages"). A :class:`Workspace` keeps those buffers between steps.
 
 Contract: an array obtained from a workspace stays valid until the same name is requested

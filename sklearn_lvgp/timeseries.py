@@ -4,8 +4,9 @@ A one-step-ahead regressor on lagged values is rolled out for ``horizon`` steps,
 fed back as the newest lag. The classic GP-NARX rollout feeds back only the predicted mean; a
 regressor that accepts uncertain inputs (``predict(X, X_var=..., return_std=True)``, e.g.
 :class:`~sklearn_lvgp.SparseGPRegressor`) is also fed the predicted variance, so the uncertainty
-grows with the horizon (Girard et al. 2003; seed 001 §4.2, spec §9.3). Only per-lag variances are
-propagated: cross-covariances between lags are ignored, as in the seed.
+grows with the horizon (Girard et al. 2003; de Souza et al. 2021, §4.2). Only per-lag variances
+are propagated: cross-covariances between lags are ignored, as in de Souza et al. (2021, §4.2.1),
+where the variances of the uncertain inputs are the past predicted variances.
 """
 
 import inspect
@@ -37,7 +38,8 @@ def lagged_regressors(series, lags):
     """Lagged input windows and one-step-ahead targets from a 1-D series.
 
     The input at time t is ``[y_t, y_{t-1}, ..., y_{t-lags+1}]`` (newest first) and its target
-    is ``y_{t+1}``, for ``t = lags - 1, ..., len(series) - 2`` (spec §9.3).
+    is ``y_{t+1}``, for ``t = lags - 1, ..., len(series) - 2``: the NARX inputs of de Souza et al.
+    (2021, §4.2.1), who use 12 lags.
 
     Parameters
     ----------

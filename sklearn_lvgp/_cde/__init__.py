@@ -1,9 +1,10 @@
-"""Objective pieces of :class:`~sklearn_lvgp.GPCDE` (spec ``gpcde.md``).
+"""Objective pieces of :class:`~sklearn_lvgp.GPCDE` (Salimbeni 2020, ch. 4).
 
 Each differentiable piece has its backward beside it: the conditional expected log-likelihood
-with output mixing (§3), the quadrature bound over ``w`` (§5), the Gaussian ``q(w)`` terms (§4),
-the Bayesian input projection (§6), the recognition network (§9) and the explicit
-natural-gradient step for ``q(u)`` (§8). :class:`CDEModel` composes them.
+with output mixing (the ``L_{w_n}`` of eq. 4.6, with the mixing of §4.2.3), the quadrature bound
+over ``w`` (§4.2.2, eq. 4.8), the Gaussian ``q(w)`` terms (§4.2.1), the Bayesian input projection
+(§4.2.3), the recognition network (§4.2.1) and the explicit natural-gradient step for ``q(u)``
+(§4.2, "Natural Gradient"). :class:`CDEModel` composes them.
 """
 
 from ._bound import CHUNK_POINTS, MIN_NOISE, RHO_SHIFT, CDEModel

@@ -1,9 +1,9 @@
-"""The GPCDE bound as a function of one flat parameter vector (spec §2–§9).
+"""The GPCDE bound as a function of one flat parameter vector (Salimbeni 2020, §4.2).
 
 One SVGP output layer (shared engine, :mod:`sklearn_lvgp._svgp`) evaluated at
-``t = [h_n, w]``, where ``h_n`` is the (optionally Bayesian-projected, §6) input and ``w`` runs
-over the Gauss–Hermite nodes of the quadrature bound (§5) or over samples / sigma points of a
-Gaussian ``q(w_n)`` (§4), free or amortised by a recognition network (§9). Evaluation points are
+``t = [h_n, w]``, where ``h_n`` is the (optionally Bayesian-projected, §4.2.3) input and ``w`` runs
+over the Gauss–Hermite nodes of the quadrature bound (§4.2.2) or over samples / sigma points of a
+Gaussian ``q(w_n)`` (§4.2.1), free or amortised by a recognition network. Evaluation points are
 processed in row chunks; each chunk's backward runs right after its forward, so memory is
 ``O(chunk * M)``.
 """
@@ -47,7 +47,7 @@ __all__ = ["CDEModel", "CHUNK_POINTS", "MIN_NOISE", "RHO_SHIFT"]
 CHUNK_POINTS = 20000
 #: Noise-variance floor.
 MIN_NOISE = 1e-6
-#: ``b = softplus(rho - 3)``: small initial spread of q(w) (spec §9).
+#: ``b = softplus(rho - 3)``: the recognition network starts with a small spread of q(w).
 RHO_SHIFT = 3.0
 
 
@@ -208,7 +208,7 @@ class CDEModel:
 
     # ------------------------------------------------------------------------------ bound
     def elbo(self, x, Xb, Yb, idx, scale, random_state=None, eps_w=None, eps_A=None):
-        """Minibatch bound estimate and its gradient wrt ``x`` (spec §2, §4, §5, §6).
+        """Minibatch bound estimate and its gradient wrt ``x`` (Salimbeni 2020, eqs. 4.5 and 4.8).
 
         Parameters
         ----------
@@ -304,7 +304,7 @@ class CDEModel:
 
     # -------------------------------------------------------------------- natural gradient
     def natgrad(self, x, Xb, Yb, idx, scale, gamma, random_state=None, eps_w=None, eps_A=None):
-        """One natural-gradient step on ``q(u)`` with the weights of spec §8; returns new ``x``."""
+        """One natural-gradient step on ``q(u)`` (Salimbeni 2020, §4.2); returns the new ``x``."""
         p = self.unpack(x)
         kernel, Z, q_mu, q_sqrt = p["kernel"], p["Z"], p["q_mu"], p["q_sqrt_full"]
         P, s2 = p["P_"], p["s2"]
@@ -346,7 +346,7 @@ class CDEModel:
         return np.concatenate(mus), np.concatenate(vs)
 
     def predict_components(self, x, Xs, nodes, A_draws=None):
-        """Latent marginals at ``[h(x), w_j]`` for every row and node (spec §10).
+        """Latent marginals at ``[h(x), w_j]`` for every row and node.
 
         Parameters
         ----------

@@ -1,7 +1,9 @@
-"""Recognition network ``[x_n, y_n] -> (a_n, rho_n)`` with a hand-written backward (spec §9).
+"""Recognition network ``[x_n, y_n] -> (a_n, rho_n)`` with a hand-written backward.
 
-Fully connected, tanh hidden layers, residual skip on layers whose input and output widths are
-equal, linear output of width ``2 D_w``; Xavier-normal weights, zero biases (IWVI defaults).
+The amortised ``q(w_n)`` of Salimbeni (2020, §4.2.1), a fully connected tanh network as in the UCI
+experiments of §4.4. Tanh hidden layers, residual skip on layers whose input and output widths are
+equal, linear output of width ``2 D_w``; Xavier-normal weights, zero biases (the defaults of the
+authors' IWVI code).
 """
 
 import numpy as np

@@ -12,7 +12,10 @@ __all__ = ["quadrature_bound", "quadrature_bound_vjp"]
 
 
 def quadrature_bound(log_weights, values):
-    """``logsumexp_h [log w_h + L_n(w_h)]`` per row and the responsibilities (spec §5).
+    """``logsumexp_h [log w_h + L_n(w_h)]`` per row and the responsibilities.
+
+    The quadrature bound of Salimbeni (2020, §4.2.2, eq. 4.8), with the log inside the sum over
+    rows (``p(w)`` factorises over rows; the printed equation has ``log sum_n``).
 
     Parameters
     ----------

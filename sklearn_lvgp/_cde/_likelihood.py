@@ -1,7 +1,8 @@
 """Conditional expected log-likelihood with output mixing ``P`` and the predictive log-density.
 
-Spec ``gpcde.md`` §3 (``L_n(t) = E_q(f) log N(y | P^T f(t), s2 I)`` and its adjoints) and §10
-(Woodbury form of ``log N(y | P^T mu, P^T diag(v) P + s2 I)``, never forming ``D_y x D_y``).
+``L_n(t) = E_q(f) log N(y | P^T f(t), s2 I)`` and its adjoints (the closed-form ``L_{w_n}`` of
+Salimbeni 2020, eq. 4.6, with the output mixing of §4.2.3), and the predictive density (Woodbury
+form of ``log N(y | P^T mu, P^T diag(v) P + s2 I)``, never forming ``D_y x D_y``).
 ``P = None`` means no mixing (``P = I``, ``L = D_y``).
 """
 
@@ -41,7 +42,7 @@ def _pi(P, L):
 
 
 def conditional_ell(Y, mu, var, P, noise_variance):
-    """``L_n(t)`` at ``n`` evaluation points (spec §3).
+    """``L_n(t)`` at ``n`` evaluation points (Salimbeni 2020, eq. 4.6).
 
     Parameters
     ----------
@@ -69,7 +70,7 @@ def conditional_ell(Y, mu, var, P, noise_variance):
 
 
 def conditional_ell_vjp(dL_dvalues, cache):
-    """Backward pass of :func:`conditional_ell` (spec §3 derivatives).
+    """Backward pass of :func:`conditional_ell`.
 
     Parameters
     ----------
@@ -115,7 +116,7 @@ def predictive_marginals(mu, var, P, noise_variance):
 
 
 def predictive_log_density(Y, mu, var, P, noise_variance):
-    """``log N(y | P^T mu, P^T diag(v) P + s2 I)`` per point (spec §10, Woodbury).
+    """``log N(y | P^T mu, P^T diag(v) P + s2 I)`` per point (Woodbury form).
 
     Parameters
     ----------

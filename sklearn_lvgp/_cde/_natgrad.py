@@ -1,4 +1,8 @@
-"""Explicit natural-gradient step for ``q(u)`` of the GPCDE output layer (spec §8).
+"""Explicit natural-gradient step for ``q(u)`` of the GPCDE output layer.
+
+Natural gradients for ``q(u)`` as in Salimbeni (2020, §4.2, "Natural Gradient"): the natural
+gradient in the natural parameters is the ordinary gradient in the expectation parameters (§3.2.2),
+which for this Gaussian likelihood gives the explicit step below.
 
 Sufficient statistics are accumulated over the weighted evaluation points ``t_nj`` (weights
 ``beta_nj``: ``1/S`` for Monte Carlo, sigma-point weights, quadrature responsibilities), then
@@ -55,7 +59,7 @@ def natgrad_statistics(A, Y, mu, point_weights, P):
 
 def mixing_natgrad_update(q_mu, q_sqrt, T1, G, pi, noise_variance, gamma, Lu=None, whiten=True,
                           jitter=0.0):
-    """Natural-gradient update of every latent's ``q(u_e)`` from the statistics (spec §8).
+    """Natural-gradient update of every latent's ``q(u_e)`` from the statistics.
 
     Parameters
     ----------

@@ -1,4 +1,6 @@
-"""Bayesian input projection ``h = A^T x`` with a factorised Gaussian ``q(A)`` (spec §6).
+"""Bayesian input projection ``h = A^T x`` with a factorised Gaussian ``q(A)``.
+
+The probabilistic input transformation of Salimbeni (2020, §4.2.3).
 
 Local reparameterisation: ``h_nj = sum_i mu_ij x_ni + eps_nj sqrt(sum_i s_ij^2 x_ni^2)``; the KL
 to the prior ``N(0, alpha^2)`` is closed form.
@@ -10,7 +12,7 @@ __all__ = ["projection_sample", "projection_sample_vjp"]
 
 
 def projection_sample(X, mu, s, eps):
-    """Sampled projected inputs (spec §6).
+    """Sampled projected inputs.
 
     Parameters
     ----------

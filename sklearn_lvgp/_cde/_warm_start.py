@@ -22,8 +22,8 @@ def gp_warm_start(model, x0, Xs, Ys, rs, max_iter, q_w, verbose=0):
 
     Returns ``(x_start, x_off, bound_off)``: the full model started from the SVGP solution
     (latent length scales at their initial value), the switched-off point (latent length
-    scales at their upper bound, ``q(w)`` the prior; its bound equals the SVGP bound, spec
-    §15.1-2) and that bound.
+    scales at their upper bound, ``q(w)`` the prior; its bound then equals the SVGP bound
+    of the inputs alone) and that bound.
     """
     p = model.unpack(x0)
     kernel, Dh, Dw = p["kernel"], model.Dh, model.Dw
@@ -41,7 +41,8 @@ def gp_warm_start(model, x0, Xs, Ys, rs, max_iter, q_w, verbose=0):
     free = ~off.q_mask()
 
     def profiled(z):
-        # q(u) profiled out: with w switched off one gamma = 1 step is its optimum (§8)
+        # q(u) profiled out: with w switched off one full-batch gamma = 1 step is its optimum
+        # (Salimbeni 2020, §4.2, "Natural Gradient")
         x = xo.copy()
         x[free] = z
         x = off.natgrad(x, Xs, Ys, rows, 1.0, 1.0, rs)

@@ -1,8 +1,8 @@
-"""Private building blocks of :class:`~sklearn_lvgp.LDGD` (spec ``ldgd.md``).
+"""Private building blocks of :class:`~sklearn_lvgp.LDGD` (Ziaei et al. 2024).
 
 * :mod:`._objective` — per-point expected log likelihoods of both paths, the latent KL, the
   weighting presets and the full (minibatch) objective with its hand-written backward pass;
-* :mod:`._encoder` — the Fast-LDGD encoder MLP and its backward pass (spec §9, §6.10).
+* :mod:`._encoder` — the Fast-LDGD encoder MLP (§2.3.10) and its backward pass.
 """
 
 from ._encoder import encoder_forward, encoder_init, encoder_shapes, encoder_vjp

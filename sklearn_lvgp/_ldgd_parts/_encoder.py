@@ -1,8 +1,9 @@
 """Fast-LDGD encoder: a ReLU trunk (:mod:`sklearn_lvgp._mlp`), a mean and a softplus std head.
 
-Spec §9 and §6.10: ``h = ReLU(... ReLU(y W_1 + b_1) ...)``, ``μ = h W_μ + b_μ``,
-``σ = softplus(h W_σ + b_σ)`` (the reference's "logvar" head is used as a std). Weights are a flat
-list ``[W_1, b_1, ..., W_L, b_L, W_μ, b_μ, W_σ, b_σ]`` with ``W`` of shape (fan_in, fan_out).
+Fast LDGD of Ziaei et al. (2024, §2.3.10, eq. 29): ``h = ReLU(... ReLU(y W_1 + b_1) ...)``,
+``μ = h W_μ + b_μ``, ``σ = softplus(h W_σ + b_σ)`` (the authors' code uses its "logvar" head as a
+std). Weights are a flat list ``[W_1, b_1, ..., W_L, b_L, W_μ, b_μ, W_σ, b_σ]`` with ``W`` of shape
+(fan_in, fan_out).
 """
 
 import numpy as np
@@ -39,7 +40,7 @@ def encoder_shapes(n_features, hidden, n_components):
 
 
 def encoder_init(shapes, random_state, sigma_init=0.1):
-    """PyTorch ``nn.Linear``-style initialisation: ``U(−1/√fan_in, 1/√fan_in)`` (spec §9).
+    """PyTorch ``nn.Linear``-style initialisation: ``U(−1/√fan_in, 1/√fan_in)``.
 
     Project choice: the σ head's bias starts at ``softplus⁻¹(sigma_init)`` so that q(x) starts
     narrow, as in the non-amortised model (wide initial q(x) lets the bound collapse to flat
@@ -93,7 +94,7 @@ def encoder_forward(weights, Y):
 
 
 def encoder_vjp(dL_dmu, dL_dsigma, cache):
-    """Backward pass of :func:`encoder_forward` (spec §6.10; ReLU'(0) := 0).
+    """Backward pass of :func:`encoder_forward` (ReLU'(0) := 0).
 
     Parameters
     ----------

@@ -67,7 +67,7 @@ def initial_values(Yr, n_classes, kernel_r, kernel_c, M_r, M_c, Q, x_init, encod
     """Named starting parameters of LDGD's training problem.
 
     Latent means from PCA (or ``N(0, I)``) with standard deviations 0.1 (a project choice: the
-    reference's ``softplus(N(0, 1))`` ≈ 0.7 lets the deterministic mode collapse to flat
+    authors' code's ``softplus(N(0, 1))`` ≈ 0.7 lets the deterministic mode collapse to flat
     kernels in its first L-BFGS steps); inducing inputs on initial latent means; ``q(u)`` near
     the prior; noise at a tenth of each column's variance. With ``encoder_shapes`` (Fast LDGD)
     a fresh encoder whose mean head reproduces the PCA start.

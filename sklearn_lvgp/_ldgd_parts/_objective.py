@@ -1,11 +1,14 @@
-"""LDGD objective: both likelihood paths, the KL terms and the weighting presets (spec §4–§6).
+"""LDGD objective: both likelihood paths, the KL terms and the weighting presets.
+
+The bound is that of Ziaei et al. (2024, eq. 28); the weighting presets add the normalisations of
+the authors' released code.
 
 Every piece is a forward function with its ``*_vjp`` beside it. The composed objective,
 :func:`sklearn_lvgp._engine._ldgd.ldgd_forward` (evaluated chunk by chunk), is for a batch of
 rows with latent points ``x_ip`` (samples or sigma points of q(x_i) with weights ``w_p``)
 
     L = s Σ_i Σ_p w_p [ w_r Σ_d ℓ^r_id(x_ip) + w_c γ Σ_k ℓ^c_ik(x_ip) ]
-        − w_r β_r KL_u^r − w_c γ β_c KL_u^c                                  (spec §4.5)
+        − w_r β_r KL_u^r − w_c γ β_c KL_u^c
 
 with ``s = N / b`` the minibatch scale. ``KL_X`` is added by the caller (over all rows or
 minibatch-scaled) through :func:`sklearn_lvgp._objectives._kl.gaussian_kl_std`. Both paths
@@ -26,7 +29,7 @@ __all__ = ["PRESETS", "Globals", "GlobalsVJP", "preset_factors",
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
-#: ELBO weighting presets (spec §4.5): name -> callable (D, K) -> (gamma, beta_r, beta_c, beta_x).
+#: ELBO weighting presets: name -> callable (D, K) -> (gamma, beta_r, beta_c, beta_x).
 PRESETS = {
     "paper": lambda D, K: (1.0, 1.0, 1.0, 1.0),
     "ref-2024-03": lambda D, K: (1.0, 1.0 / D, 1.0 / K, 1.0 / D),
@@ -35,7 +38,7 @@ PRESETS = {
 
 
 def preset_factors(name, n_features, n_classes):
-    """``(gamma, beta_r, beta_c, beta_x)`` of a weighting preset (spec §4.5 table).
+    """``(gamma, beta_r, beta_c, beta_x)`` of a weighting preset (``"paper"``: eq. 28 unweighted).
 
     Parameters
     ----------
@@ -53,10 +56,13 @@ def preset_factors(name, n_features, n_classes):
     return tuple(float(v) for v in PRESETS[name](n_features, n_classes))
 
 
-# ------------------------------------------------------------------- regression path, §4.1
-# --------------------------------------------------------------- classification path, §4.2
+# ------------------------------------------------- regression path (Ziaei et al. 2024, eq. 27)
+# --------------------------------------------- classification path (Ziaei et al. 2024, §2.3.6)
 def classification_ell(Yc, mu, var, n_points=20):
-    """``E_N(f|mu,var) log Φ(s f)`` by Gauss–Hermite quadrature (spec §4.2; shared engine).
+    """``E_N(f|mu,var) log Φ(s f)`` by Gauss–Hermite quadrature (shared engine).
+
+    Ziaei et al. (2024, eqs. 24–25), without the extra ``sqrt(2 var)`` factor of the printed
+    formula: the normalised Gauss–Hermite weights already sum to one.
 
     Parameters
     ----------
@@ -81,7 +87,7 @@ def classification_ell_vjp(dL_dvalues, cache):
     return bernoulli_probit_expectation_vjp(dL_dvalues, cache)
 
 
-# ---------------------------------------------------------- points of q(x_i), §4.3, §5.2
+# ---------------- points of q(x_i): reparameterised samples (§2.3.8) or unscented sigma points
 # ------------------------------------------------------------------------------ composition
 class Globals(NamedTuple):
     """Global (non-latent) parameters of LDGD.

@@ -1,4 +1,7 @@
-"""LDGD training and test-time problems on a flat parameter vector (spec §4.5, §7, §8.1, §9).
+"""LDGD training and test-time problems on a flat parameter vector.
+
+Training maximises the bound of Ziaei et al. (2024, eq. 28; §2.3.8), optionally with the amortised
+q(X) of Fast LDGD (§2.3.10); test-time inference is that of §2.3.9.
 
 :class:`TrainingProblem` packs q(X) (or the encoder weights), both paths' kernels, inducing inputs,
 whitened q(U) and the noise variances into one unconstrained vector and evaluates the minimised
@@ -17,7 +20,7 @@ from ._objective import Globals
 
 __all__ = ["NOISE_FLOOR", "TrainingProblem", "InferenceProblem"]
 
-#: Lower bound added to the softplus noise variances (spec §6.1).
+#: Lower bound added to the softplus noise variances (as in the authors' GPyTorch code).
 NOISE_FLOOR = 1e-4
 
 
@@ -37,7 +40,7 @@ class TrainingProblem:
     Q : int
         Latent dimension.
     factors : tuple (w_r, w_c, gamma, beta_r, beta_c, beta_x)
-        Path weights and preset factors (spec §4.5).
+        Path weights and preset factors (:data:`._objective.PRESETS`).
     encoder_shapes : list of tuple or None
         Fast-LDGD weight shapes; ``None`` optimises q(X) directly.
     jitter : float
@@ -110,7 +113,7 @@ class TrainingProblem:
 
     # -------------------------------------------------------------------------- objective
     def value_and_grad(self, flat, idx, nodes, weights):
-        """Minimised ``−L̂/N`` and its gradient for batch rows ``idx`` (spec §4.5).
+        """Minimised ``−L̂/N`` and its gradient for batch rows ``idx``.
 
         Parameters
         ----------
@@ -147,7 +150,7 @@ class TrainingProblem:
                  "qsqrt_r": tril_pack(g.qsqrt_r), "noise": g.noise, "theta_c": g.theta_c,
                  "Z_c": g.Z_c, "qmu_c": g.qmu_c, "qsqrt_c": tril_pack(g.qsqrt_c)}
         if self.encoder_shapes is None:
-            # spec §4.5: KL_X over all N rows at every step (deterministic)
+            # KL_X over all N rows at every step (deterministic)
             value -= beta_x * gaussian_kl_std(p["mu"], p["sigma"])
             kmu, ksig = gaussian_kl_std_vjp(p["mu"], p["sigma"])
             dmu, dsig = -beta_x * kmu, -beta_x * ksig
@@ -155,7 +158,7 @@ class TrainingProblem:
             dsig[idx] += g.sigma
             grads["mu"], grads["sigma"] = dmu, dsig
         else:
-            # spec §9: KL_X on the batch with the N/b scale (unbiased)
+            # amortised q(X): KL_X on the batch with the N/b scale (unbiased)
             value -= beta_x * scale * gaussian_kl_std(mu_b, sigma_b)
             kmu, ksig = gaussian_kl_std_vjp(mu_b, sigma_b)
             ew = encoder_vjp(g.mu - beta_x * scale * kmu, g.sigma - beta_x * scale * ksig,
@@ -173,7 +176,7 @@ class TrainingProblem:
 
 
 class InferenceProblem:
-    """Test-time q(x*) of new rows with the model fixed (spec §8.1).
+    """Test-time q(x*) of new rows with the model fixed (Ziaei et al. 2024, §2.3.9).
 
     Maximises ``w_r Σ_i Σ_d E_q(x*_i)[ℓ^r_id] − β_x KL(q(X*) ‖ p(X*))``; the problem is separable
     over rows and the value is not normalised by the number of rows, so the per-row Adam

@@ -1,9 +1,12 @@
-"""Collapsed sparse-GP bound with uncertain inputs (Titsias & Lawrence 2010; spec §2).
+"""Collapsed sparse-GP bound with uncertain inputs (Titsias & Lawrence 2010).
 
-``collapsed_bound`` evaluates the stable B-form of spec §2.2 and returns the value plus a cache;
-``collapsed_bound_vjp`` returns the adjoints dF/dψ0, dF/dΨ1, dF/dΨ2, dF/dKuu, dF/dσ² (spec §2.3).
-The same cache is the collapsed posterior q(u) used by ``heldout_bound`` (spec §6) and
-``predictive_moments`` (spec §5.2).
+The bound is the one printed in de Souza et al. (2021, §2.2), summed over the D outputs.
+``collapsed_bound`` evaluates it in a numerically stable form, with every Cholesky factor taken
+of ``K_uu`` or of ``B = I + L⁻¹ Ψ2 L⁻ᵀ / σ²`` (``B ⪰ I``), and returns the value plus a cache;
+``collapsed_bound_vjp`` returns the hand-derived adjoints dF/dψ0, dF/dΨ1, dF/dΨ2, dF/dKuu, dF/dσ².
+The same cache is the optimal q(u) (Titsias 2009) used by ``heldout_bound`` (the bound of new rows
+with the model fixed) and ``predictive_moments`` (the moments at uncertain inputs of Girard et
+al. 2003).
 """
 
 import math
@@ -30,7 +33,7 @@ class BoundVJP(NamedTuple):
 
 
 class CollapsedPosterior(NamedTuple):
-    """Factors of the collapsed bound; also the optimal q(u) (spec §5.1)."""
+    """Factors of the collapsed bound; also the optimal q(u) (Titsias 2009)."""
 
     L: np.ndarray  # chol(Kuu + jitter)
     LB: np.ndarray  # chol(I + L^-1 Psi2 L^-T / noise)
@@ -135,7 +138,7 @@ def collapsed_bound_from_stats(N, D, psi0, PY, Psi2, YY, Kuu, noise_variance, *,
     scale = float(np.trace(Kuu)) / Kuu.shape[0]
     rel = abs_jit / scale if scale > 0 else 0.0
     Psi2 = np.asarray(Psi2, dtype=np.float64)
-    B, trE = _nb.whitened_psi2(DTRSM, L, Psi2, s2)  # I + L^-1 Psi2 L^-T / σ² (§2.2)
+    B, trE = _nb.whitened_psi2(DTRSM, L, Psi2, s2)  # I + L^-1 Psi2 L^-T / σ² (stable form)
     LB, _ = cholesky_jitter(B, 0.0, max_tries=max_tries, name="B = I + L^-1 Psi2 L^-T / noise",
                             warn=max_tries > 0)
     LB = np.asfortranarray(LB)
@@ -182,7 +185,7 @@ def collapsed_stats_vjp(cache):
 
 
 def collapsed_bound_vjp(cache):
-    """Adjoints of :func:`collapsed_bound` (spec §2.3).
+    """Adjoints of :func:`collapsed_bound` (hand-derived).
 
     Parameters
     ----------
@@ -209,7 +212,10 @@ def _weight_matrices(post):
 
 
 def heldout_bound(Ystar, psi0, Psi1, Psi2, post):
-    """Bound of new rows with the model and q(u) fixed (spec §6), without the KL term.
+    """Bound of new rows with the model and q(u) fixed, without the KL term.
+
+    The data term the uncollapsed bound gives a new row when q(u) is held at its collapsed
+    optimum; at the training rows its gradient equals that of the collapsed bound.
 
     Parameters
     ----------
@@ -251,7 +257,7 @@ def heldout_bound(Ystar, psi0, Psi1, Psi2, post):
 
 
 def predictive_moments(post, psi0, Psi1, Psi2=None, full_cov=False):
-    """Moments of f* at (possibly uncertain) test inputs (spec §5.2; Girard et al. 2003).
+    """Moments of f* at (possibly uncertain) test inputs (Girard et al. 2003).
 
     Parameters
     ----------

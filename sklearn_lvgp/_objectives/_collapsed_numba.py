@@ -1,13 +1,13 @@
-"""Jitted dense algebra of the collapsed bound (:mod:`._collapsed`, spec §2.2–2.3).
+"""Jitted dense algebra of the collapsed bound (:mod:`._collapsed`).
 
 Everything between the two Cholesky factorisations and after them: the whitened Ψ2, the solves
 for ``c``, ``G`` and ``B^-1``, and the adjoints of Ψ2, ``K_uu`` and the noise variance. The
 factorisations themselves stay in :func:`sklearn_lvgp._linalg.cholesky_jitter`, the one place
 that escalates jitter, warns and raises.
 
-At the sizes of a GPLVM (M in the tens) the arithmetic of each step is a few microseconds; as
-about twenty numpy and BLAS calls from Python it cost 0.3 ms per bound + gradient (N = 1000,
-M = 20, D = 12), a sixth of the whole evaluation. Here each function is one call, and the
+At the sizes of a GPLVM (M in the tens) the arithmetic of each step is a few microseconds, less
+than the argument handling of the twenty-odd numpy and BLAS calls it would take from Python
+(``doc/developers.rst``, "BLAS from jitted code"). Here each function is one call, and the
 triangular solves reach BLAS ``dtrsm`` directly (:mod:`sklearn_lvgp._blas_numba`), so large M
 still runs at BLAS speed. Work arrays are F-contiguous (BLAS's layout); so are the results.
 """
@@ -61,7 +61,7 @@ def whitened_psi2(trsm, L, Psi2, s2):
 
 @nb.njit(cache=True, nogil=True)
 def collapsed_solves(trsm, L, LB, PY, s2):
-    """Solves of the collapsed bound given both factors (spec §2.2).
+    """Solves of the collapsed bound given both factors.
 
     Returns ``c = LB^-1 L^-1 PY / s2``, ``LBtc = LB^-T c``, ``G = L^-T LBtc`` (M, D),
     ``Binv = B^-1`` (M, M), ``log|B|`` and ``sum(c²)``.
@@ -89,7 +89,7 @@ def collapsed_solves(trsm, L, LB, PY, s2):
 
 @nb.njit(cache=True, nogil=True)
 def collapsed_adjoints(trsm, L, LB, G, Binv, LBtc, PY, N, D, s2, YY, psi0, trE, rel_jitter):
-    """Adjoints of the collapsed bound wrt Ψ2, ``K_uu`` and the noise variance (spec §2.3).
+    """Adjoints of the collapsed bound wrt Ψ2, ``K_uu`` and the noise variance.
 
     ``dPsi2 = sym(D L^-T (I - B^-1) L^-1 - G Gᵀ) / (2 s2)`` and
     ``dKu = sym(D L^-T (2I - B - B^-1) L^-1 - G Gᵀ) / 2``, plus the relative jitter's

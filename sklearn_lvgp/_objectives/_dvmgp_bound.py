@@ -1,16 +1,19 @@
-"""Projection layer of the deep variational Mahalanobis GP (DVMGP; spec dvmgp.md §3–§6).
+"""Projection layer of the deep variational Mahalanobis GP (DVMGP; de Souza 2020, §4.3.1, app. A).
 
-The W-layer has Q·D GPs ``w_qd(x) ~ GP(0, k_q)`` with inducing outputs ``v_qd`` at the shared
-inputs Ξ and ``q(v_qd) = N(μ_qd, Σ_q)``, ``Σ_q = L_q L_qᵀ`` shared by the D columns of row q.
-Each input's latent point ``z_i = W(x_i) x_i`` is then Gaussian, ``N(h_i, diag η_i)`` (§3.2), so
-the data term is the collapsed Bayesian-GPLVM bound with an RBF kernel (variance σ_f², unit length
-scales) at those latent Gaussians (§4.3). This module holds only the new pieces, each a
-forward/backward pair:
+The W-layer has Q·D GPs ``w_qd(x) ~ GP(0, k_q)`` with inducing outputs ``v_qd`` at the shared inputs
+Ξ and ``q(v_qd) = N(μ_qd, Σ_q)``, ``Σ_q = L_q L_qᵀ`` shared by the D columns of row q. Each input's
+latent point ``z_i = W(x_i) x_i`` is then Gaussian, ``N(h_i, diag η_i)`` (app. A.2), so the data
+term is the collapsed Bayesian-GPLVM bound with an RBF kernel (variance σ_f², unit length scales) at
+those latent Gaussians: the Ψ-statistics of §4.3.1 are the RBF ones of Titsias & Lawrence (2010)
+with unit length scales, and the bound of app. A.1.3 (with its log-determinant terms corrected
+to ``+½ log|K_u| − ½ log|σ²K_u + Ψ2|``) is the collapsed one. This module holds only the
+new pieces, each a forward/backward pair:
 
-* :func:`projection_forward` / :func:`projection_vjp` — the q(W) marginals ``a``, ``b`` (§3.1) and
-  KL(q(V) ‖ p(V)) (§5.1) from (Ξ, μ, L, W-kernels);
-* :func:`latent_moments` / :func:`latent_moments_vjp` — the map (a, b) → (h, η) (§3.2);
-* :func:`output_psi` / :func:`output_psi_vjp` — the output layer's Ψ-statistics (§4.2), a thin
+* :func:`projection_forward` / :func:`projection_vjp` — the q(W) marginals ``a``, ``b`` (app. A.2,
+  with ``K_v − Σ_q`` where the text prints ``K_v + Σ_q``) and KL(q(V) ‖ p(V)) (eq. A.1) from
+  (Ξ, μ, L, W-kernels);
+* :func:`latent_moments` / :func:`latent_moments_vjp` — the map (a, b) → (h, η);
+* :func:`output_psi` / :func:`output_psi_vjp` — the output layer's Ψ-statistics (§4.3.1), a thin
   wrapper over the shared closed-form RBF code that exposes the σ_f adjoint.
 
 The bound itself is :func:`~sklearn_lvgp._objectives._collapsed.collapsed_bound`, unchanged.
@@ -92,7 +95,7 @@ class _Row(NamedTuple):
 
 
 class RowFactors:
-    """chol(K_v) of one row q of the W-layer and its KL term (§5.1); :meth:`backward_factors`
+    """chol(K_v) of one row q of the W-layer and its KL term (eq. A.1); :meth:`backward_factors`
     adds ``K_v⁻¹``, ``K_v⁻¹μ`` and ``Σ_q`` for the backward pass.
 
     ``Kv`` already contains the jitter. The pieces below split a row's forward and backward
@@ -105,7 +108,8 @@ class RowFactors:
         self.mu, self.Lsig = mu_q, Lsig
         self.Lv, _ = cholesky_jitter(Kv, 0.0, max_tries=0, name="K_v (projection GP)",
                                      warn=False)
-        # §5.1: D (log|K_v| − log|Σ_q| + tr(K_v⁻¹ Σ_q)) + Σ_d μ_qdᵀ K_v⁻¹ μ_qd − m_v D
+        # eq. A.1 with Σ_q shared by the D columns:
+        # D (log|K_v| − log|Σ_q| + tr(K_v⁻¹ Σ_q)) + Σ_d μ_qdᵀ K_v⁻¹ μ_qd − m_v D
         iLS = solve_lower(self.Lv, Lsig)
         iLmu = solve_lower(self.Lv, mu_q)
         logdet_sig = 2.0 * float(np.sum(np.log(np.abs(np.diag(Lsig)))))
@@ -123,7 +127,7 @@ class RowFactors:
 
 
 def row_marginals(f, Kvw, kdiag):
-    """Marginals ``a`` (n, D), ``b`` (n,) of row q of W at the inputs (§3.1), ``α``, ``β``."""
+    """Marginals ``a`` (n, D), ``b`` (n,) of row q of W at the inputs (app. A.2), ``α``, ``β``."""
     beta = solve_lower(f.Lv, Kvw)
     alpha = solve_upper(f.Lv, beta)
     a = alpha.T @ f.mu
@@ -133,7 +137,7 @@ def row_marginals(f, Kvw, kdiag):
 
 
 def row_local_vjp(f, alpha, da, db):
-    """Per-input part of a row's backward pass (§6 step 4): ``αᵀda`` (the μ adjoint's data
+    """Per-input part of a row's backward pass (hand-derived): ``αᵀda`` (the μ adjoint's data
     part), ``Ā = (α ∘ db) αᵀ`` (sums over inputs) and the adjoints of ``K_vw`` and k(x, x)."""
     dmu = alpha @ da
     Abar = (alpha * db) @ alpha.T
@@ -160,7 +164,7 @@ def row_global_vjp(f, dmu, Abar, dkl):
 
 
 def _row_forward(Kv, Kvw, kdiag, mu_q, Lsig):
-    """Marginals of row q of W at the inputs (§3.1) and the row's KL term (§5.1).
+    """Marginals of row q of W at the inputs (app. A.2) and the row's KL term (eq. A.1).
 
     ``Kv`` already contains the jitter. Returns ``a`` (n, D), ``b`` (n,), ``kl`` and a cache.
     """
@@ -170,7 +174,7 @@ def _row_forward(Kv, Kvw, kdiag, mu_q, Lsig):
 
 
 def _row_vjp(da, db, dkl, row):
-    """Backward pass of :func:`_row_forward` (§6 step 4 and §5.1).
+    """Backward pass of :func:`_row_forward`.
 
     Returns the adjoints of ``Kv`` (symmetric), ``Kvw``, ``kdiag``, ``mu_q`` and ``Lsig`` (lower
     triangle).
@@ -214,7 +218,7 @@ class ProjectionVJP(NamedTuple):
 
 
 def projection_forward(X, Xi, mu, chol, kernels, jitter=1e-6):
-    """q(W) marginals at the inputs and KL(q(V) ‖ p(V)) (spec §3.1, §5.1).
+    """q(W) marginals at the inputs and KL(q(V) ‖ p(V)) (de Souza 2020, app. A.2 and eq. A.1).
 
     Parameters
     ----------
@@ -267,7 +271,7 @@ def projection_forward(X, Xi, mu, chol, kernels, jitter=1e-6):
 
 
 def projection_vjp(da, db, dkl, cache):
-    """Backward pass of :func:`projection_forward` (spec §6 step 4).
+    """Backward pass of :func:`projection_forward`.
 
     Parameters
     ----------
@@ -308,7 +312,7 @@ def projection_vjp(da, db, dkl, cache):
 # --------------------------------------------------------------------------- (a, b) -> (h, η)
 
 def latent_moments(a, b, X):
-    """Moments of the latent points ``z_i = W(x_i) x_i`` (spec §3.2).
+    """Moments of the latent points ``z_i = W(x_i) x_i`` (de Souza 2020, app. A.2).
 
     Parameters
     ----------
@@ -332,7 +336,7 @@ def latent_moments(a, b, X):
 
 
 def latent_moments_vjp(dh, deta, b, X):
-    """Backward pass of :func:`latent_moments` (spec §6 step 3).
+    """Backward pass of :func:`latent_moments`.
 
     Parameters
     ----------
@@ -357,7 +361,7 @@ def latent_moments_vjp(dh, deta, b, X):
 # --------------------------------------------------------------------------- output layer Ψ
 
 def output_kernel(signal_std, Q):
-    """The output layer's kernel σ_f²·SRBF as an RBF with fixed unit length scales (§4.2).
+    """The output layer's kernel σ_f²·SRBF as an RBF with fixed unit length scales.
 
     Parameters
     ----------
@@ -380,12 +384,13 @@ class _OutputPsi(NamedTuple):
 
 
 def output_psi(zeta, h, eta, signal_std, per_point=False):
-    """Ψ-statistics of the output layer under ``N(h_i, diag η_i)`` (spec §4.1–§4.3).
+    """Ψ-statistics of the output layer under ``N(h_i, diag η_i)`` (de Souza 2020, §4.3.1).
 
     These are the statistics of the scale-equivalent GPLVM form: the RBF kernel with variance
     σ_f² and unit length scales, paired with ``K_u = σ_f² SRBF(ζ, ζ)`` (:func:`output_kernel`).
-    Its Ψ1 and Ψ2 are σ_f and σ_f² times those of spec §4.1 (whose ``K_u`` is ``SRBF(ζ, ζ)``);
-    the collapsed bound and the predictive moments are invariant under that rescaling (§4.3).
+    Its Ψ1 and Ψ2 are σ_f and σ_f² times those of de Souza (2020, §4.3.1), whose ``K_u`` is
+    ``SRBF(ζ, ζ)``; the collapsed bound and the predictive moments are invariant under that
+    rescaling (``K_u → c² K_u``, ``Ψ1 → c Ψ1``, ``Ψ2 → c² Ψ2``).
 
     Parameters
     ----------

@@ -1,4 +1,7 @@
-"""Closed-form Ψ-statistics of sums of RBF and linear kernels (spec §3.3).
+"""Closed-form Ψ-statistics of sums of RBF and linear kernels.
+
+The RBF + linear sum is the kernel of the analytic Bayesian GPLVM in de Souza et al. (2021,
+Table 3, "GPLVM – Analytic").
 
 For ``k = sum_a k_a``: ``psi0`` and ``Psi1`` add, and
 
@@ -10,9 +13,11 @@ Closed-form cross terms:
 * RBF × linear: ``E[k_rbf(x, z_m) x] = Psi1_nm * m_nm``, the mean of the Gaussian tilted by the
   RBF factor, ``m_nmq = (lam_q mu_nq + S_nq z_mq) / (lam_q + S_nq)``; hence
   ``C = W (Z B)^T`` with ``W_mq = sum_n Psi1_nm m_nmq`` and ``B = diag(beta)``.
-* linear × linear: ``E[x x^T] = mu mu^T + diag(S)``, so ``C = Z A R B Z^T`` (``R`` as in §3.2).
+* linear × linear: ``E[x x^T] = mu mu^T + diag(S)``, so ``C = Z A R B Z^T`` (``R`` as in
+  :mod:`._linear`).
 * RBF × RBF: the product of the two Gaussian factors is one Gaussian factor in ``x`` (see
-  :mod:`._psi_numba`), giving the §3.1 Ψ2 formula with ``tau = lam rho / (lam + rho)``.
+  :mod:`._psi_numba`), giving the RBF Ψ2 formula of :mod:`._rbf` with
+  ``tau = lam rho / (lam + rho)``.
 """
 
 from typing import NamedTuple
@@ -208,7 +213,7 @@ _CROSS = {
 
 
 def cross_psi2(ka, kb, Z, mu, S, per_point=False, workspace=None):
-    """Cross term ``C_{mm'} = sum_n E[k_a(x_n, z_m) k_b(x_n, z_m')]`` of two kernels (§3.3).
+    """Cross term ``C_{mm'} = sum_n E[k_a(x_n, z_m) k_b(x_n, z_m')]`` of two kernels.
 
     Parameters
     ----------
@@ -290,7 +295,7 @@ def _part(workspace, name):
 
 def sum_psi(kernels, Z, mu, S, per_point=False, workspace=None, *, need_cache=True,
             need_psi2=True):
-    """Closed-form Ψ-statistics of a sum of RBF and linear kernels (spec §3.3).
+    """Closed-form Ψ-statistics of a sum of RBF and linear kernels.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Closed-form Ψ-statistics of the (ARD) linear kernel and their VJP (spec §3.2).
+"""Closed-form Ψ-statistics of the (ARD) linear kernel and their VJP.
 
 With ``A = diag(alpha)``, ``ZA = Z A`` and ``R_n = mu_n mu_n^T + diag(S_n)``::
 
@@ -99,7 +99,7 @@ def linear_psi(kernel, Z, mu, S, per_point=False, workspace=None):
 
 
 def linear_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
-    """Backward pass of :func:`linear_psi` (spec §3.2).
+    """Backward pass of :func:`linear_psi`.
 
     Parameters
     ----------

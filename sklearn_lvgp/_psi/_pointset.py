@@ -1,4 +1,7 @@
-"""Ψ-statistics of any kernel under a point-set rule, and their backward pass (spec §3.4).
+"""Ψ-statistics of any kernel under a point-set rule, and their backward pass.
+
+The unscented rule is that of de Souza et al. (2021, §2.3 and eqs. 2–4); Gauss–Hermite and Monte
+Carlo are the alternatives the paper compares it with (§4).
 
 With ``Ks[n, k, :] = k(x_nk, Z)``: ``Psi1[n] = sum_k w_k Ks[n, k]``,
 ``Psi2 = Ksᵀ diag(w) Ks`` (one symmetric GEMM per chunk of rows) and
@@ -8,16 +11,13 @@ With ``Ks[n, k, :] = k(x_nk, Z)``: ``Psi1[n] = sum_k w_k Ks[n, k]``,
 Rows are processed in chunks of fixed size so memory is ``O(chunk · K · M)`` beyond what is kept:
 the point matrices (and the kernels' caches) of all chunks are kept for the backward pass when
 ``N · K · M`` fits ``KEEP_ELEMENTS``, and recomputed chunk by chunk otherwise. The chunks are
-small (256 KiB per point matrix, at least 32 rows) so their arrays come from malloc's heap: one
-``(N·K, M)`` block per call was ``mmap``-ed afresh and cost about 1100 minor page faults per
-bound+gradient at ``N = 1000, K = 10, M = 20`` (UT RBF 9.1 → 6.8 ms with the small chunks).
-With at least 64 rows, GH(2) at ``Q = 5`` (``K = 32``) still had 320 KiB chunks and 468 faults
-per call; 32 rows removed them (1.15× faster) and cost nothing at ``N = 10^5, M = 100``.
+small (256 KiB per point matrix, at least 32 rows) so that their arrays come from malloc's heap
+instead of fresh ``mmap`` pages faulted in at every call (``doc/developers.rst``, "Small chunks
+for point-set Ψ-statistics").
 
 For the unscented rule and a stationary kernel the point array is not formed: each point differs
 from its centre in one coordinate, and :mod:`._ut_stationary` builds the ``2Q`` kernel rows of a
-data point from the centre's distances in ``O(M Q)`` (``O(M Q²)`` through the points; at
-``N = 40, M = 20, Q = 30`` one forward + backward 2.61 → 1.08 ms).
+data point from the centre's distances in ``O(M Q)`` instead of ``O(M Q²)`` through the points.
 """
 
 from typing import NamedTuple
@@ -33,7 +33,7 @@ __all__ = ["pointset_psi", "pointset_psi_vjp", "chunk_rows"]
 CHUNK_ELEMENTS = 2 ** 15
 #: Budget of one chunk's point-kernel matrix in calls of more than ``LARGE_CALL_CHUNKS`` chunks:
 #: the objective engine's chunk (``_engine._collapsed.CHUNK_POINT_ELEMENTS``) is then one block.
-#: At N = 5·10⁴, M = 100, unscented Matérn 3/2, 2 threads gave 1.89× with it and 1.76× with 2¹⁷.
+#: The larger chunk divides better between threads on large fits than 2¹⁷ does.
 LARGE_CHUNK_ELEMENTS = 2 ** 19
 #: Calls with more chunks than this use ``LARGE_CHUNK_ELEMENTS``.
 LARGE_CALL_CHUNKS = 8

@@ -14,9 +14,9 @@ The two-RBF Ψ2 matrices (Ψ2 of one RBF and the RBF×RBF cross term) are assemb
 their backward pass from :func:`two_rbf_backward_sums`. The backward pass of the RBF Ψ1 is BLAS
 products between a serial jitted pass that forms their operands and one that turns the sums
 into adjoints (``rbf_psi1_factors`` and ``rbf_psi1_assemble``; the two-RBF backward ends in
-``two_rbf_assemble`` the same way). At N = 1000, M = 20, Q = 5 the Ψ1 backward takes 56 µs this
-way against 115 µs for the fused row-block loop it replaced. With BLAS at one thread (as inside
-the estimators) these results do not depend on ``n_jobs`` either.
+``two_rbf_assemble`` the same way), which beats a fused row-block loop (``doc/developers.rst``,
+"Where a product beats a loop"). With BLAS at one thread (as inside the estimators) these results
+do not depend on ``n_jobs`` either.
 ``exp`` is :func:`~sklearn_lvgp._vexp_numba.vexp` throughout, so the loops over ``m`` (pairs)
 vectorise.
 """
@@ -41,7 +41,7 @@ def _half_weighted_sq_dist_row(mu, W, n, CT, row):
     """``row[p] = -0.5 sum_q W[n, q] (mu[n, q] - CT[q, p])^2`` with ``p`` innermost.
 
     The kernels' ``_scaled_sq_dist_row`` has the same shape with per-dimension weights; one
-    helper for both, taking row views, made the Matérn weight pass twice as slow (measured).
+    helper for both, taking row views, made the Matérn weight pass markedly slower.
     """
     P = row.shape[0]
     for p in range(P):
@@ -60,13 +60,13 @@ def _precision_rows(S, tau, offset, scale):
     per-row terms of a Gaussian expectation of an RBF factor with squared length ``tau``.
 
     ``log1p`` keeps full relative accuracy as ``S -> 0`` (near-deterministic inputs). It is
-    :func:`~sklearn_lvgp._vexp_numba.vlog1p` over all ``N Q`` ratios in one vectorised loop
-    (the C library's scalar ``log1p`` cost 30 µs per call at N = 1000, Q = 5; now 5 µs), then
-    summed over ``q`` in order. ``error_model="numpy"``: a division by zero gives inf instead of
-    a Python exception, so numba inserts no check that would stop the loops vectorising (``S``
-    and ``tau`` are validated as non-negative and positive before). The log of a running product
-    (one ``log`` per row) was tried before: it loses the accuracy as ``S -> 0``, and it moved the
-    DVMGP Table 4 fit of the default suite to another optimum (higher ELBO, worse test NLPD).
+    :func:`~sklearn_lvgp._vexp_numba.vlog1p` over all ``N Q`` ratios in one vectorised loop (the C
+    library's scalar ``log1p`` does not vectorise), then summed over ``q`` in order.
+    ``error_model="numpy"``: a division by zero gives inf instead of a Python exception, so numba
+    inserts no check that would stop the loops vectorising (``S`` and ``tau`` are validated as
+    non-negative and positive before). The log of a running product (one ``log`` per row) was tried
+    before: it loses the accuracy as ``S -> 0``, and it moved the DVMGP synthetic fit (de Souza
+    2020, Table 4) of the default suite to another optimum (higher ELBO, worse test NLPD).
     """
     wide_vectors()
     N, Q = S.shape
@@ -131,7 +131,7 @@ _EXP_BLOCK_ROWS = 64
 def rbf_psi1(mu, ZT, B, logk1):
     """``Psi1[n, m] = exp(logk1[n] - 0.5 sum_q B[n, q] (mu[n, q] - Z[m, q])^2)``.
 
-    ``B = 1 / (lam + S)`` and ``logk1[n] = log var + 0.5 sum_q log(lam_q B[n, q])`` (spec §3.1).
+    ``B = 1 / (lam + S)`` and ``logk1[n] = log var + 0.5 sum_q log(lam_q B[n, q])``.
     ``ZT`` is ``Z`` transposed (``(Q, M)``, C-contiguous) so the loops over ``m`` vectorise.
     """
     N = mu.shape[0]
@@ -372,12 +372,11 @@ def two_rbf_pair_factors(cmidT, gp):
 def two_rbf_backward_sums(w, F, CT, lo, sums_n, sums_p):
     """Both sums of the two-RBF backward pass for the rows ``lo:lo + len(w)`` in one read of ``w``.
 
-    ``sums_n += F[lo:hi]ᵀ w`` (1 + 2Q, P) and ``sums_p[lo:hi] = w CTᵀ`` (rows, 1 + 2Q). Four
-    rows at a time, so each load of ``sums_n`` and ``CT`` serves four rows. In place of two
-    BLAS products per chunk, whose inner dimension 1 + 2Q is too small for them (N = 1000,
-    P = 210, Q = 5: 245 → 212 µs). Summation order is fixed by the compiled code (``reassoc``
-    lets the row sums vectorise); one call is serial, so the result does not depend on the
-    thread count.
+    ``sums_n += F[lo:hi]ᵀ w`` (1 + 2Q, P) and ``sums_p[lo:hi] = w CTᵀ`` (rows, 1 + 2Q). Four rows at
+    a time, so each load of ``sums_n`` and ``CT`` serves four rows. In place of two BLAS products
+    per chunk, whose inner dimension 1 + 2Q is too small for them. Summation order is fixed by the
+    compiled code (``reassoc`` lets the row sums vectorise); one call is serial, so the result does
+    not depend on the thread count.
     """
     wide_vectors()
     R, P = w.shape
@@ -497,7 +496,7 @@ def two_rbf_assemble(sums_n, sums_p, gp, mu, E, cmidT, ctr, DuT, wa, wb, I, J, M
 
 @twin_jit(work=lambda mu, S, Z, *rest: mu.shape[0] * Z.shape[0] * mu.shape[1])
 def rbf_linear_tilted(mu, S, Z, lam, B, Psi1):
-    """``W[m, q] = sum_n Psi1[n, m] (lam_q mu_nq + S_nq z_mq) / (lam_q + S_nq)`` (spec §3.3).
+    """``W[m, q] = sum_n Psi1[n, m] (lam_q mu_nq + S_nq z_mq) / (lam_q + S_nq)``.
 
     ``E[k_rbf(x_n, z_m) x_n]`` summed over ``n``; one parallel task per row ``m``.
     """

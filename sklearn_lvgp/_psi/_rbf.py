@@ -1,4 +1,4 @@
-"""Closed-form Ψ-statistics of the RBF (ARD or isotropic) kernel and their VJP (spec §3.1).
+"""Closed-form Ψ-statistics of the RBF (ARD or isotropic) kernel and their VJP.
 
 ``rbf_psi`` returns the statistics and a cache; ``rbf_psi_vjp`` maps upstream adjoints to
 adjoints of ``mu``, ``S``, ``Z`` and the kernel's ``theta`` (``log variance``,
@@ -66,9 +66,9 @@ def rbf_psi1_backward(mu, Z, B, Psi1, A):
     """Backward pass of the RBF Ψ1 given ``A = dL/dPsi1`` (N, M).
 
     Returns ``dmu``, ``dS`` (N, Q), ``dZ`` (M, Q), ``dlam_rest`` (Q,) and ``total``: with
-    ``PW = A * Psi1``, ``dL/dlam_q = total / (2 lam_q) + dlam_rest[q]`` and
-    ``dL/dlog var = total`` (the log-derivatives of §3.1). The sums over ``m`` and ``n`` are two
-    products, ``PW [Z, Z²]`` and ``PWᵀ [mu B, B]``; the rest is one jitted pass on each side
+    ``PW = A * Psi1``, ``dL/dlam_q = total / (2 lam_q) + dlam_rest[q]`` and ``dL/dlog var = total``
+    (the log-derivatives of the closed form). The sums over ``m`` and ``n`` are two products,
+    ``PW [Z, Z²]`` and ``PWᵀ [mu B, B]``; the rest is one jitted pass on each side
     (:func:`._psi_numba.rbf_psi1_factors`, :func:`._psi_numba.rbf_psi1_assemble`).
     """
     PW, r, XB, ZZ, ctr = _nb.rbf_psi1_factors(mu, B, Z, A, Psi1)
@@ -199,7 +199,7 @@ class _RBFCache(NamedTuple):
 
 def rbf_psi(kernel, Z, mu, S, per_point=False, workspace=None, *, need_cache=True,
             need_psi2=True):
-    """Closed-form Ψ-statistics of an RBF kernel (spec §3.1).
+    """Closed-form Ψ-statistics of an RBF kernel (Titsias & Lawrence 2010).
 
     Parameters
     ----------

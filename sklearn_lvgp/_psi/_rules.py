@@ -1,4 +1,7 @@
-"""Expectation rules as weighted unit-space point sets (spec §3.4).
+"""Expectation rules as weighted unit-space point sets.
+
+The unscented rule is the symmetric sigma-point set of de Souza et al. (2021, §2.3): ``2Q`` points
+``±sqrt(Q) e_q`` with equal weights.
 
 For a diagonal Gaussian q(x_n) = N(mu_n, diag(S_n)) every rule evaluates the integrand at
 ``x_nk = mu_n + sqrt(S_n) * xi_k`` and returns ``sum_k w_k g(x_nk)``. The rules differ only in the
@@ -14,7 +17,7 @@ from numpy.polynomial.hermite_e import hermegauss
 __all__ = ["PointRule", "unscented_rule", "gauss_hermite_rule", "monte_carlo_rule",
            "expand_points", "expand_points_vjp", "MAX_GH_POINTS"]
 
-#: Default refusal threshold for tensor Gauss–Hermite grids (spec §3.4).
+#: Default refusal threshold for tensor Gauss–Hermite grids (their size is ``order**Q``).
 MAX_GH_POINTS = 2 ** 20
 
 

@@ -1,14 +1,13 @@
 """Two-RBF Ψ2-type matrices: one jitted pass for the entries, BLAS for the sums.
 
-These matrices cover both Ψ2 of one RBF kernel and the cross term of two RBF kernels (spec §3.1,
-§3.3). For one dimension, ``x ~ N(mu, S)`` and kernels with squared length scales ``lam``
-and ``rho``::
+These matrices cover both Ψ2 of one RBF kernel and the cross term of two RBF kernels. For one
+dimension, ``x ~ N(mu, S)`` and kernels with squared length scales ``lam`` and ``rho``::
 
     E[exp(-(x - z)^2 / (2 lam) - (x - z')^2 / (2 rho))]
         = sqrt(tau / (tau + S)) exp(-(z - z')^2 / (2 u) - (mu - c)^2 / (2 (tau + S))),
 
 with ``u = lam + rho``, ``tau = lam rho / u`` and ``c = wa z + wb z'``, ``wa = rho / u``,
-``wb = lam / u``. With ``lam = rho`` this is the Ψ2 formula of §3.1.
+``wb = lam / u``. With ``lam = rho`` this is the RBF Ψ2 formula (Titsias & Lawrence 2010).
 
 For pair ``p = (I[p], J[p])`` and row ``n`` the log-entry is therefore::
 
@@ -18,25 +17,23 @@ Rows are processed in chunks of at most 1 MiB. When ``N · P`` fits ``KEEP_ENTRI
 forward pass keeps every chunk's entries (in the setup's ``kept`` list) for the backward pass;
 otherwise one ``(rows, P)`` buffer is reused by every chunk, memory stays ``O(chunk · P)`` and
 the backward pass recomputes the entries. The entries are kept chunk by chunk because small
-arrays come from malloc's heap; one ``(N, P)`` block was measured at about 1000 minor page faults
-per call (``N = 1000, M = 20``) in one setting and at no gain in another. With a workspace in
-the setup (:class:`sklearn_lvgp._workspace.Workspace`, which ``UnscentedGPLVM`` keeps for a
-whole fit) the kept chunks are the workspace's, the same memory at every evaluation: freshly
-allocated chunks were measured at ~450 minor page faults per evaluation in some process states
-(glibc trimming the freed chunks at the top of the heap after each call; 1.33 → 1.94 ms).
+arrays come from malloc's heap, where one large block would be page-faulted in afresh. With a
+workspace in the setup (:class:`sklearn_lvgp._workspace.Workspace`, which ``UnscentedGPLVM``
+keeps for a whole fit) the kept chunks are the workspace's, the same memory at every evaluation,
+so they are not faulted in again either (``doc/developers.rst``, "Fresh pages").
 Per chunk, one jitted pass (:func:`._psi_numba.two_rbf_block`) writes the entries, vectorised
-over the pairs with :func:`~sklearn_lvgp._vexp_numba.vexp` (a scalar ``exp`` call per entry cost
-about five times as much), and sums their columns.
+over the pairs with :func:`~sklearn_lvgp._vexp_numba.vexp` (a scalar ``exp`` call per entry
+would keep the loop from vectorising), and sums their columns.
 The backward pass needs only weighted sums of the adjoint-weighted entries ``w[n, p]``: over
 ``n`` with the per-row factors ``1, E, E mu`` (``Fᵀ w``; they give ``dZ``) and over ``p`` with
 ``1, c, c²`` (``w Cᵀ``; they give ``dmu`` and ``dS``). One jitted pass per chunk forms both
-(:func:`._psi_numba.two_rbf_backward_sums`; two BLAS products per chunk before, whose inner
-dimension ``1 + 2Q`` is too small for them).
-The length-scale adjoint's term ``sum_p sum_n w ((mu - c)² E² - E) / 2`` is ``sum_n dS[n]``, so
-it needs no sums over ``n`` with ``E²`` factors (an earlier version formed them: 26 columns in
-``F`` instead of 11 at Q = 5). One jitted pass (:func:`._psi_numba.two_rbf_assemble`) turns the
-sums into the adjoints. The result does not depend on the thread count (rows are independent in
-the jitted passes, and the sums run serially chunk by chunk).
+(:func:`._psi_numba.two_rbf_backward_sums`) instead of two BLAS products per chunk, whose inner
+dimension ``1 + 2Q`` is too small for BLAS.
+The length-scale adjoint's term ``sum_p sum_n w ((mu - c)² E² - E) / 2`` is ``sum_n dS[n]``, so it
+needs no sums over ``n`` with ``E²`` factors (``F`` has ``1 + 2Q`` columns, not ``1 + 5Q``). One
+jitted pass (:func:`._psi_numba.two_rbf_assemble`) turns the sums into the adjoints. The result does
+not depend on the thread count (rows are independent in the jitted passes, and the sums run serially
+chunk by chunk).
 """
 
 import numpy as np

@@ -9,7 +9,9 @@ __all__ = ["PsiStats", "PsiVJP"]
 
 
 class PsiStats(NamedTuple):
-    """Ψ-statistics of a kernel under ``q(x_n) = N(mu_n, diag(S_n))`` (spec §0).
+    """Ψ-statistics of a kernel under ``q(x_n) = N(mu_n, diag(S_n))``.
+
+    As defined by Titsias & Lawrence (2010); see also de Souza et al. (2021, §2.2).
 
     Attributes
     ----------

@@ -1,4 +1,4 @@
-"""Shared sparse variational GP (SVGP) layer engine (spec ``deep_gp.md`` §1–§4).
+"""Shared sparse variational GP (SVGP) layer engine (Salimbeni 2020, §1.2, ch. 2 and ch. 3).
 
 Used by DeepGP and by the models built on uncollapsed SVGP layers (GPCDE, LDGD): per-output
 ``q(u) = N(m, L L^T)`` (whitened or not), marginals of ``f`` at a batch of inputs, the KL term,

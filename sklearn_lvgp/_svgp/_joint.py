@@ -1,7 +1,7 @@
-"""Joint sampling of an SVGP layer over groups of ``K`` inputs (spec ``deep_gp.md`` §5.4).
+"""Joint sampling of an SVGP layer over groups of ``K`` inputs.
 
-The importance-weighted bound (seed 003 eq. 5.11, §5.2.3) needs, for each data point, one draw
-of an inner layer shared by its ``K`` proposals: the ``K`` outputs are sampled jointly from
+The importance-weighted bound (Salimbeni 2020, eq. 5.11, §5.2.3) needs, for each data point, one
+draw of an inner layer shared by its ``K`` proposals: the ``K`` outputs are sampled jointly from
 their ``K x K`` posterior covariance
 ``Sigma_gd = k(X_g, X_g) - A1_g^T A1_g + B_gd^T B_gd`` (``A1, A, B_d`` of :func:`._layer.marginals`
 restricted to the group's columns), ``h = mu + chol(Sigma + delta I) eps``. The backward pass
@@ -103,7 +103,7 @@ class JointCache(NamedTuple):
 
 
 def joint_sample(cache, eps, delta):
-    """One joint draw per group of the layer outputs (spec §5.4 forward).
+    """One joint draw per group of the layer outputs (forward pass).
 
     Parameters
     ----------
@@ -112,7 +112,7 @@ def joint_sample(cache, eps, delta):
     eps : ndarray of shape (G, K, D)
         Standard normal noise.
     delta : float
-        Variance floor added to each ``Sigma`` (spec §2.2).
+        Variance floor added to each ``Sigma`` (as ``delta`` in ``h = mu + eps sqrt(v + delta)``).
 
     Returns
     -------
@@ -136,15 +136,15 @@ def joint_sample(cache, eps, delta):
         L = np.linalg.cholesky(Sig)
     except np.linalg.LinAlgError as exc:
         raise CholeskyError(
-            "the K x K covariance of a joint inner-layer draw (importance-weighted bound, "
-            "spec §5.4) is not positive definite; reduce the learning rate or n_importance"
+            "the K x K covariance of a joint inner-layer draw (importance-weighted bound) "
+            "is not positive definite; reduce the learning rate or n_importance"
         ) from exc
     draw = np.einsum("gdkl,gld->gkd", L, eps)
     return draw.reshape(G * K, D), JointCache(K, eps, L, Bs)
 
 
 def joint_layer_vjp(dL_dh, dL_dkl, cache, jcache):
-    """Backward of ``h = mu + chol(Sigma + delta I) eps`` and of the layer (spec §5.4).
+    """Backward of ``h = mu + chol(Sigma + delta I) eps`` and of the layer.
 
     Parameters
     ----------

@@ -1,7 +1,7 @@
-"""KL(q(u) ‖ p(u)) of an SVGP layer and its backward pass (spec §1.3, §3.3 step 9).
+"""KL(q(u) ‖ p(u)) of an SVGP layer and its backward pass.
 
 ``q(u_d) = N(m_d, L_d L_d^T)`` per output column ``d``; whitened prior ``N(0, I)``, unwhitened
-prior ``N(0, K_uu)`` with ``K_uu = L_u L_u^T`` (seed 003 eq. 1.24).
+prior ``N(0, K_uu)`` with ``K_uu = L_u L_u^T`` (Salimbeni 2020, eq. 1.24).
 """
 
 from typing import NamedTuple
@@ -76,7 +76,7 @@ def kl_divergence(q_mu, q_sqrt, Lu=None, whiten=True):
 
 
 def kl_divergence_vjp(dL_dkl, cache):
-    """Backward pass of :func:`kl_divergence` (spec §3.3 step 9, with upstream ``dL_dkl``).
+    """Backward pass of :func:`kl_divergence` (with upstream ``dL_dkl``).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """One sparse variational GP layer: prior factor, marginals of f and their backward passes.
 
-Spec §1.2 (marginals, seed 003 eqs. 1.28–1.29, 2.6–2.7) and §3.3 (backward). A layer has
+Marginals as in Salimbeni (2020, eqs. 1.28–1.29 and 2.6–2.7); hand-derived backward. A layer has
 ``D`` independent output GPs sharing one kernel and ``M`` inducing inputs ``Z``; per output
 ``q(u_d) = N(m_d, L_d L_d^T)`` in the whitened (``u = L_u v``) or unwhitened parameterisation.
 
@@ -175,7 +175,7 @@ def prior_factor_vjp(kernel, prior, dL_dLu=None, dL_dKuu=None):
 
 # --------------------------------------------------------------------------------- marginals
 class MarginalsCache(NamedTuple):
-    """Forward quantities of :func:`marginals` (spec §3.2)."""
+    """Forward quantities of :func:`marginals`."""
 
     kernel: object
     Z: np.ndarray
@@ -220,7 +220,9 @@ class MarginalsVJP(NamedTuple):
 
 
 def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True, workspace=None):
-    """Marginal means and variances of the layer outputs at ``P`` inputs (spec §1.2).
+    """Marginal means and variances of the layer outputs at ``P`` inputs.
+
+    Salimbeni (2020, eqs. 1.28–1.29).
 
     Parameters
     ----------
@@ -288,7 +290,7 @@ def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True, w
 
 
 def marginals_vjp(dL_dmu, dL_dvar, cache):
-    """Backward pass of :func:`marginals` (spec §3.3 steps 1–8 and 11 for ``K_uf``, ``kappa``).
+    """Backward pass of :func:`marginals` (up to ``K_uf`` and ``kappa``).
 
     Parameters
     ----------
@@ -328,7 +330,7 @@ def marginals_vjp(dL_dmu, dL_dvar, cache):
 
 
 def kuf_backward(dA, dA1, cache):
-    """Push the adjoints of ``A`` and ``A1`` through the solves to ``K_uf`` (spec §3.3 5-6, 11).
+    """Push the adjoints of ``A`` and ``A1`` through the solves to ``K_uf``.
 
     Parameters
     ----------
@@ -350,7 +352,7 @@ def kuf_backward(dA, dA1, cache):
     if c.whiten:
         dA1 += dA
     else:
-        # A = Lu^{-T} A1 (upper solve with T = Lu^T), spec §3.3 step 5
+        # A = Lu^{-T} A1 (upper solve with T = Lu^T)
         LinvdA = lower_solve(c.Lu, dA)
         dA1 += LinvdA
         dLu -= tril(c.A @ LinvdA.T)
@@ -360,7 +362,7 @@ def kuf_backward(dA, dA1, cache):
 
 
 def marginals_precision_adjoint(dL_dvar, cache):
-    """``G_d = A diag(dL/dvar_d) A^T`` per output (spec §3.3 step 2), for natural gradients.
+    """``G_d = A diag(dL/dvar_d) A^T`` per output, for natural gradients.
 
     Parameters
     ----------
@@ -424,7 +426,7 @@ def layer_forward(layer, H, jitter=1e-6, with_kl=True, workspace=None):
 
 
 def layer_vjp(dL_dmu, dL_dvar, dL_dkl, cache):
-    """Backward pass of :func:`layer_forward` (spec §3.3 steps 1–12).
+    """Backward pass of :func:`layer_forward`.
 
     Parameters
     ----------

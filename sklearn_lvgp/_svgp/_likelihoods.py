@@ -1,7 +1,7 @@
 """Likelihoods of an SVGP output layer: variational expectations ``E_N(f|mu,var) log p(y|f)``.
 
-Gaussian: closed form (spec §2.2). Bernoulli with a probit link: 1-D Gauss–Hermite quadrature
-(seed 003 §1.2; 20 points). Each expectation has its backward beside it.
+Gaussian: closed form. Bernoulli with a probit link: 1-D Gauss–Hermite quadrature with 20 points
+(Salimbeni 2020, §1.2). Each expectation has its backward beside it.
 """
 
 from typing import NamedTuple
@@ -26,7 +26,7 @@ class GaussianVJP(NamedTuple):
 
 
 def gaussian_expectation(y, mu, var, noise_variance):
-    """``E_N(f|mu,var) log N(y | f, s2)`` elementwise (spec §2.2).
+    """``E_N(f|mu,var) log N(y | f, s2)`` elementwise (closed form).
 
     Parameters
     ----------
@@ -45,7 +45,7 @@ def gaussian_expectation(y, mu, var, noise_variance):
 
 
 def gaussian_expectation_vjp(dL_dvalues, y, mu, var, noise_variance):
-    """Backward pass of :func:`gaussian_expectation` (spec §3.4).
+    """Backward pass of :func:`gaussian_expectation`.
 
     Parameters
     ----------

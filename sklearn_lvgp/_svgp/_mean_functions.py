@@ -1,8 +1,8 @@
-"""Fixed (never trained) mean functions of SVGP layers (spec §1.5).
+"""Fixed (never trained) mean functions of SVGP layers (Salimbeni 2020, §2.2).
 
 Each mean function maps layer inputs ``H`` of shape ``(P, D_in)`` to ``(P, D_out)`` and has a
 backward ``vjp(dL_dmean, H) -> dL_dH``. Mean functions are kept outside the inducing variables
-(seed 003, remark after eq. 1.29).
+(Salimbeni 2020, remark after eq. 1.29).
 """
 
 import numpy as np
@@ -50,7 +50,7 @@ class LinearMean:
 
 
 def pca_linear_mean(X_run, n_outputs):
-    """Linear mean function for a width change (spec §1.5).
+    """Linear mean function for a width change (the PCA mean function of Salimbeni 2020, §2.2).
 
     Parameters
     ----------

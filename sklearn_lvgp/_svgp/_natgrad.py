@@ -1,4 +1,4 @@
-"""Natural-gradient steps for ``q(u)`` of an SVGP layer (spec §4; seed 003 ch. 3).
+"""Natural-gradient steps for ``q(u)`` of an SVGP layer (Salimbeni 2020, ch. 3).
 
 With natural parameters ``theta1 = S^{-1} m``, ``Theta2 = -S^{-1}/2`` and expectation parameters
 ``eta = (m, S + m m^T)``, the natural gradient in ``theta`` is the ordinary gradient in ``eta``
@@ -69,7 +69,7 @@ def from_natural_params(theta1, Theta2, jitter=0.0):
 
 
 def expectation_gradients(q_mu, dL_dm, G):
-    """``dL/deta`` from the gradients in ``(m, S)`` (spec §4.1).
+    """``dL/deta`` from the gradients in ``(m, S)`` (chain rule).
 
     Parameters
     ----------
@@ -92,7 +92,7 @@ def expectation_gradients(q_mu, dL_dm, G):
 
 
 def natgrad_step(q_mu, q_sqrt, dL_dm, G, gamma, jitter=0.0):
-    """Generic natural-gradient step ``theta <- theta + gamma dL/deta`` (spec §4.1).
+    """Generic natural-gradient step ``theta <- theta + gamma dL/deta`` (Salimbeni 2020, §3.2.2).
 
     Parameters
     ----------
@@ -119,7 +119,7 @@ def natgrad_step(q_mu, q_sqrt, dL_dm, G, gamma, jitter=0.0):
 
 def gaussian_natgrad_step(q_mu, q_sqrt, A, residuals, point_weights, noise_variance, gamma,
                           Kuu_chol=None, whiten=True, jitter=0.0):
-    """Closed-form natural-gradient step for a Gaussian-likelihood layer (spec §4.2).
+    """Closed-form natural-gradient step for a Gaussian-likelihood layer.
 
     ``theta <- (1 - gamma) theta + gamma theta_hat`` with
     ``theta_hat_1 = sum_p w_p a_p r_p / s2`` and

@@ -306,7 +306,7 @@ def periodic_forward(X, Z, period, length_scale, variance):
 def periodic_backward(G, X, Z, period, length_scale):
     """Backward pass of :func:`periodic_forward` given ``G = dL/dK * K`` (elementwise).
 
-    Returns ``dX`` (N, Q), ``dZ`` (M, Q), ``dlogp`` and ``dlogl`` (scalars), using (spec §4)
+    Returns ``dX`` (N, Q), ``dZ`` (M, Q), ``dlogp`` and ``dlogl`` (scalars), using
     ``dk/dx_q = -k pi sin(2 pi d_q / p) / (2 p l^2)``,
     ``dk/dlog p = k pi sum_q d_q sin(2 pi d_q / p) / (2 p l^2)`` and
     ``dk/dlog l = k sum_q sin^2(pi d_q / p) / l^2``.

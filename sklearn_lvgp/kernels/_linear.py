@@ -1,4 +1,4 @@
-"""Linear kernel with optional ARD variances (spec §4)."""
+"""Linear kernel with optional ARD variances."""
 
 import numpy as np
 

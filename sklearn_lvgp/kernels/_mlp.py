@@ -1,4 +1,7 @@
-"""Kernel on a learned feature map: the "manifold GP" MLP kernel (Calandra et al. 2016; spec §4).
+"""Kernel on a learned feature map: the "manifold GP" MLP kernel (Calandra et al. 2016).
+
+The kernel of the MLP experiments of de Souza et al. (2021, §4.1.2): an RBF on a one-hidden-layer
+network with ``[2, 30, 60]`` units (input, hidden, output).
 
 ``k(x, z) = base(g(x), g(z))`` with ``g(x) = tanh(W2^T relu(W1^T x + b1) + b2)``. The network
 forward pass and its hand-written backward pass (:func:`mlp_forward`, :func:`mlp_vjp`) sit side by
@@ -27,7 +30,7 @@ class MLPAdjoints(NamedTuple):
 
 
 def mlp_forward(X, W1, b1, W2, b2):
-    """Feature map ``g(X) = tanh(relu(X W1 + b1) W2 + b2)`` (spec §4).
+    """Feature map ``g(X) = tanh(relu(X W1 + b1) W2 + b2)``.
 
     Parameters
     ----------
@@ -136,7 +139,8 @@ class MLPKernel(Kernel):
     Notes
     -----
     With ``n_features=2``, the default sizes and scalar biases the kernel has
-    ``60 + 1800 + 2 + 1 + 60 = 1923`` hyperparameters (spec §4).
+    ``60 + 1800 + 2 + 1 + 60 = 1923`` hyperparameters (the ``[2, 30, 60]`` network of de Souza et
+    al. 2021, §4.1.2).
 
     Examples
     --------
@@ -244,8 +248,8 @@ class MLPKernel(Kernel):
         """Euclidean norm of each input row of ``W1``, ``||W1[q, :]||_2``.
 
         A large norm means input dimension ``q`` moves the hidden layer strongly. This is a
-        heuristic: the spec (§4) considers MLP relevance meaningful only when all inputs are used,
-        e.g. ``n_features = 2``.
+        heuristic, meaningful mainly when all inputs are used, e.g. ``n_features = 2`` as in the MLP
+        runs of de Souza et al. (2021, §4.1.2).
 
         Parameters
         ----------

@@ -1,4 +1,7 @@
-"""Periodic kernel (MacKay 1998 eq. 47 in the GPflow-1 form; spec §4)."""
+"""Periodic kernel (MacKay 1998, eq. 47, in the GPflow-1 form).
+
+The periodic kernel of the airline experiment of de Souza et al. (2021, §4.2.1, footnote 3).
+"""
 
 import numpy as np
 

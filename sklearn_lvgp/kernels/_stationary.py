@@ -29,7 +29,7 @@ def _stationary_vjp_from_weights(C, dlogvar, dlogalpha, X, Z, inv_ls):
 
     ``dlogvar`` is ``sum dK K``; ``None`` means the RBF, whose ``C = -dK K`` gives it as
     ``-sum C``. Every adjoint is a weighted sum of ``x_n - z_m`` or its square over the pairs
-    (seed 000 eq. 2.14 for the RBF), and those sums are matrix products
+    (for the RBF, ``dk/dx_q = -k (x_q - z_q) / l_q²``), and those sums are matrix products
     (:func:`._kernels_numba.stationary_vjp_products`).
 
     Returns ``(dX, dZ, dlogls, dlogvar, dlogalpha)`` as :func:`_nb.stationary_K_vjp` does.
@@ -78,7 +78,10 @@ class _Stationary(Kernel):
         self._inv_ls(n_features)
 
     def relevance(self, n_features):
-        """Inverse length scales ``1 / l_q`` (spec §4).
+        """Inverse length scales ``1 / l_q``.
+
+        The ranking of de Souza et al. (2021, §4.1.1), who plot the latent dimensions with the
+        largest inverse length scales.
 
         Parameters
         ----------

@@ -1,4 +1,8 @@
-"""The dimensionality-reduction protocol of the Unscented GPLVM paper (seed 001 §4.1)."""
+"""The dimensionality-reduction protocol of the Unscented GPLVM paper.
+
+De Souza et al. (2021, §4.1): five-fold cross-validated 1-nearest-neighbour accuracy of the latent
+embedding, with the two most relevant latent dimensions plotted.
+"""
 
 import numpy as np
 from sklearn.model_selection import KFold, cross_val_score
