@@ -101,17 +101,17 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         A larger value is clipped to the number of rows (documented, no error).
     max_iter : int, default=10000
         Optimiser iterations (Adam steps or L-BFGS iterations).
-    natgrad_gamma : float, tuple (gamma0, gamma1, K) or None, default=None
-        If set, the last layer's ``q(u)`` is updated by natural-gradient steps of this size
-        (alternating with the Adam steps, which then leave it alone); a tuple is a log-linear
-        warm-up from ``gamma0`` to ``gamma1`` over ``K`` steps (Salimbeni 2020, ch. 3). Steps
-        must be in (0, 1] and ``K >= 1``. Adam only.
     tol : float or None, default=1e-4
         Stopping tolerance of Adam. Without early stopping the fit stops when the mean ELBO
         estimate over the last 100 steps improves by less than ``tol`` (relative to its
         magnitude) on the 100 steps before; with early stopping a held-out check must improve
         by more than ``tol`` (relative) to count. ``None`` runs all ``max_iter`` steps (the fixed
         budgets of the papers' experiments; with early stopping it means ``1e-4``).
+    natgrad_gamma : float, tuple (gamma0, gamma1, K) or None, default=None
+        If set, the last layer's ``q(u)`` is updated by natural-gradient steps of this size
+        (alternating with the Adam steps, which then leave it alone); a tuple is a log-linear
+        warm-up from ``gamma0`` to ``gamma1`` over ``K`` steps (Salimbeni 2020, ch. 3). Steps
+        must be in (0, 1] and ``K >= 1``. Adam only.
     early_stopping : bool, default=False
         Hold out ``validation_fraction`` of the rows and stop when their mean log predictive
         density has not improved for ``n_iter_no_change`` checks (every 100 steps). The fit

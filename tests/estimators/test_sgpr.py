@@ -306,7 +306,7 @@ def test_predict_log_density_subset_and_order_invariant(fitted, data):
 
 
 def test_deterministic_bound_is_smooth_with_ill_conditioned_kuu():
-    """RESULTS.md ``sgpr_fit`` obs. 7: long length scales and a large variance make cond(K_uu)
+    """Long length scales and a large variance make cond(K_uu)
     ~5e9; the bound must stay smooth (rounding noise below 1e-6; the Ψ2 form's is ~3e-3 here)
     and agree with the Ψ2 form of ``collapsed_bound`` to that form's accuracy."""
     from sklearn_lvgp._objectives._collapsed import collapsed_bound
