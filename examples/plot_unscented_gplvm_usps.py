@@ -15,7 +15,8 @@ L-BFGS-B for the deterministic rules, Adam (lr 0.01) for Monte Carlo.
 Budgets come from the environment so the full run (hours) and a quick one (minutes) share one
 script: ``LVGP_USPS_PER_CLASS`` (500), ``LVGP_MAX_ITER`` (5000), ``LVGP_MC_RUNS`` (10),
 ``LVGP_MC_MAX_ITER`` (5000), ``LVGP_ROWS`` (comma-separated subset of row keys such as
-``ut-mlp,ut-rbf``). Data are read from ``../shared/data/usps_digits.npz``.
+``ut-mlp,ut-rbf``). Data come from :func:`~sklearn_lvgp.datasets.fetch_usps` (the project's
+``shared/data`` if present, else the cache, downloaded once).
 """
 
 # %%
@@ -33,7 +34,7 @@ from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_lvgp import UnscentedGPLVM
-from sklearn_lvgp.datasets import load_usps
+from sklearn_lvgp.datasets import fetch_usps
 from sklearn_lvgp.kernels import RBF, MLPKernel
 from sklearn_lvgp.utils.evaluation import knn_accuracy, most_relevant
 
@@ -42,9 +43,14 @@ MAX_ITER = int(os.environ.get("LVGP_MAX_ITER", 5000))
 MC_RUNS = int(os.environ.get("LVGP_MC_RUNS", 10))
 MC_MAX_ITER = int(os.environ.get("LVGP_MC_MAX_ITER", 5000))
 
+# the project's pre-filled dataset folder beside the repository if present (CI, offline), else
+# the default cache (~/sklearn_lvgp_data or $SKLEARN_LVGP_DATA), downloaded on first use
+SHARED = (Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()).parents[1]
+SHARED = SHARED / "shared" / "data"
+DATA = {"data_home": SHARED, "download_if_missing": False} if SHARED.is_dir() else {}
 try:
-    X, y = load_usps(PER_CLASS)
-except FileNotFoundError as exc:
+    X, y = fetch_usps(per_class=PER_CLASS, return_X_y=True, **DATA)
+except OSError as exc:
     print(f"Skipping the USPS example: {exc}")
     sys.exit(0)
 

@@ -1,7 +1,15 @@
-"""Shared fixtures: seeded generators and tiny problems."""
+"""Shared fixtures: seeded generators, tiny problems and the pre-filled dataset folder."""
+
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
+
+#: The pre-filled dataset folder: ``$SKLEARN_LVGP_DATA`` as the session started, else the
+#: project's ``shared/data`` beside the repository (CI).
+SHARED_DATA = Path(os.environ.get("SKLEARN_LVGP_DATA")
+                   or Path(__file__).resolve().parents[2] / "shared" / "data")
 
 
 @pytest.fixture
@@ -22,10 +30,11 @@ def tiny_gplvm_data():
 
 @pytest.fixture
 def shared_data():
-    """The offline datasets folder (``../shared/data``), or skip the test when it is absent."""
-    from sklearn_lvgp.datasets import data_home
+    """The pre-filled dataset folder, or skip the test when it is absent.
 
-    try:
-        return data_home()
-    except FileNotFoundError as exc:
-        pytest.skip(str(exc))
+    :data:`SHARED_DATA`. Tests pass it to the fetchers as ``data_home=`` with
+    ``download_if_missing=False``: they never download.
+    """
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"the dataset folder {SHARED_DATA} is absent")
+    return SHARED_DATA

@@ -1,4 +1,5 @@
-"""Loaders of the offline datasets (skipped when ``../shared/data`` is absent)."""
+"""The loaders on the pre-filled dataset folder (skipped when it is absent); the fetchers'
+download, cache and checksum tests are in ``tests/datasets``."""
 
 import numpy as np
 import pytest
@@ -6,6 +7,9 @@ import pytest
 from sklearn_lvgp.datasets import (
     UCI_HL_DATASETS,
     data_home,
+    fetch_oil_flow,
+    fetch_uci,
+    fetch_usps,
     load_oil_flow,
     load_uci_hl,
     load_usps,
@@ -17,31 +21,37 @@ from sklearn_lvgp.utils.evaluation import knn_accuracy, most_relevant
 
 @pytest.mark.parametrize(("subset", "n"), [("gplvm100", 100), ("train", 1000), ("test", 1000)])
 def test_oil_flow_subsets(shared_data, subset, n):
-    X, y = load_oil_flow(subset)
+    X, y = load_oil_flow(subset, data_home=shared_data, download_if_missing=False)
     assert X.shape == (n, 12) and y.shape == (n,)
     assert set(np.unique(y)) == {0, 1, 2}
+    bunch = fetch_oil_flow(subset=subset, data_home=shared_data, download_if_missing=False)
+    np.testing.assert_array_equal(bunch.data, X)
+    np.testing.assert_array_equal(bunch.target, y)
 
 
 def test_oil_flow_gplvm100_matches_documented_counts(shared_data):
-    _, y = load_oil_flow("gplvm100")
+    _, y = fetch_oil_flow(data_home=shared_data, download_if_missing=False, return_X_y=True)
     assert np.bincount(y).tolist() == [36, 31, 33]
 
 
 def test_usps_order_and_scale(shared_data):
-    X, y = load_usps(5)
+    X, y = fetch_usps(per_class=5, data_home=shared_data, download_if_missing=False,
+                      return_X_y=True)
     assert X.shape == (50, 256)
     assert y[:5].tolist() == [1] * 5 and y[-5:].tolist() == [0] * 5
     assert 0.0 <= X.min() and X.max() < 1.0
+    X2, y2 = load_usps(5, data_home=shared_data, download_if_missing=False)
+    np.testing.assert_array_equal(X2, X)
+    np.testing.assert_array_equal(y2, y)
 
 
 def test_missing_data_folder_gives_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("SKLEARN_LVGP_DATA", str(tmp_path / "nowhere"))
     monkeypatch.chdir(tmp_path)
-    import sklearn_lvgp.datasets._loaders as loaders
-
-    monkeypatch.setattr(loaders, "__file__", str(tmp_path / "a" / "b" / "c" / "d.py"))
     with pytest.raises(FileNotFoundError, match="SKLEARN_LVGP_DATA"):
         data_home()
+    with pytest.raises(FileNotFoundError, match="SKLEARN_LVGP_DATA"):
+        load_oil_flow(download_if_missing=False)
 
 
 def test_unknown_subset_rejected():
@@ -66,7 +76,7 @@ def test_knn_accuracy_and_most_relevant():
 def test_uci_hl_splits_are_ninety_ten(shared_data, name):
     if not (shared_data / "uci_hl" / f"{name}.csv.gz").is_file():
         pytest.skip(f"uci_hl/{name}.csv.gz not found")
-    X, y, tests = load_uci_hl(name)
+    X, y, tests = load_uci_hl(name, data_home=shared_data, download_if_missing=False)
     assert X.ndim == 2 and y.shape == (X.shape[0],) and tests.shape[0] == X.shape[0]
     assert tests.dtype == bool and tests.shape[1] == (5 if name == "protein" else 20)
     n_test = tests.sum(axis=0)
@@ -85,8 +95,9 @@ def test_uci_hl_rejects_unknown_name():
 def test_uci_hl_splits_iterates_the_published_splits(shared_data, name):
     if not (shared_data / "uci_hl" / f"{name}.csv.gz").is_file():
         pytest.skip(f"uci_hl/{name}.csv.gz not found")
-    X, y, tests = load_uci_hl(name)
-    got = list(uci_hl_splits(name, first=18))
+    home = {"data_home": shared_data, "download_if_missing": False}
+    X, y, tests = load_uci_hl(name, **home)
+    got = list(uci_hl_splits(name, first=18, **home))
     assert [s for s, *_ in got] == [18, 19]
     split, X_tr, y_tr, X_te, y_te = got[0]
     keep = X[~tests[:, 0]].std(axis=0) > 0
@@ -94,16 +105,18 @@ def test_uci_hl_splits_iterates_the_published_splits(shared_data, name):
     np.testing.assert_array_equal(X_te, X[tests[:, 18]][:, keep])
     np.testing.assert_array_equal(y_tr, y[~tests[:, 18]])
     assert X_tr.shape[0] + X_te.shape[0] == X.shape[0]
-    assert [s for s, *_ in uci_hl_splits(name, first=3, n_splits=2)] == [3, 4]
-    assert list(uci_hl_splits(name, first=25)) == []
+    assert [s for s, *_ in uci_hl_splits(name, first=3, n_splits=2, **home)] == [3, 4]
+    assert list(uci_hl_splits(name, first=25, **home)) == []
     with pytest.raises(ValueError, match="first"):
-        uci_hl_splits(name, first=-1)  # checked at the call, not at the first iteration
+        uci_hl_splits(name, first=-1, **home)  # checked at the call, not at the first iteration
     with pytest.raises(ValueError, match="n_splits"):
-        uci_hl_splits(name, n_splits=-2)
+        uci_hl_splits(name, n_splits=-2, **home)
     with pytest.raises(TypeError, match="first must be an int"):
-        uci_hl_splits(name, first=1.5)
+        uci_hl_splits(name, first=1.5, **home)
     with pytest.raises(ValueError, match="unknown uci_hl dataset"):
-        uci_hl_splits("housing")
+        uci_hl_splits("housing", **home)
+    bunch = fetch_uci(name, data_home=shared_data, download_if_missing=False)
+    np.testing.assert_array_equal(bunch.test_masks, tests)
 
 
 def test_shuffle_test_mask_is_the_reference_code_split():
@@ -121,14 +134,15 @@ def test_shuffle_test_mask_is_the_reference_code_split():
 def test_uci_hl_splits_shuffle_scheme(shared_data):
     if not (shared_data / "uci_hl" / "yacht.csv.gz").is_file():
         pytest.skip("uci_hl/yacht.csv.gz not found")
-    X, y, _ = load_uci_hl("yacht")
-    got = list(uci_hl_splits("yacht", first=2, n_splits=2, scheme="shuffle"))
+    home = {"data_home": shared_data, "download_if_missing": False}
+    X, y, _ = load_uci_hl("yacht", **home)
+    got = list(uci_hl_splits("yacht", first=2, n_splits=2, scheme="shuffle", **home))
     assert [s for s, *_ in got] == [2, 3]
     split, X_tr, y_tr, X_te, y_te = got[1]
     test = shuffle_test_mask(X.shape[0], 3)
     np.testing.assert_array_equal(X_te, X[test])
     np.testing.assert_array_equal(y_tr, y[~test])
-    published = next(uci_hl_splits("yacht", first=3, n_splits=1))
+    published = next(uci_hl_splits("yacht", first=3, n_splits=1, **home))
     assert not np.array_equal(published[4], y_te)  # a different split from the published one
     with pytest.raises(ValueError, match="scheme"):
-        uci_hl_splits("yacht", scheme="random")
+        uci_hl_splits("yacht", scheme="random", **home)

@@ -63,11 +63,12 @@ def test_unscented_gplvm_separates_oil_flow_across_seeds(shared_data):
     79.0. Five fit seeds (inducing-input choice), capped iterations: at least 95 % (the paper's
     lowest deterministic row) on the majority, and no seed at or below PCA."""
     from sklearn_lvgp import UnscentedGPLVM
-    from sklearn_lvgp.datasets import load_oil_flow
+    from sklearn_lvgp.datasets import fetch_oil_flow
     from sklearn_lvgp.kernels import Matern32
     from sklearn_lvgp.utils.evaluation import knn_accuracy, most_relevant
 
-    Y, labels = load_oil_flow("gplvm100")
+    Y, labels = fetch_oil_flow(subset="gplvm100", data_home=shared_data,
+                               download_if_missing=False, return_X_y=True)
     accuracy = []
     for seed in SEEDS:
         model = UnscentedGPLVM(n_components=5, n_inducing=20, kernel=Matern32(np.ones(5)),

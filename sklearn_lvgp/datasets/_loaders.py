@@ -1,55 +1,47 @@
-"""Readers of ``shared/data`` files (format described in that folder's README)."""
+"""The historical loaders: thin wrappers of the fetchers, and the UCI split helpers."""
 
-import gzip
-import os
 from pathlib import Path
 
 import numpy as np
 
 from .._validation import check_int, check_option
+from ._base import get_data_home
+from ._fetchers import fetch_oil_flow, fetch_uci, fetch_usps
+from ._registry import UCI_HL_DATASETS
 
-__all__ = ["data_home", "load_oil_flow", "load_uci_hl", "load_usps", "UCI_HL_DATASETS"]
-
-_ENV = "SKLEARN_LVGP_DATA"
+__all__ = ["UCI_HL_DATASETS", "data_home", "load_oil_flow", "load_uci_hl", "load_usps",
+           "shuffle_test_mask", "uci_hl_splits"]
 
 
 def data_home():
-    """Folder holding the offline datasets.
+    """The dataset cache folder, which must exist: ``Path(get_data_home(create=False))``.
 
     Returns
     -------
     path : pathlib.Path
-        The first existing folder of ``$SKLEARN_LVGP_DATA`` (when set), ``./../shared/data``
-        and ``<repository>/../shared/data``: a variable naming a missing folder falls through
-        to the other two.
+        ``$SKLEARN_LVGP_DATA`` when set, else ``~/sklearn_lvgp_data``. No other folder is
+        searched.
 
     Raises
     ------
     FileNotFoundError
-        If no candidate folder exists.
+        If that folder does not exist (a variable naming a missing folder included).
     """
-    candidates = []
-    if os.environ.get(_ENV):
-        candidates.append(Path(os.environ[_ENV]))
-    candidates.append(Path.cwd().parent / "shared" / "data")
-    candidates.append(Path(__file__).resolve().parents[3] / "shared" / "data")
-    for c in candidates:
-        if c.is_dir():
-            return c
-    raise FileNotFoundError(
-        "The offline datasets folder was not found (looked in: "
-        + ", ".join(str(c) for c in candidates)
-        + f"). Set {_ENV} to the folder holding oil_flow.csv, usps_digits.npz, ...")
+    return Path(get_data_home(create=False))
 
 
-def load_oil_flow(subset="gplvm100"):
-    """Three-phase oil flow data (Bishop & James 1993).
+def load_oil_flow(subset="gplvm100", *, data_home=None, download_if_missing=True):
+    """Three-phase oil flow data: ``fetch_oil_flow(subset=subset, return_X_y=True, ...)``.
 
     Parameters
     ----------
     subset : {"gplvm100", "train", "validation", "test"}, default="gplvm100"
         ``"gplvm100"`` is the 100-point subset used by the Unscented GPLVM paper (in that file's
         order); the others are the 1000-point Netlab splits.
+    data_home : str or path-like, default=None
+        Cache folder; see :func:`get_data_home`.
+    download_if_missing : bool, default=True
+        Download the data when they are not cached.
 
     Returns
     -------
@@ -58,29 +50,21 @@ def load_oil_flow(subset="gplvm100"):
     y : ndarray of shape (n,)
         Flow regime labels in {0, 1, 2}.
     """
-    if subset not in ("gplvm100", "train", "validation", "test"):
-        raise ValueError(f"unknown oil flow subset {subset!r}.")
-    path = data_home() / "oil_flow.csv"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found.")
-    table = np.genfromtxt(path, delimiter=",", names=True, dtype=None, encoding="utf-8")
-    if subset == "gplvm100":
-        rows = table[table["gplvm100"] >= 0]
-        rows = rows[np.argsort(rows["gplvm100"])]
-    else:
-        rows = table[table["split"] == subset]
-        rows = rows[np.argsort(rows["row"])]
-    X = np.column_stack([rows[f"x{i}"] for i in range(1, 13)]).astype(np.float64)
-    return X, rows["label"].astype(np.int64)
+    return fetch_oil_flow(subset=subset, data_home=data_home,
+                          download_if_missing=download_if_missing, return_X_y=True)
 
 
-def load_usps(per_class=500):
-    """USPS digits from ``usps_all.mat`` as used by the Unscented GPLVM paper (spec §9.2).
+def load_usps(per_class=500, *, data_home=None, download_if_missing=True):
+    """USPS digits: ``fetch_usps(per_class=per_class, return_X_y=True, ...)`` (spec §9.2).
 
     Parameters
     ----------
     per_class : int, default=500
         First images of each class (at most 1100).
+    data_home : str or path-like, default=None
+        Cache folder; see :func:`get_data_home`.
+    download_if_missing : bool, default=True
+        Download the data when they are not cached.
 
     Returns
     -------
@@ -89,28 +73,24 @@ def load_usps(per_class=500):
     y : ndarray of shape (10 * per_class,)
         Digit labels.
     """
-    path = data_home() / "usps_digits.npz"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found.")
-    with np.load(path) as d:
-        X, y, idx = d["X"], d["y"], d["index_in_class"]
-    keep = idx < int(per_class)
-    return X[keep].astype(np.float64) / 256.0, y[keep].astype(np.int64)
+    return fetch_usps(per_class=per_class, data_home=data_home,
+                      download_if_missing=download_if_missing, return_X_y=True)
 
 
-#: Names of the ``uci_hl`` files (Hernández-Lobato & Adams 2015 splits).
-UCI_HL_DATASETS = ("boston", "concrete", "energy", "kin8nm", "naval", "power", "protein",
-                   "wine_red", "yacht")
-
-
-def load_uci_hl(name):
+def load_uci_hl(name, *, data_home=None, download_if_missing=True):
     """A UCI regression set with the published Hernández-Lobato & Adams 90/10 splits.
+
+    ``fetch_uci(name, collection="hl", ...)`` as a tuple.
 
     Parameters
     ----------
     name : {"boston", "concrete", "energy", "kin8nm", "naval", "power", "protein", \
             "wine_red", "yacht"}
-        File ``uci_hl/<name>.csv.gz`` of the data folder.
+        File ``uci_hl/<name>.csv.gz`` of the cache folder.
+    data_home : str or path-like, default=None
+        Cache folder; see :func:`get_data_home`.
+    download_if_missing : bool, default=True
+        Download the data when they are not cached.
 
     Returns
     -------
@@ -122,22 +102,13 @@ def load_uci_hl(name):
     test_masks : ndarray of shape (n, n_splits), dtype=bool
         Column ``s`` marks the test rows of split ``s`` (20 splits; protein 5).
     """
-    if name not in UCI_HL_DATASETS:
-        raise ValueError(f"unknown uci_hl dataset {name!r}; expected one of {UCI_HL_DATASETS}.")
-    path = data_home() / "uci_hl" / f"{name}.csv.gz"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found.")
-    with gzip.open(path, "rt") as fh:
-        header = fh.readline().strip().split(",")
-    A = np.loadtxt(path, delimiter=",", skiprows=1)
-    n_data = sum(not c.startswith("test_") for c in header)
-    data, tests = A[:, :n_data], A[:, n_data:].astype(bool)
-    if name == "naval":  # drop the second target (turbine decay)
-        data = data[:, :-1]
-    return data[:, :-1], data[:, -1], tests
+    d = fetch_uci(name, collection="hl", data_home=data_home,
+                  download_if_missing=download_if_missing)
+    return d.data, d.target, d.test_masks
 
 
-def uci_hl_splits(name, first=0, n_splits=None, scheme="published"):
+def uci_hl_splits(name, first=0, n_splits=None, scheme="published", *, data_home=None,
+                  download_if_missing=True):
     """Train/test splits of a ``uci_hl`` set, one after another (Fig. 2.4 protocol).
 
     Input columns whose standard deviation over the training rows of split 0 is exactly zero
@@ -162,6 +133,10 @@ def uci_hl_splits(name, first=0, n_splits=None, scheme="published"):
         on the first ``int(0.9 n)`` (the reference DSDGP code's ``datasets.py`` and seed 003
         spec §7.1; the file's rows are in UCI order). Its split 0 is the split of the 2017
         reference notebook and of ``bayesian_benchmarks``.
+    data_home : str or path-like, default=None
+        Cache folder; see :func:`get_data_home`.
+    download_if_missing : bool, default=True
+        Download the data when they are not cached.
 
     Returns
     -------
@@ -172,7 +147,8 @@ def uci_hl_splits(name, first=0, n_splits=None, scheme="published"):
     first = check_int("first", first, min_value=0)
     n_splits = check_int("n_splits", n_splits, min_value=0, allow_none=True)
     check_option("scheme", scheme, ("published", "shuffle"))
-    X, y, tests = load_uci_hl(name)
+    X, y, tests = load_uci_hl(name, data_home=data_home,
+                              download_if_missing=download_if_missing)
     if scheme == "shuffle":
         tests = np.column_stack([shuffle_test_mask(X.shape[0], s) for s in range(tests.shape[1])])
     X = X[:, X[~tests[:, 0]].std(axis=0) > 0]

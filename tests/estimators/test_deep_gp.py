@@ -649,7 +649,8 @@ def _kin8nm(shared_data, scheme="published"):
     train), the split the spec's windows were measured on."""
     if not (shared_data / "uci_hl" / "kin8nm.csv.gz").is_file():
         pytest.skip("uci_hl/kin8nm.csv.gz not found")
-    _, X, y, Xt, yt = next(uci_hl_splits("kin8nm", 0, 1, scheme=scheme))
+    _, X, y, Xt, yt = next(uci_hl_splits("kin8nm", 0, 1, scheme=scheme, data_home=shared_data,
+                                         download_if_missing=False))
     if scheme == "shuffle":
         assert X.shape == (7372, 8) and Xt.shape == (820, 8)  # the notebook's "N: 7372, Ns: 820"
     return X, y, Xt, yt
@@ -705,11 +706,13 @@ def test_naval_cosine_schedule_removes_adams_excursions(shared_data):
 
     At a constant rate the fitted noise is so small (≈ 5e-4 standardised) that Adam leaves the
     optimum for a few steps again and again, and the last iterate scored 6.42; annealed along
-    half a cosine the excursions stop and it scores 7.52 (``benchmarks/RESULTS.md``, session 23).
+    half a cosine the excursions stop and it scores 7.52
+    (``benchmarks/RESULTS.md``, Fig. 2.4, naval).
     """
     if not (shared_data / "uci_hl" / "naval.csv.gz").is_file():
         pytest.skip("uci_hl/naval.csv.gz not found")
-    _, X, y, Xt, yt = next(uci_hl_splits("naval", 0, 1))
+    _, X, y, Xt, yt = next(uci_hl_splits("naval", 0, 1, data_home=shared_data,
+                                         download_if_missing=False))
     ll, hist = {}, {}
     for schedule in ("constant", "cosine"):
         model = DeepGP(tol=None, n_layers=1, max_iter=5000, learning_rate_schedule=schedule,

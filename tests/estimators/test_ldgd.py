@@ -310,9 +310,10 @@ def test_moons_table1(mode, p):
 @pytest.mark.parametrize("mode", list(MODES))
 def test_oil_flow_table3(shared_data, mode):
     """Oil flow 800/200 (seed 42), Q=7, M=25 shared: accuracy ≥ 0.95 (spec §15.2)."""
-    from sklearn_lvgp.datasets import load_oil_flow
+    from sklearn_lvgp.datasets import fetch_oil_flow
 
-    X, y = load_oil_flow("train")
+    X, y = fetch_oil_flow(subset="train", data_home=shared_data, download_if_missing=False,
+                          return_X_y=True)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=42)
     # unscented: minibatch Adam with the Monte Carlo schedule (5000 steps, b = 100) reached
     # 0.99/1.00/1.00 with random_state 0/1/2; full-batch L-BFGS (500 iterations) reached 0.945-0.95

@@ -310,9 +310,10 @@ def test_pipeline_gridsearch_clone_pickle(tiny_gplvm_data):
 
 @pytest.fixture
 def oil100(shared_data):
-    from sklearn_lvgp.datasets import load_oil_flow
+    from sklearn_lvgp.datasets import fetch_oil_flow
 
-    return load_oil_flow("gplvm100")
+    return fetch_oil_flow(subset="gplvm100", data_home=shared_data, download_if_missing=False,
+                          return_X_y=True)
 
 
 def _knn(Z, y):
@@ -365,9 +366,13 @@ def test_oil_flow_transform_of_held_out_rows(oil100):
 
 @pytest.fixture
 def usps(shared_data):
-    from sklearn_lvgp.datasets import load_usps
+    from sklearn_lvgp.datasets import fetch_usps
 
-    return load_usps
+    def load(per_class):
+        return fetch_usps(per_class=per_class, data_home=shared_data, download_if_missing=False,
+                          return_X_y=True)
+
+    return load
 
 
 def test_usps_small_mlp_kernel_beats_rbf(usps):
