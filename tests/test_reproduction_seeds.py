@@ -82,3 +82,57 @@ def test_unscented_gplvm_separates_oil_flow_across_seeds(shared_data):
     accuracy = np.array(accuracy)
     assert np.sum(accuracy >= 95.0) >= 3, accuracy
     assert np.all(accuracy > 79.0), accuracy
+
+
+def test_dvmgp_beats_the_sparse_gp_rmse_on_two_clusters_across_seeds():
+    """de Souza (2020), Table 4, two-cluster data: DVMGP's test RMSE 0.129 against the sparse
+    GP's 0.215. Five data seeds of the generator and split, defaults of both estimators
+    (the sparse GP with the paper's 50 inducing inputs): DVMGP's RMSE below the sparse GP's
+    on the majority, and on no seed more than 25 % above it.
+
+    The table's NLPD part does not hold across seeds and is not asserted: where the clusters
+    overlap, y given x has two branches, and the Gaussian likelihood fitted to noiseless
+    targets predicts the few test points there on the wrong branch with a tiny standard
+    deviation (the DVMGP user guide, "Cost and limits")."""
+    from sklearn_lvgp import DVMGP
+    from sklearn_lvgp.datasets import two_parabolas_split
+
+    ratios = []
+    for seed in SEEDS:
+        X, Xt, y, yt = two_parabolas_split(random_state=seed)
+        with threads(1), warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # the default budget
+            dvmgp = DVMGP(random_state=0).fit(X, y)
+            gp = SparseGPRegressor(n_inducing=50, random_state=0).fit(X, y)
+        rmse = [np.sqrt(np.mean((m.predict(Xt) - yt) ** 2)) for m in (dvmgp, gp)]
+        ratios.append(rmse[0] / rmse[1])
+    ratios = np.array(ratios)
+    assert np.sum(ratios < 1.0) >= 3, ratios
+    assert np.all(ratios <= 1.25), ratios
+
+
+def test_ldgd_classifies_the_moons_across_seeds():
+    """Ziaei et al. (2024), Table 1, synthetic moons (two moons mapped linearly to p = 5
+    columns plus 5 noise columns, Q = 2): weighted F1 1.00 ± 0.00. Five data seeds, 240/60
+    stratified splits, LDGD's defaults otherwise: F1 at least 0.98 (the reproduction's
+    acceptance band around the paper's 1.00) on the majority, and on no seed below a logistic
+    regression on the same columns (the linear baseline the latent model must beat)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import f1_score
+    from sklearn.model_selection import train_test_split
+
+    from sklearn_lvgp import LDGD
+    from sklearn_lvgp.datasets._moons import make_ldgd_moons
+
+    scores, baseline = [], []
+    for seed in SEEDS:
+        X, y = make_ldgd_moons(300, n_projection=5, random_state=seed)
+        X, Xt, y, yt = train_test_split(X, y, test_size=0.2, random_state=seed, stratify=y)
+        with threads(1):
+            model = LDGD(n_components=2, random_state=0).fit(X, y)
+        scores.append(f1_score(yt, model.predict(Xt), average="weighted"))
+        baseline.append(f1_score(yt, LogisticRegression().fit(X, y).predict(Xt),
+                                 average="weighted"))
+    scores, baseline = np.array(scores), np.array(baseline)
+    assert np.sum(scores >= 0.98) >= 3, scores
+    assert np.all(scores >= baseline), (scores, baseline)
