@@ -56,7 +56,7 @@ def _build(torch, gpytorch, data, L, dtype):
                 self.mean_module = gpytorch.means.ZeroMean()
             else:
                 self.mean_module = gpytorch.means.LinearMean(d_in, batch_shape=batch)
-                with torch.no_grad():  # identity mean (spec §1.5), fixed
+                with torch.no_grad():  # identity mean (Salimbeni 2020, §2.2), fixed
                     self.mean_module.weights.copy_(torch.eye(d_in, dtype=dtype)[:, :, None])
                     self.mean_module.bias.zero_()
                 self.mean_module.requires_grad_(False)

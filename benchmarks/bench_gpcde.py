@@ -1,7 +1,7 @@
 """GPCDE benchmark: seconds per training iteration, quadrature vs amortised ``q(w)``.
 
-``iteration`` (issue 6): N = 10,000 rows (synthetic heteroscedastic data, D_x = 4, D_y = 1),
-M = 100 inducing points, minibatch 512 (the seed's and spec §11's default), 1 thread. One
+``iteration`` (issue 6): N = 10,000 rows (synthetic heteroscedastic data, D_x = 4, D_y = 1), M = 100
+inducing points (Salimbeni 2020, §4.4), minibatch 512 (the authors' public IWVI code), 1 thread. One
 iteration is what ``fit`` does per step: one natural-gradient step on ``q(u)`` plus one bound +
 gradient evaluation for Adam, each on its own minibatch. Variants:
 

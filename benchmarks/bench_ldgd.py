@@ -1,7 +1,8 @@
 """LDGD benchmarks on oil flow: cost of each mode, iterations needed to reach the target accuracy.
 
 Data: the 1000-point oil flow training file, 800/200 split (``random_state=42``), raw values,
-Q = 7, M = 25 per path, ``elbo_weighting="ref-2024-03"`` (spec ``ldgd.md`` §12.2, §15.2).
+Q = 7, M = 25 per path, ``elbo_weighting="ref-2024-03"`` (the settings of the authors' public
+code for Ziaei et al. 2024, Table 3).
 
 ``ldgd_oil_step`` — interleaved medians of one objective + gradient evaluation: a Monte Carlo Adam
 step (batch 100, one sample) and a full-batch unscented evaluation (800 rows × 2Q sigma points, one

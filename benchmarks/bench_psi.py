@@ -1,13 +1,13 @@
 """Benchmarks of the Ψ-statistics alone: ``psi_scaling`` (cost vs Q) and ``psi2_gemm`` (Ψ2 rate).
 
-``psi_scaling`` reproduces the timing study of Souza et al. (2021, §3.3; dissertation Fig. 1) as
-spec §13.1 item 9 asks: RBF (ℓ=1, σ²=1) Ψ-statistics at N=40, M=20 with means and inducing
-inputs drawn from N(0, I) and variances S ~ U(0.05, 0.15) (S/ℓ² ≈ 0.1), for Q = 1…10 with the
-closed form, the unscented transform (2Q points), Gauss–Hermite of order 2 (2^Q points) and Monte
-Carlo with 200 points, and Q = 11…30 for the unscented transform alone. One timed call is
-``psi_statistics`` followed by ``psi_vjp`` (forward and backward, as one objective evaluation
-needs), with one thread. Reported: time per call, its ratio to the closed form in the same repeat
-(min/median/max), and the relative Frobenius error of Ψ1 and Ψ2 against the closed form.
+``psi_scaling`` reproduces the timing study of de Souza et al. (2021, §3.3 and Fig. 1; de Souza
+2020, Fig. 1): RBF (ℓ=1, σ²=1) Ψ-statistics at N=40, M=20 with means and inducing inputs drawn from
+N(0, I) and variances S ~ U(0.05, 0.15) (S/ℓ² ≈ 0.1), for Q = 1…10 with the closed form, the
+unscented transform (2Q points), Gauss–Hermite of order 2 (2^Q points) and Monte Carlo with 200
+points, and Q = 11…30 for the unscented transform alone. One timed call is ``psi_statistics``
+followed by ``psi_vjp`` (forward and backward, as one objective evaluation needs), with one thread.
+Reported: time per call, its ratio to the closed form in the same repeat (min/median/max), and the
+relative Frobenius error of Ψ1 and Ψ2 against the closed form.
 
 ``psi2_gemm`` measures the throughput of the unscented forward pass (ψ0, Ψ1 and Ψ2) at
 N=10⁵, M=100, Q=10 — its Ψ2 is the symmetric product Ksᵀ diag(w) Ks of the (N·2Q × M) matrix of

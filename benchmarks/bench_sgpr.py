@@ -184,10 +184,11 @@ def kin8nm_notebook_problem():
     """kin8nm prepared as the 2017 reference notebook did, or ``None`` without the data.
 
     Split: ``RandomState(0)`` shuffle, first 7372 rows train (``uci_hl_splits(...,
-    scheme="shuffle")`` split 0). Scaling: the reference ``datasets.py``'s, training mean and
-    *test* standard deviation (+1e-6) for X and y (spec §7.1 names it a bug; kept here because
-    the notebook's bound is on that scale). Start: 100 inducing inputs by ``kmeans2`` on the
-    scaled training inputs, unit length scales and variance, noise variance 0.01.
+    scheme="shuffle")`` split 0). Scaling: the reference ``datasets.py``'s, training mean and *test*
+    standard deviation (+1e-6) for X and y (a bug: the thesis standardises with training statistics,
+    Salimbeni 2020, §2.4; kept here because the notebook's bound is on that scale). Start: 100
+    inducing inputs by ``kmeans2`` on the scaled training inputs, unit length scales and variance,
+    noise variance 0.01.
 
     Returns
     -------

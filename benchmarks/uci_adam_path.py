@@ -17,8 +17,8 @@ steps and every ``--last-every`` steps in the last ``--last`` steps. One fit of 
 takes about 45 minutes on one thread.
 
 ``--natgrad`` departs from the protocol (Adam only): natural-gradient steps on the last layer's
-q(u), either a fixed γ (``0.1``) or the log-linear warm-up ``g0:g1:K`` of spec §4.3 (for
-example ``1e-4:0.1:40``, the schedule named there for naval). The natural-gradient step of
+q(u), either a fixed γ (``0.1``) or the log-linear warm-up ``g0:g1:K`` of Salimbeni 2020, §3.4.2
+(for example ``1e-4:0.1:40``, the schedule of its §3.4.4 for naval). The natural-gradient step of
 iteration k runs before its Adam step, so the state recorded "after k - 1 steps" already holds
 the k-th natural-gradient update of the last layer.
 

@@ -1,6 +1,6 @@
 """
-Deep GPs with latent variables: VI vs importance-weighted VI (seed 003 ch. 5)
-=============================================================================
+Deep GPs with latent variables: VI vs importance-weighted VI (Salimbeni 2020, ch. 5)
+====================================================================================
 
 A latent covariate ``w ~ N(0, 1)`` concatenated to the input of the first GP layer turns a
 (deep) GP regressor into a conditional density model: integrating ``w`` out gives skewed,
@@ -10,12 +10,12 @@ with the variational bound (``inference="vi"``, eq. 5.3) or the importance-weigh
 an analytic final layer (``inference="iwvi"``, eq. 5.11, ``n_importance=K`` proposals per point
 and one joint draw of the inner layers shared by them).
 
-Part 1 — the bimodal / heteroscedastic 1-D data of ``gpcde.md`` §15.2 (``x`` in two intervals,
-60 % of the points on an upper branch with log-normal noise, 40 % on a lower branch with uniform
-noise), compared with the SVGP and a noise-free 2-layer DGP; density heat-maps as in seed 003
-Fig. 5.4. Settings of the spec: ``M = 50``, noise variance 0.01, full batch, 1500 steps of Adam
-0.01 alternating with a natural-gradient step γ = 0.1 on the last layer, ``K = 5``, encoder
-(20, 20); 200 prediction paths with ``w`` from the prior.
+Part 1 — the bimodal / heteroscedastic 1-D data of the authors' public IWVI demo (``x`` in two
+intervals, 60 % of the points on an upper branch with log-normal noise, 40 % on a lower branch with
+uniform noise), compared with the SVGP and a noise-free 2-layer DGP; density heat-maps as in
+Salimbeni (2020), Fig. 5.4. Settings of our reproduction protocol: ``M = 50``, noise variance 0.01,
+full batch, 1500 steps of Adam 0.01 alternating with a natural-gradient step γ = 0.1 on the last
+layer, ``K = 5``, encoder (20, 20); 200 prediction paths with ``w`` from the prior.
 
 Part 2 — a slice of Table 5.1 on the offline UCI splits (``shared/data/uci_hl``; 90/10): SGP,
 LV-GP (VI) and LV-GP (IW), test log-likelihood in **standardised** target units as in the table
@@ -60,7 +60,8 @@ SHARED = SHARED / "shared" / "data"
 DATA = {"data_home": SHARED, "download_if_missing": False} if SHARED.is_dir() else {}
 OUT.mkdir(exist_ok=True)
 
-#: Spec deep_gp.md §9.2 item 3 / gpcde.md §15.2 (independent autograd prototype, original units).
+#: Reference values of our reproduction protocol (an independent autograd prototype, original
+#: units).
 SPEC_BIMODAL = {
     0: {"SVGP": -0.602, "LV-GP VI": -0.061, "LV-GP IW": 0.194, "LV-GP-GP VI": -1.326,
         "LV-GP-GP IW": -0.488, "oracle": 0.616},
@@ -72,7 +73,7 @@ SPEC_BIMODAL = {
 
 
 def bimodal(seed, n_half=100, n_test=1000):
-    """gpcde.md §15.2 item 1: training draws from ``seed``, test draws from ``1000 + seed``."""
+    """The bimodal demo: training draws from ``seed``, test draws from ``1000 + seed``."""
     def draw(rs, half):
         x = np.concatenate([rs.uniform(-3, -0.5, half), rs.uniform(1, 3, half)])
         upper = rs.uniform(size=x.size) < 0.6
@@ -127,7 +128,7 @@ for seed in SEEDS:
         if seed == SEEDS[0]:
             fitted[name] = model
 
-lines = ["| seed | model | test LL (this run) | spec prototype |", "|---|---|---|---|"]
+lines = ["| seed | model | test LL (this run) | protocol prototype |", "|---|---|---|---|"]
 for seed, row in results.items():
     for name, v in row.items():
         ref = SPEC_BIMODAL.get(seed, {}).get(name.replace("SVGP", "SVGP"))
@@ -165,8 +166,9 @@ if SEEDS:
 # %%
 # Part 2: a slice of Table 5.1 on UCI data
 # ----------------------------------------
-# Table 5.1 c1 (= GP) and c4 / c5 of the seed's column-lossy extraction (spec §7.5; the columns
-# beyond c1 are indicative only). Standardised target units.
+# Salimbeni (2020), Table 5.1: column 1 (= GP) and columns 4 / 5 as read from a text extraction
+# of the thesis that lost columns (beyond column 1 they are indicative only; the full table is
+# Salimbeni et al. 2019, Table 1). Standardised target units.
 PAPER_T51 = {"boston": (0.02, -0.04, -0.07), "concrete": (-0.43, -0.32, -0.32),
              "energy": (1.71, 1.86, 1.92), "yacht": (1.32, 1.64, 1.65),
              "wine_red": (-1.09, -1.07, -1.06), "kin8nm": (-0.29, -0.28, -0.29),
@@ -195,8 +197,9 @@ for name in UCI:
         sy = ya[~te].std()
         for mname, kw in UCI_MODELS.items():
             t0 = time.perf_counter()
-            # ch. 5 settings (spec §5.5): M = 128, noise 0.01, minibatch 512, Adam 5e-3 and NGD
-            # gamma = 0.01 on the last layer, both decayed x0.98 every 1000 steps
+            # ch. 5 settings (Salimbeni 2020, §5.3.2, and the public IWVI code): M = 128, noise
+            # 0.01, minibatch 512, Adam 5e-3 and NGD gamma = 0.01 on the last layer, both decayed
+            # x0.98 every 1000 steps
             model = DeepGP(tol=None, n_inducing=128, noise_variance_init=0.01, max_iter=UCI_ITERS,
                            batch_size=512, learning_rate=5e-3, natgrad_gamma=0.01,
                            learning_rate_schedule="staircase", n_predict_samples=200,

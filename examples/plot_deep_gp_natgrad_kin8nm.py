@@ -4,8 +4,8 @@ Natural gradients on kin8nm: the reference notebook's sequence of runs
 
 The 2018 reference notebook of the doubly-stochastic DGP (``demo_regression_UCI.ipynb``, kin8nm)
 reports, for natural-gradient steps (γ = 0.1) on the last layer's ``q(u)`` alternating with Adam
-(0.01) on everything else, a test log-likelihood of 1.284 for DGP 2 "after 100 iterations". The
-spec turned this into the target "DGP 2 ≥ 1.25 after 100 iterations".
+(0.01) on everything else, a test log-likelihood of 1.284 for DGP 2 "after 100 iterations". Our
+reproduction protocol turned this into the target "DGP 2 ≥ 1.25 after 100 iterations".
 
 Read in order, the notebook's cells reuse **the same model objects**: each model is first trained
 with Adam alone for 100 steps, then for 5000 more, and only then does the natural-gradient cell

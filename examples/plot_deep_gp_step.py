@@ -1,11 +1,11 @@
 """
-Deep GPs on a step function (spec ``deep_gp.md`` §9.2 item 2)
-=============================================================
+Deep GPs on a step function
+===========================
 
 A single stationary GP cannot represent a discontinuity: it either oversmooths the step or shrinks
 its length scale everywhere. A two- or three-layer deep GP warps the input first, so the last
 layer sees a sharp transition as a smooth one. This restates the step-function demo of the
-doubly-stochastic DGP code (Salimbeni & Deisenroth 2017; seed 003 ch. 2).
+doubly-stochastic DGP code (Salimbeni & Deisenroth 2017; Salimbeni 2020, ch. 2).
 
 Protocol: for seed ``s``, ``x ~ U(0, 1)`` (N = 50), ``y = 1[x >= 0.5] + 0.01 ε``; 1000 test
 points from the same stream. ``DeepGP`` with M = 25 inducing points (k-means), length scale 0.2,
@@ -55,7 +55,7 @@ def step_data(seed):
 
 
 def deep_gp(n_layers, seed):
-    """The spec's settings for the step function."""
+    """Settings of our reproduction protocol for the step function (after the DSDGP demo)."""
     return DeepGP(tol=None, n_layers=n_layers, n_inducing=25, kernel=RBF(length_scale=0.2),
                   noise_variance_init=0.01, n_samples=10, max_iter=N_ITER, batch_size=None,
                   random_state=seed)
@@ -89,8 +89,8 @@ for seed in range(N_SEEDS):
 # %%
 # Test log-likelihood (medians over seeds)
 # ----------------------------------------
-# Spec targets: median DGP 2 >= 1.0, DGP 3 >= 1.3; predictive-sample medians within 0.05 of
-# 0 at x = 0.25 and of 1 at x = 0.75 in at least 8 of 10 seeds per depth.
+# Targets of our reproduction protocol: median DGP 2 >= 1.0, DGP 3 >= 1.3; predictive-sample medians
+# within 0.05 of 0 at x = 0.25 and of 1 at x = 0.75 in at least 8 of 10 seeds per depth.
 lines = ["| model | median LL | worst seed | sample medians correct |", "|---|---|---|---|"]
 for name, vals in rows.items():
     ok = f"{medians_ok[name]}/{N_SEEDS}" if name in medians_ok else "—"

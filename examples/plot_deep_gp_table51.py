@@ -1,11 +1,11 @@
 """
-Single-layer GP column of Table 5.1 (seed 003 ch. 5, KDE test log-likelihood)
-==============================================================================
+Single-layer GP column of Table 5.1 (Salimbeni 2020, ch. 5, KDE test log-likelihood)
+====================================================================================
 
 Table 5.1 of the thesis (Salimbeni 2020, §5.3.2; Salimbeni et al. 2019) reports the test
 log-likelihood of GP, deep GP and latent-variable deep GP models on UCI data sets. This example
 reproduces its first column, the single-layer sparse variational GP ("GP", ``DeepGP`` with
-``n_layers=1``), on the six data sets of spec ``deep_gp.md`` §9.2 item 4:
+``n_layers=1``), on six of its data sets:
 
 ========  =====  ====  ========================
 data set  N      D     thesis c1, mean (s.e.)
@@ -18,7 +18,8 @@ wine_red  1599   11    −1.09 (0.00)
 yacht     308    6     1.32 (0.02)
 ========  =====  ====  ========================
 
-Protocol (spec §5.5 and §7.5, settled from the IWVI code):
+Protocol (Salimbeni 2020, §5.3.2, with the details of the authors' public IWVI code,
+``DGPs_with_IWVI``):
 
 * inputs **and targets** z-scored with **full-data** statistics (``bayesian_benchmarks``:
   ``(v - mean) / (std + 1e-6)``), and the log-likelihood is reported in these standardised
@@ -38,14 +39,14 @@ Protocol (spec §5.5 and §7.5, settled from the IWVI code):
   (``method="mixture"``, here one Gaussian per point) is reported next to it.
 
 The thesis optimises for **100,000 steps** with minibatch 512, Adam 5e-3 and NGD γ = 0.01
-(``LVGP_T51_PROTOCOL=thesis``). That takes ~35 min per split here (about 20 ms per step with
-M = 128 on a shared 2-core machine), so the default is a **reduced budget**
-(``LVGP_T51_PROTOCOL=reduced``): full batch with NGD γ = 1 (the exact optimum of ``q(u)`` for
-the current hyperparameters, spec §4.2) and Adam 0.01 for the data sets with at most 2000
-training rows; minibatch 512 with γ = 0.1 for kin8nm; ``LVGP_T51_ITERS`` steps (default 3000).
-Convergence of the reduced budget is checked against a run three times longer on split 0
-(``LVGP_T51_DATASETS=boston,yacht LVGP_T51_SPLITS=1 LVGP_T51_ITERS=9000
-LVGP_T51_TAG=_conv9000``, output ``deep_gp_table51_conv9000.md``).
+(``LVGP_T51_PROTOCOL=thesis``). That takes ~35 min per split here (about 20 ms per step with M = 128
+on a shared 2-core machine), so the default is a **reduced budget** (``LVGP_T51_PROTOCOL=reduced``):
+full batch with NGD γ = 1 (the exact optimum of ``q(u)`` for the current hyperparameters, Salimbeni
+2020, §3.4.1) and Adam 0.01 for the data sets with at most 2000 training rows; minibatch 512 with
+γ = 0.1 for kin8nm; ``LVGP_T51_ITERS`` steps (default 3000). Convergence of the reduced budget is
+checked against a run three times longer on split 0 (``LVGP_T51_DATASETS=boston,yacht
+LVGP_T51_SPLITS=1 LVGP_T51_ITERS=9000 LVGP_T51_TAG=_conv9000``, output
+``deep_gp_table51_conv9000.md``).
 
 Note on the KDE protocol: with 2000 samples the KDE has no mass beyond the sample range, so a test
 point a few predictive standard deviations away gets a log density far below the Gaussian's
@@ -208,7 +209,7 @@ def split_rows(tests, split):
 
 
 def make_model(n_features, s, random_state):
-    """The §5.5 single-layer GP."""
+    """The single-layer GP of Salimbeni 2020, ch. 5 (settings of the public IWVI code)."""
     D = n_features
     return DeepGP(tol=None, n_layers=1, n_inducing=128,
                   kernel=RBF(length_scale=np.full(D, np.sqrt(D)), variance=1.0),

@@ -1,6 +1,6 @@
 """
-Deep GPs on the UCI regression benchmarks (Fig. 2.4 protocol of seed 003 ch. 2)
-================================================================================
+Deep GPs on the UCI regression benchmarks (Fig. 2.4 protocol of Salimbeni 2020)
+===============================================================================
 
 Salimbeni & Deisenroth (2017) compare a sparse variational GP (SGP = DGP 1) with doubly-stochastic
 deep GPs of 2 to 5 layers on eight UCI data sets; the issue adds yacht as a ninth. This example
@@ -38,7 +38,7 @@ Environment knobs (the full protocol takes days on a laptop CPU):
   protocol), ``staircase`` or ``cosine`` (anneals Adam's rate to 1 % of it at the last step);
 * ``LVGP_UCI_SCHEME`` — ``published`` (default): the Hernández-Lobato & Adams splits;
   ``shuffle``: split ``s`` shuffles the rows with ``RandomState(s)`` and trains on the first
-  90 %, as the reference code's ``datasets.py`` does (spec §7.1; its split 0 is the reference
+  90 %, as the authors' public DSDGP code's ``datasets.py`` does (its split 0 is the reference
   notebook's kin8nm split, 7372 / 820 rows);
 * ``LVGP_UCI_TAG`` — suffix of the output files;
 * ``LVGP_UCI_OUT`` — output folder (default ``examples/output``);
@@ -52,11 +52,12 @@ Environment knobs (the full protocol takes days on a laptop CPU):
   the same data set, model and split, the file matched by a later pattern wins and the change
   is printed.
 
-Next to the mean (standard error) table, a second table gives each model's paired difference to
-the SGP over the splits both ran: the spec's check "a DGP is never worse than the SGP by more
-than 0.05 nats" (spec §9.2 item 4). A third table tracks progress through the protocol: per data
-set and model, the fits done out of the published splits, the hours they took, and the hours
-left at their median.
+Next to the mean (standard error) table, a second table gives each model's paired difference to the
+SGP over the splits both ran: the check of our reproduction protocol "a DGP is never worse than the
+SGP by more than 0.05 nats", after the thesis's finding that the DGP "is never worse and often
+better than the single layer GP" (Salimbeni 2020, §2.4). A third table tracks progress through the
+protocol: per data set and model, the fits done out of the published splits, the hours they took,
+and the hours left at their median.
 """
 
 # %%
@@ -99,8 +100,8 @@ DATA = {"data_home": SHARED, "download_if_missing": False} if SHARED.is_dir() el
 #: What makes two runs comparable (their models and splits may differ).
 PROTOCOL = {"steps": N_ITER, "batch": BATCH, "natgrad": GAMMA, "splits": SCHEME,
             "schedule": SCHEDULE}
-#: Test log-likelihood of the 2017 reference notebook on its kin8nm split 0 (spec §7.1; its SGP
-#: and SGP 500 are collapsed SGPs fitted by L-BFGS).
+#: Test log-likelihood of the authors' 2017 reference notebook (public DSDGP code) on its kin8nm
+#: split 0 (its SGP and SGP 500 are collapsed SGPs fitted by L-BFGS).
 PAPER_KIN8NM = {"SGP": 0.973, "SGP500": 1.135, "DGP2": 1.302, "DGP3": 1.330, "DGP4": 1.331,
                 "DGP5": 1.336}
 if SCHEME not in ("published", "shuffle"):

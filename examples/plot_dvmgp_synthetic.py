@@ -1,6 +1,6 @@
 """
-Two clusters, two parabolas: DVMGP against SGPR (Table 4, Figures 6 and 8 of seed 000)
-======================================================================================
+Two clusters, two parabolas: DVMGP against SGPR (Table 4, Figures 6 and 8 of de Souza 2020)
+===========================================================================================
 
 The synthetic experiment of the DVMGP dissertation (ch. 4.4.1): two Gaussian clusters of 250
 points, ``N((-1, 1), 0.4 I)`` with target ``x_1² + x_1`` and ``N((2, 1), 0.4 I)`` with target
@@ -9,7 +9,7 @@ input-dependent projection ``z = W(x) x`` can look along ``x_1`` in one cluster 
 in the other. Split: ``KFold(2, shuffle=True, random_state=19960111)`` fold 0 (250 train / 250
 test), inputs and targets standardised with the training statistics; metrics in original units.
 
-Models (spec §9–11):
+Models (de Souza 2020, §4.4, with the initialisation of the authors' public code):
 
 * **SGPR**: ARD-RBF (variance 1, length scales 1), 50 inducing inputs from K-means, noise 0.01,
   fitted by :class:`~sklearn_lvgp.SparseGPRegressor` (L-BFGS-B).
@@ -46,13 +46,13 @@ SEED = 19960111
 OUT = Path(__file__).resolve().parent / "output" if "__file__" in globals() else Path("output")
 OUT.mkdir(exist_ok=True)
 TAG = "_quick" if QUICK else ""
-#: Table 4 of seed 000 (test set): NLPD, MRAE, RMSE.
+#: Table 4 of de Souza (2020) (test set): NLPD, MRAE, RMSE.
 PAPER = {"SGPR": (0.041, 0.188, 0.215), "DS-DGP(2)": (-0.181, 0.318, 0.297),
          "DVMGP": (-1.883, 0.040, 0.129)}
 
 
 def metrics(model, X, y):
-    """NLPD, MRAE and RMSE (spec §11.1) in the original target units."""
+    """NLPD, MRAE and RMSE (de Souza 2020, §4.4) in the original target units."""
     mean = model.predict(X)
     nlpd = -float(np.mean(model.predict_log_density(X, y)))
     return (nlpd, float(np.mean(np.abs(y - mean) / np.abs(y))),

@@ -1,21 +1,22 @@
 """
-DVMGP on UCI regression data (Table 5 and Figure 10 of seed 000)
-================================================================
+DVMGP on UCI regression data (Table 5 and Figure 10 of de Souza 2020)
+=====================================================================
 
 The UCI comparison of the DVMGP dissertation (ch. 4.4.2) on boston, concrete, energy and wine_red
 (read from ``shared/data/uci_hl``; only the data columns are used, not the published splits):
 
 * shuffled 5-fold cross-validation, ``KFold(5, shuffle=True, random_state=19960111)`` (the seed
-  is not stated in the source; spec §11.3);
+  is not stated in the dissertation; our reproduction's choice);
 * inputs and targets standardised with the training folds' statistics;
-* DVMGP with Q = D, m_u = 50, m_v = 25 and the initialisation of spec §9 (the W-kernel length
-  scales start at ``sqrt(D / 2)``, see ``projection_length_scale_init``);
+* DVMGP with Q = D, m_u = 50, m_v = 25 and the initialisation of de Souza (2020, §4.4) (the W-kernel
+  length scales start at ``sqrt(D / 2)``, see ``projection_length_scale_init``);
 * the SGPR baseline: ARD-RBF (variance 1, length scales 1), 50 K-means inducing inputs, noise 0.01,
   :class:`~sklearn_lvgp.SparseGPRegressor` with L-BFGS-B;
-* NLPD, MRAE and RMSE on the test fold in original units (spec §11.1), mean ± std over folds.
+* NLPD, MRAE and RMSE on the test fold in original units (de Souza 2020, §4.4), mean ± std over
+  folds.
 
 The energy file's target is the heating load (Y1), with the eight building descriptors as inputs;
-which load the dissertation used is not stated (spec §12).
+which load the dissertation used is not stated.
 
 Environment knobs (the paper's Adam schedule, 7000 full-batch steps per fold, takes hours here):
 
@@ -68,7 +69,8 @@ SHARED = (Path(__file__).resolve().parent if "__file__" in globals() else Path.c
 SHARED = SHARED / "shared" / "data"
 DATA = {"data_home": SHARED, "download_if_missing": False} if SHARED.is_dir() else {}
 OUT.mkdir(exist_ok=True)
-#: Table 5 of seed 000: NLPD and MRAE, mean ± std over 5 folds (its RMSE column repeats NLPD).
+#: Table 5 of de Souza (2020): NLPD and MRAE, mean ± std over 5 folds (its RMSE column repeats
+#: NLPD).
 PAPER = {
     ("boston", "DVMGP"): ((2.444, 0.169), (0.109, 0.017)),
     ("boston", "SGPR"): ((2.563, 0.074), (0.112, 0.014)),
@@ -87,7 +89,7 @@ def load(name):
 
 
 def metrics(y, mean, log_density):
-    """NLPD, MRAE, RMSE (spec §11.1) in original units."""
+    """NLPD, MRAE, RMSE (de Souza 2020, §4.4) in original units."""
     return (-float(np.mean(log_density)), float(np.mean(np.abs(y - mean) / np.abs(y))),
             float(np.sqrt(np.mean((y - mean) ** 2))))
 

@@ -1,21 +1,21 @@
 """
-GPCDE on a bimodal, skewed, heteroscedastic 1-D problem (spec ``gpcde.md`` §15.2-1)
-===================================================================================
+GPCDE on a bimodal, skewed, heteroscedastic 1-D problem
+=======================================================
 
-A GP regressor's predictive density is Gaussian with one noise level. Here, with probability 0.6
-the target is a smooth curve plus skewed log-normal noise, otherwise a second curve plus uniform
-noise, so ``p(y | x)`` is bimodal where the curves separate and skewed everywhere (the IWVI demo
-of seed 003 ch. 4–5, Figs. 4.2 and 5.4). A latent covariate ``w`` concatenated to ``x`` lets
-:class:`~sklearn_lvgp.GPCDE` represent this density.
+A GP regressor's predictive density is Gaussian with one noise level. Here, with probability 0.6 the
+target is a smooth curve plus skewed log-normal noise, otherwise a second curve plus uniform noise,
+so ``p(y | x)`` is bimodal where the curves separate and skewed everywhere (the 1-D demo of the
+authors' public IWVI code; cf. Salimbeni 2020, Figs. 4.2 and 5.4). A latent covariate ``w``
+concatenated to ``x`` lets :class:`~sklearn_lvgp.GPCDE` represent this density.
 
-Protocol (spec §15.2-1): 200 training points (seed ``s``), 1000 test points (seed ``1000 + s``);
-M = 50 inducing points, standardised targets, full batch, ``max_iter`` iterations of
+Protocol (our reproduction protocol): 200 training points (seed ``s``), 1000 test points (seed
+``1000 + s``); M = 50 inducing points, standardised targets, full batch, ``max_iter`` iterations of
 [Adam 0.01 on everything but ``q(u)``, one natural-gradient step γ = 0.1 on ``q(u)``]; quadrature
-with H = 100 Gauss–Hermite nodes; Gaussian ``q(w)`` with one sample, free ("VI") or amortised by
-a (20, 20) tanh encoder. Baselines: exact GP (scikit-learn, constant × RBF + white noise, ML-II,
-3 restarts) and the collapsed sparse GP (``SparseGPRegressor``, M = 50). The oracle is the true
-density. The GPCDE fits use the default ``init="auto"`` (start from the fitted switched-off
-model, see the ``init`` parameter). Test log-likelihood (LL) per point in original units.
+with H = 100 Gauss–Hermite nodes; Gaussian ``q(w)`` with one sample, free ("VI") or amortised by a
+(20, 20) tanh encoder. Baselines: exact GP (scikit-learn, constant × RBF + white noise, ML-II, 3
+restarts) and the collapsed sparse GP (``SparseGPRegressor``, M = 50). The oracle is the true
+density. The GPCDE fits use the default ``init="auto"`` (start from the fitted switched-off model,
+see the ``init`` parameter). Test log-likelihood (LL) per point in original units.
 
 Environment knobs: ``LVGP_GPCDE_SEEDS`` (default 3), ``LVGP_GPCDE_ITERS`` (default 1500),
 ``LVGP_GPCDE_NQUAD`` (default 100).
@@ -107,7 +107,7 @@ def markdown(rows, mean, keys):
 
 
 (OUT / "gpcde_bimodal.md").write_text(
-    f"Bimodal demo (spec gpcde.md §15.2-1): test LL per point, original units; {N_SEEDS} "
+    f"Bimodal demo (our reproduction protocol): test LL per point, original units; {N_SEEDS} "
     f"seeds, {N_ITER} iterations, H = {N_QUAD}, M = 50\n\n{markdown(rows, mean, keys)}\n")
 
 # %%

@@ -1,16 +1,16 @@
 """
-GPCDE on UCI regression: heteroscedastic noise (seed 003 Fig. 4.6 protocol)
-===========================================================================
+GPCDE on UCI regression: heteroscedastic noise (Fig. 4.6 protocol of Salimbeni 2020)
+====================================================================================
 
-Fig. 4.6 of seed 003 compares, on UCI regression sets, a sparse GP with two GP-CDE variants with a
-1-D latent covariate: the "optimal" one (quadrature bound, 100 Gauss–Hermite nodes) and the
-amortised one (Gaussian ``q(w)`` from a tanh MLP). Protocol of the seed: 20 random 90/10 splits,
-standardised inputs, RBF kernels, 100 inducing points, 20,000 iterations, Adam for the
-hyperparameters and natural gradients (γ = 0.1) for ``q(u)``. The seed gives a plot only.
+Fig. 4.6 of Salimbeni (2020) compares, on UCI regression sets, a sparse GP with two GP-CDE variants
+with a 1-D latent covariate: the "optimal" one (quadrature bound, 100 Gauss–Hermite nodes) and the
+amortised one (Gaussian ``q(w)`` from a tanh MLP). Protocol of the thesis (§4.4): 20 random 90/10
+splits, standardised inputs, RBF kernels, 100 inducing points, 20,000 iterations, Adam for the
+hyperparameters and natural gradients (γ = 0.1) for ``q(u)``. The thesis gives a plot only.
 
 Here: the Hernández-Lobato & Adams splits (``shared/data/uci_hl``). Baseline "GP" is the collapsed
 sparse GP :class:`~sklearn_lvgp.SparseGPRegressor` (the optimal ``q(u)`` of the SVGP bound, with
-the same M). "GPCDE quadrature" uses L-BFGS by default (its bound is deterministic) or the seed's
+the same M). "GPCDE quadrature" uses L-BFGS by default (its bound is deterministic) or the thesis's
 Adam + natural-gradient schedule (``LVGP_GPCDE_UCI_QUAD_OPT=adam``); "GPCDE amortised" uses Adam
 + natural gradients with batch 512. Both GPCDE variants use the default ``init="auto"``: they
 start from the fitted switched-off model (the SVGP on ``x``) and keep it if its bound is higher

@@ -1,15 +1,15 @@
 """
-Digits: generating images for a label with LDGD (seed 002 Fig. 5 analogue)
-===========================================================================
+Digits: generating images for a label with LDGD (analogue of Ziaei et al. 2024, Fig. 5)
+=======================================================================================
 
-The paper decodes latent points near each class cluster of an MNIST model into images (Fig. 5).
-This analogue uses scikit-learn's 8 × 8 digits (pixels / 16, no further scaling, as the reference
-divides MNIST pixels by 255): an LDGD with Q = 5 latent dimensions and M = 30 inducing points per
-path is trained with the paper's stochastic method, then ``LDGD.sample(digit, n)`` draws latent
-points from the Gaussian fitted to the training latents of that digit and decodes them with the
-regression path's predictive mean. The figure shows, per digit, the class-mean image and generated
-images; the script also reports the held-out accuracy and whether each decoded class-mean latent is
-nearest (Euclidean, pixel space) to its own class mean (spec §15.2 generation check).
+The paper decodes latent points near each class cluster of an MNIST model into images (Fig. 5). This
+analogue uses scikit-learn's 8 × 8 digits (pixels / 16, no further scaling, as the reference divides
+MNIST pixels by 255): an LDGD with Q = 5 latent dimensions and M = 30 inducing points per path is
+trained with the paper's stochastic method, then ``LDGD.sample(digit, n)`` draws latent points from
+the Gaussian fitted to the training latents of that digit and decodes them with the regression
+path's predictive mean. The figure shows, per digit, the class-mean image and generated images; the
+script also reports the held-out accuracy and whether each decoded class-mean latent is nearest
+(Euclidean, pixel space) to its own class mean (the generation check of our reproduction protocol).
 
 Knobs: ``LVGP_QUICK=1`` (fewer rows and steps).
 """

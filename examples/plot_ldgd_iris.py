@@ -1,15 +1,14 @@
 """
-Iris: LDGD classification, latent space and generation (seed 002 §3.2.2, Table 2)
-==================================================================================
+Iris: LDGD classification, latent space and generation (Ziaei et al. 2024, Table 2)
+===================================================================================
 
 ``load_iris`` split 120/30 with ``train_test_split(test_size=0.2, random_state=42)`` (the split the
-reference code uses, spec ``ldgd.md`` §11). Q = 7, M = 10 inducing points per path, the
-``"ref-2024-03"`` weighting. q(X) starts at the PCA scores padded with small columns (the
-reference draws a random start because PCA with 7 > 4 components is impossible there; from a
-random start the unscented mode's L-BFGS collapses the classification path to a flat function,
-which ``LDGD`` reports with a warning); 2000 full-batch steps (Monte Carlo) or L-BFGS
-(unscented) and 2000 test-time steps. The paper's Table 2 reports accuracy 1.00; the reference
-notebook's stored 2-D run 0.93.
+authors' public code uses). Q = 7, M = 10 inducing points per path, the ``"ref-2024-03"`` weighting.
+q(X) starts at the PCA scores padded with small columns (the reference draws a random start because
+PCA with 7 > 4 components is impossible there; from a random start the unscented mode's L-BFGS
+collapses the classification path to a flat function, which ``LDGD`` reports with a warning); 2000
+full-batch steps (Monte Carlo) or L-BFGS (unscented) and 2000 test-time steps. The paper's Table 2
+reports accuracy 1.00; the reference notebook's stored 2-D run 0.93.
 
 Also: a 2-D model for a picture of the latent space with the classification uncertainty, and
 generated flowers (``LDGD.sample``) for each species, compared with the species means.

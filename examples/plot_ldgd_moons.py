@@ -1,9 +1,10 @@
 """
-High-dimensional moons: LDGD latent space, uncertainty and ARD (seed 002 Fig. 2, Table 1)
-==========================================================================================
+High-dimensional moons: LDGD latent space, uncertainty and ARD (Ziaei et al. 2024, Fig. 2, Table 1)
+===================================================================================================
 
-The synthetic data of the LDGD paper (spec ``ldgd.md`` §11-12.1): two moons projected linearly to
-``p`` columns plus ``p`` noise columns (``D = 2p``, synthetic-10/20/40 for ``p = 5, 10, 20``).
+The synthetic data of the LDGD paper (Ziaei et al. 2024, §3.1.1; generator of the authors' public
+code): two moons projected linearly to ``p`` columns plus ``p`` noise columns (``D = 2p``,
+synthetic-10/20/40 for ``p = 5, 10, 20``).
 
 1. Fig. 2B-D analogue: 2-D latent spaces (Q = 2, M = 8 per path; 100 training / 400 test rows)
    for ``D = 10, 20, 40`` and the "noise variant" (unit-variance Gaussian noise columns, as the
@@ -53,7 +54,8 @@ DIMS = [int(p) for p in os.environ.get("LVGP_LDGD_P", "5,10,20").split(",")]
 OUT = Path(__file__).resolve().parent / "output" if "__file__" in globals() else Path("output")
 OUT.mkdir(exist_ok=True)
 
-#: reference-like settings per mode (spec §12.1: 7000 Adam steps, b = 100, 5000 test steps)
+#: reference-like settings per mode (Table 1 run of the authors' public code: 7000 Adam steps,
+#: b = 100, 5000 test steps)
 SETTINGS = {
     "monte_carlo": {"expectation": "monte_carlo", "max_iter": 1500 if QUICK else 7000,
                     "transform_max_iter": 500 if QUICK else 2000},

@@ -1,22 +1,23 @@
 """
-Oil flow: LDGD latent space and classification (seed 002 Fig. 3-4, Table 3)
-============================================================================
+Oil flow: LDGD latent space and classification (Ziaei et al. 2024, Figs. 3-4, Table 3)
+======================================================================================
 
 The 1000-point training file of the three-phase oil flow data (the one the reference code ships),
-split 800/200 with ``train_test_split(test_size=0.2, random_state=42)`` (spec ``ldgd.md`` §11),
-raw values. Q = 7, M = 25 inducing points per path (shared), PCA initialisation, the
-``"ref-2024-03"`` weighting (spec §4.5) and both expectation modes: the paper's stochastic one
-(one reparameterised sample, Adam lr 0.01, batches of 100, 5000 steps) and the deterministic
-unscented one (2Q sigma points), optimised with the same Adam schedule (``"unscented"``). The
-full-batch L-BFGS alternative (mode ``"unscented_lbfgs"``, 500 iterations, not run by default)
-stops at worse optima here: accuracy 0.945-0.95 with ``random_state=0`` and 0.79 with
-``random_state=1``, against 0.99/1.00/1.00 for Adam with ``random_state=0/1/2``. Test rows are
-mapped to q(x*) by the regression path alone with the model fixed; no test label is ever used to
-choose an iterate.
+split 800/200 with ``train_test_split(test_size=0.2, random_state=42)`` (as the authors' public code
+does), raw values. Q = 7, M = 25 inducing points per path (shared), PCA initialisation, the
+``"ref-2024-03"`` weighting (that of the authors' public code in March 2024) and both
+expectation modes: the paper's stochastic one (one reparameterised sample, Adam lr 0.01, batches of
+100, 5000 steps) and the deterministic unscented one (2Q sigma points), optimised with the same Adam
+schedule (``"unscented"``). The full-batch L-BFGS alternative (mode ``"unscented_lbfgs"``, 500
+iterations, not run by default) stops at worse optima here: accuracy 0.945-0.95 with
+``random_state=0`` and 0.79 with ``random_state=1``, against 0.99/1.00/1.00 for Adam with
+``random_state=0/1/2``. Test rows are mapped to q(x*) by the regression path alone with the model
+fixed; no test label is ever used to choose an iterate.
 
 Outputs: the two most relevant latent dimensions of the training and test rows, the ARD weights of
-both paths, and a table of weighted accuracy/precision/recall/F1 next to the paper's Table 3.
-A generation check (spec §15.2) decodes the mean training latent of each class.
+both paths, and a table of weighted accuracy/precision/recall/F1 next to the paper's Table 3. A
+generation check (of our reproduction protocol; cf. Ziaei et al. 2024, Fig. 5) decodes the mean
+training latent of each class.
 
 Knobs: ``LVGP_QUICK=1`` (short runs), ``LVGP_LDGD_MODES`` (subset of
 ``monte_carlo,unscented,unscented_lbfgs``).
@@ -77,7 +78,7 @@ LABELS = {"monte_carlo": "Monte Carlo, Adam", "unscented": "unscented, Adam",
 #: Table 3 of the paper (oil flow; weighted averages as far as stated)
 PAPER = {"LDGD (paper)": (0.99, 1.00, 0.99, 0.99), "SGPLVM (paper)": (0.93, 0.92, 0.91, 0.92),
          "SLLGPLVM (paper)": (0.95, 0.94, 0.93, 0.94),
-         "LDGD reference notebook (spec §12.2)": (0.97, 0.97, 0.97, 0.97)}
+         "LDGD reference notebook (authors' public code)": (0.97, 0.97, 0.97, 0.97)}
 
 # %%
 # Fit both modes

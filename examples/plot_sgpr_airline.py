@@ -9,19 +9,20 @@ input uncertainty (Girard et al. 2003) needs the kernel expectations of uncertai
 form for RBF + linear, and the unscented transform, Gauss–Hermite or Monte Carlo for any kernel
 (here with a periodic term, which has no closed form).
 
-Protocol (spec §9.3): 12 lags, the first four years (48 pairs) for training, inputs and targets
-standardised with the training targets' mean and std; stage 1 fits an exact GP
-(``SparseGPRegressor(n_inducing="all")``, L-BFGS-B, 5000 iterations) from the spec's
-initialisation; stage 2 keeps those hyperparameters and rolls out 132 steps from the true first
-window, feeding back predicted means and (for the uncertain-input rows) variances; metrics on
-months 60..143 in thousands of passengers. Stage 1 optimises in GPy's softplus parameterisation
-(``positive_transform="softplus"``), as the paper's code did: the likelihood is multimodal and the
-log parameterisation reaches a different optimum (see ``benchmarks/RESULTS.md``).
+Protocol (de Souza et al. 2021, §4.2.1, with the settings of the authors' public code): 12 lags, the
+first four years (48 pairs) for training, inputs and targets standardised with the training targets'
+mean and std; stage 1 fits an exact GP (``SparseGPRegressor(n_inducing="all")``, L-BFGS-B, 5000
+iterations) from the initialisation of the authors' public code; stage 2 keeps those hyperparameters
+and rolls out 132 steps from the true first window, feeding back predicted means and (for the
+uncertain-input rows) variances; metrics on months 60..143 in thousands of passengers. Stage 1
+optimises in GPy's softplus parameterisation (``positive_transform="softplus"``), as the paper's
+code did: the likelihood is multimodal and the log parameterisation reaches a different optimum (see
+``benchmarks/RESULTS.md``).
 
-Stage 2 of the spec also makes the *training* inputs uncertain, q(x_t) = N(x_t, σ² I). Doing so
-shrinks the one-step mean (an errors-in-variables effect) and does not reproduce the paper; the
-paper's numbers are reproduced with deterministic training inputs, which is the main table here.
-The literal variant is reported as extra rows.
+Stage 2 of the paper (de Souza et al. 2021, §4.2.1) also makes the *training* inputs uncertain,
+q(x_t) = N(x_t, σ² I). Doing so shrinks the one-step mean (an errors-in-variables effect) and does
+not reproduce the paper; the paper's numbers are reproduced with deterministic training inputs,
+which is the main table here. The literal variant is reported as extra rows.
 
 The 144 monthly totals ship with the package (:func:`sklearn_lvgp.datasets.load_airline`).
 ``LVGP_QUICK=1`` runs 2 Monte Carlo repetitions instead of 10 and skips 4096-sample Monte Carlo.
@@ -56,14 +57,14 @@ window0 = (series[11::-1] - mu) / sd  # true window at t = 11, newest first
 
 
 def nlpd_rmse(mean, std):
-    """NLPD and RMSE on months 60..143 in thousands of passengers (spec §9.3)."""
+    """NLPD and RMSE on months 60..143 in thousands of passengers (de Souza et al. 2021, §4.2.1)."""
     m, v, truth = mean[48:] * sd + mu, (std[48:] * sd) ** 2, series[60:]
     nlpd = 0.5 * np.log(2 * np.pi) + 0.5 * np.mean(np.log(v) + (truth - m) ** 2 / v)
     return float(nlpd), float(np.sqrt(np.mean((truth - m) ** 2)))
 
 
 def make_kernel(periodic):
-    """Spec §9.3 initialisation in standardised units (v_y = 1)."""
+    """Initialisation of the authors' public code, in standardised units (v_y = 1)."""
     kernel = (RBF(length_scale=10 * X_train.std(axis=0), variance=1.0)
               + Linear(variances=np.full(12, 0.01 / 12)))
     if periodic:
@@ -126,7 +127,7 @@ for periodic, kname in ((False, "RBF+Linear"), (True, "Per.+RBF+Lin.")):
         rows.append(("Monte Carlo", n_samples, kname, *scores.mean(axis=0),
                      *scores.std(axis=0)))
 
-    # the spec's literal stage 2: training inputs uncertain too, q(x_t) = N(x_t, σ² I)
+    # the paper's literal stage 2: training inputs uncertain too, q(x_t) = N(x_t, σ² I)
     literal = SparseGPRegressor(kernel=gp.kernel_, inducing_inputs=X_train,
                                 optimize_inducing=False, optimizer=None, noise_variance_init=s2,
                                 expectation="unscented").fit(X_train, y_train, X_var=s2)

@@ -7,7 +7,8 @@ three-phase oil flow data: a 5-dimensional latent space is learned with differen
 expectation rules, the two most relevant latent dimensions are kept, and their quality is measured
 by 5-fold 1-nearest-neighbour accuracy (``KFold(5, shuffle=True, random_state=42)``).
 
-Protocol (spec §9.1): the 100-point subset the authors used, raw (unscaled) data, Q = 5, M = 20,
+Protocol (de Souza et al. 2021, §4.1.1, with the settings of the authors' public code): the
+100-point subset the authors used, raw (unscaled) data, Q = 5, M = 20,
 noise 0.01, latent variances 0.1, unwhitened PCA initialisation (``init="pca_unscaled"``),
 L-BFGS-B (5000 iterations) for the deterministic rules, Adam (lr 0.01, 5000 steps, 10 runs) for
 Monte Carlo. A second table repeats the deterministic rows on the 1000-point training split.
@@ -148,7 +149,7 @@ out.mkdir(exist_ok=True)
 suffix = ("_quick" if QUICK else "") + ("_" + "_".join(ROW_FILTER).replace(" ", "").replace(
     "/", "") if ROW_FILTER else "")
 (out / f"oil_flow_table1{suffix}.md").write_text(
-    "Oil flow, 100-point subset (seed 001 Table 1)\n\n" + "\n".join(lines)
+    "Oil flow, 100-point subset (de Souza et al. 2021, Table 1)\n\n" + "\n".join(lines)
     + "\n\nOil flow, 1000-point training split\n\n" + "\n".join(lines1000) + "\n")
 (out / f"oil_flow_table1{suffix}.json").write_text(json.dumps(
     {"subset100": {" / ".join(map(str, k)): {kk: vv for kk, vv in v.items() if kk != "model"}

@@ -1,4 +1,4 @@
-"""KDE log density of samples (spec deep_gp.md §5.5) and DeepGP.predict_log_density(method="kde").
+"""Sample KDE log density (Salimbeni 2020, Table 5.1) and DeepGP.predict_log_density(method="kde").
 
 Tolerances. For samples ``x_1..x_n ~ N(m, s^2)`` and a Gaussian kernel ``K(x) = N(y | x, h^2)``
 with a fixed bandwidth ``h``, the KDE value is ``p = mean_s K(x_s)`` with

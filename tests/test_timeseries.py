@@ -95,9 +95,10 @@ def test_unfitted_regressor_rejected(sine_model):
         free_simulation(BayesianRidge(), sine_model[0][:4], 2)
 
 
-# ---------------------------------------------------------------- airline (seed 001 Table 3)
+# --------------------------------------------------- airline (de Souza et al. 2021, Table 3)
 def airline_setup():
-    """Standardised 12-lag training pairs, the start window and the metric, as in spec §9.3."""
+    """Standardised 12-lag training pairs, the start window and the metric, as in de Souza et al.
+    (2021, §4.2.1) and the authors' public code."""
     y = load_airline()
     X, t = lagged_regressors(y, 12)
     mu, sd = t[:48].mean(), t[:48].std()

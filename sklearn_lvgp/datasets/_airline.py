@@ -1,7 +1,7 @@
 """Monthly international airline passengers, January 1949 – December 1960 (Box & Jenkins series G).
 
 The 144 published monthly totals (thousands of passengers) are facts, written out here so the
-airline experiment of seed 001 Table 3 runs offline.
+airline experiment of de Souza et al. (2021, Table 3) runs offline.
 """
 
 import numpy as np

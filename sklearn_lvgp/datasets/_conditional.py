@@ -1,7 +1,8 @@
-"""The heteroscedastic / bimodal 1-D conditional-density problem (spec ``gpcde.md`` §15.2-1).
+"""The heteroscedastic / bimodal 1-D conditional-density problem.
 
-Restated from the IWVI demo: ``x`` uniform on ``[-3, -0.5]`` and on ``[1, 3]``; with probability
-0.6 ``y = exp(-(x-1)^2) + exp(-(x+1)^2) + 0.1 exp(eps)`` (skewed log-normal noise), otherwise
+Restated from the demo of the public IWVI code (Salimbeni et al. 2019): ``x`` uniform on
+``[-3, -0.5]`` and on ``[1, 3]``; with probability 0.6
+``y = exp(-(x-1)^2) + exp(-(x+1)^2) + 0.1 exp(eps)`` (skewed log-normal noise), otherwise
 ``y = exp(-(x-1)^2) + U(-0.1, 0.1)``. Its conditional density is known in closed form.
 """
 
@@ -26,7 +27,8 @@ def make_bimodal_conditional(n_per_region=100, random_state=None):
     n_per_region : int, default=100
         Points drawn uniformly in each of ``[-3, -0.5]`` and ``[1, 3]``.
     random_state : int, RandomState instance or None, default=None
-        Seed (the spec uses ``s`` for training draws and ``1000 + s`` for test draws).
+        Seed (our reproduction protocol uses ``s`` for training draws and ``1000 + s`` for test
+        draws).
 
     Returns
     -------

@@ -136,7 +136,7 @@ def fetch_oil_flow(*, subset="gplvm100", data_home=None, download_if_missing=Tru
 
 def fetch_usps(*, per_class=500, data_home=None, download_if_missing=True, return_X_y=False,
                n_retries=3, delay=1.0):
-    """USPS digits from ``usps_all.mat`` as used by the Unscented GPLVM paper (spec §9.2).
+    """USPS digits from ``usps_all.mat`` as in the Unscented GPLVM paper (de Souza et al. 2021).
 
     Downloaded and cached on first use.
 

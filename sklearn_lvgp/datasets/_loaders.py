@@ -55,7 +55,7 @@ def load_oil_flow(subset="gplvm100", *, data_home=None, download_if_missing=True
 
 
 def load_usps(per_class=500, *, data_home=None, download_if_missing=True):
-    """USPS digits: ``fetch_usps(per_class=per_class, return_X_y=True, ...)`` (spec §9.2).
+    """USPS digits of de Souza et al. (2021): ``fetch_usps(per_class=per_class, return_X_y=True)``.
 
     Parameters
     ----------
@@ -130,9 +130,9 @@ def uci_hl_splits(name, first=0, n_splits=None, scheme="published", *, data_home
     scheme : {"published", "shuffle"}, default="published"
         ``"published"``: the Hernández-Lobato & Adams splits stored in the file.
         ``"shuffle"``: split ``s`` shuffles the row indices with ``RandomState(s)`` and trains
-        on the first ``int(0.9 n)`` (the reference DSDGP code's ``datasets.py`` and seed 003
-        spec §7.1; the file's rows are in UCI order). Its split 0 is the split of the 2017
-        reference notebook and of ``bayesian_benchmarks``.
+        on the first ``int(0.9 n)`` (the authors' public DSDGP code's ``datasets.py``, for the
+        random 90/10 splits of Salimbeni 2020, §2.4; the file's rows are in UCI order). Its
+        split 0 is the split of the 2017 reference notebook and of ``bayesian_benchmarks``.
     data_home : str or path-like, default=None
         Cache folder; see :func:`get_data_home`.
     download_if_missing : bool, default=True

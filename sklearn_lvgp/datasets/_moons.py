@@ -1,4 +1,4 @@
-"""High-dimensional two-moons data of the LDGD paper (seed 002 §3.1.1; spec ``ldgd.md`` §11)."""
+"""High-dimensional two-moons data of the LDGD paper (Ziaei et al. 2024, §3.1.1)."""
 
 import numpy as np
 from sklearn.datasets import make_moons
@@ -11,7 +11,7 @@ def make_ldgd_moons(n_samples=1500, n_projection=10, noise=0.1, extra_noise="uni
                     random_state=None, return_latent=False):
     """Two moons projected linearly to ``n_projection`` dimensions plus noise columns.
 
-    The reference generator (spec §11): ``make_moons(n_samples, noise)``, a ``2 × p`` matrix
+    The generator of the authors' public code: ``make_moons(n_samples, noise)``, a ``2 × p`` matrix
     ``T`` with entries ``U[0, 1)``, ``X ← X T`` and ``p`` appended noise columns, so the data have
     ``D = 2p`` columns (``p = 5, 10, 20`` give the paper's synthetic-10/20/40).
 

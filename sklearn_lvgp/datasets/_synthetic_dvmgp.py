@@ -1,4 +1,4 @@
-"""The two-cluster synthetic regression problem of the DVMGP experiments (spec dvmgp.md §11.2)."""
+"""The two-cluster synthetic regression problem of the DVMGP experiments (de Souza 2020, §4.4.1)."""
 
 import numpy as np
 from sklearn.model_selection import KFold
@@ -12,7 +12,8 @@ def make_two_parabolas(n_per_cluster=250, random_state=_SEED):
     """Two Gaussian clusters whose targets are parabolas in different coordinates.
 
     Cluster 1: ``x ~ N((-1, 1), 0.4 I)``, ``y = x_1² + x_1``; cluster 2: ``x ~ N((2, 1), 0.4 I)``,
-    ``y = x_2² + x_2`` (seed 000 §4.4.1, with the typo in the second target corrected). No noise.
+    ``y = x_2² + x_2`` (de Souza 2020, §4.4.1, with the typo in the second target corrected). No
+    noise.
 
     Parameters
     ----------

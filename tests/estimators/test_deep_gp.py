@@ -1,5 +1,6 @@
-"""DeepGP: exact identities (spec §9.1), bound gradients (§9.3 item 8), small reproductions
-(§9.2 items 1–2 at reduced size), bad input, reproducibility; UCI reproduction under ``-m slow``.
+"""DeepGP: exact identities, bound gradients, small reproductions (diabetes and the step function
+at reduced size), bad input, reproducibility; UCI reproduction (Salimbeni 2020, Fig. 2.4 protocol)
+under ``-m slow``.
 """
 
 import warnings
@@ -54,7 +55,7 @@ def _perturbed(m, rng, scale=0.1):
     return m._x + scale * rng.standard_normal(m._x.size)
 
 
-# ---------------------------------------------------------------------------- §9.1 identities
+# ------------------------------------------------------------------------------ identities
 def _dense_svgp_elbo(kernel, Z, q_mu, q_sqrt, X, Y, noise, whiten, rel_jitter):
     """Independent dense SVGP bound in u-space: sum E log N(y|f, s2) - KL(N(m, S) || N(0, Kuu))."""
     Kzz = kernel.K(Z)
@@ -81,7 +82,7 @@ def _dense_svgp_elbo(kernel, Z, q_mu, q_sqrt, X, Y, noise, whiten, rel_jitter):
 
 @pytest.mark.parametrize("whiten", [True, False])
 def test_single_layer_equals_dense_svgp(rng, whiten):
-    """§9.1 item 1: n_layers=1 is deterministic and equals a dense-numpy SVGP bound."""
+    """n_layers=1 is deterministic and equals a dense-numpy SVGP bound."""
     X, y = _toy()
     Y2 = np.column_stack([y, np.cos(X[:, 2])])
     m = _fitted(X, Y2, n_layers=1, whiten=whiten)
@@ -114,7 +115,7 @@ def _unwhiten(model_w, model_u, x_w):
 
 @pytest.mark.parametrize("expectation", ["monte_carlo", "unscented"])
 def test_whitened_equals_unwhitened_deep(rng, expectation):
-    """§9.1 item 2 for a 3-layer model: the mapped parameters give the same bound."""
+    """Whitened ≡ unwhitened for a 3-layer model: the mapped parameters give the same bound."""
     X, y = _toy()
     mw = _fitted(X, y, n_layers=3, hidden_dims=2, whiten=True, expectation=expectation)
     mu_ = _fitted(X, y, n_layers=3, hidden_dims=2, whiten=False, expectation=expectation)
@@ -128,8 +129,8 @@ def test_whitened_equals_unwhitened_deep(rng, expectation):
 
 
 def test_titsias_optimum_with_z_equal_x_is_exact_gp(rng):
-    """§9.1 item 3: Z = X, one γ = 1 step: the bound is the exact log marginal likelihood and
-    the predictions are exact GP regression (sklearn, fixed kernel)."""
+    """Z = X, one γ = 1 step (Salimbeni 2020, §3.4.1): the bound is the exact log marginal
+    likelihood and the predictions are exact GP regression (sklearn, fixed kernel)."""
     X, y = _toy(n=25, d=2)
     m = DeepGP(n_layers=1, n_inducing=25, max_iter=1, jitter=1e-10, normalize_y=False,
                noise_variance_init=0.05, random_state=0).fit(X, y)
@@ -166,7 +167,7 @@ def _switch_off_inner(m):
 
 
 def test_switched_off_inner_layer_equals_svgp(rng):
-    """§9.1 item 4: a 2-layer DGP whose inner layer is the identity equals the 1-layer SVGP."""
+    """A 2-layer DGP whose inner layer is the identity equals the 1-layer SVGP."""
     X, y = _toy()
     m2 = _fitted(X, y, n_layers=2, hidden_dims=3, n_samples=1)
     assert isinstance(m2._model.means[0], IdentityMean)
@@ -179,7 +180,8 @@ def test_switched_off_inner_layer_equals_svgp(rng):
     Xs, Ys = _standardised(m2, X, y)
     f1, _ = m1._model.elbo(x1, Xs, Ys, 1.0, 1)
     # with eps = 0 the identity is exact; with random eps the samples still move by
-    # sqrt(delta) = 1e-3 (spec §2.2), which changes this bound by about 2e-5 of its value
+    # sqrt(delta) = 1e-3 (the jitter under the root of Salimbeni 2020, eq. 2.12), which changes
+    # this bound by about 2e-5 of its value
     f0, _ = m2._model.elbo(x2, Xs, Ys, 1.0, 1, eps=[np.zeros((20, 3))])
     assert abs(f0 - f1) < 1e-8 * abs(f1)
     fr, _ = m2._model.elbo(x2, Xs, Ys, 1.0, 1, eps=[rng.standard_normal((20, 3))])
@@ -197,7 +199,8 @@ def _bound_value(model, x, Xs, Ys, scale, S, rs):
 
 
 def test_minibatch_estimator_is_unbiased_and_variance_scales(rng):
-    """§9.1 item 5 (2000 minibatch draws vs a full-batch S = 10^4 estimate; variance ∝ 1/S)."""
+    """Unbiased minibatch estimator (Salimbeni 2020, eq. 2.19): 2000 minibatch draws vs a
+    full-batch S = 10^4 estimate; variance ∝ 1/S."""
     X, y = _toy(n=30, d=2)
     m = _fitted(X, y, n_layers=2, hidden_dims=2, n_inducing=4)
     model = m._model
@@ -216,7 +219,7 @@ def test_minibatch_estimator_is_unbiased_and_variance_scales(rng):
 
 
 def test_monte_carlo_matches_gauss_hermite_for_1d_hidden_layer(rng):
-    """§9.1 item 6: MC data term vs 100-point Gauss–Hermite over the hidden layer's noise."""
+    """MC data term vs 100-point Gauss–Hermite over the hidden layer's noise."""
     from numpy.polynomial.hermite_e import hermegauss
 
     from sklearn_lvgp._svgp import gaussian_expectation
@@ -242,7 +245,7 @@ def test_monte_carlo_matches_gauss_hermite_for_1d_hidden_layer(rng):
     assert abs(per_mc.mean() - gh) < 3 * se
 
 
-# -------------------------------------------------------------------- §9.3 item 8 gradients
+# ------------------------------------------------------------------------- bound gradients
 @pytest.mark.parametrize("n_layers,whiten,expectation,transform", [
     (2, True, "monte_carlo", "softplus"), (2, False, "monte_carlo", "log"),
     (2, True, "unscented", "log"), (2, False, "unscented", "softplus"),
@@ -306,8 +309,9 @@ def test_natgrad_driver_step_matches_direct_update(rng):
 @pytest.mark.parametrize("expectation", ["monte_carlo", "unscented"])
 @pytest.mark.parametrize("whiten", [True, False])
 def test_deep_natgrad_gamma_one_is_optimal_for_fixed_samples(expectation, whiten):
-    """§4.2 for a 2-layer model: with the samples (or sigma points) held fixed, one γ = 1 step
-    maximises the bound over the last layer's q(u), so its gradient there vanishes."""
+    """Natural-gradient closed form (Salimbeni 2020, ch. 3) for a 2-layer model: with the samples
+    (or sigma points) held fixed, one γ = 1 step maximises the bound over the last layer's q(u), so
+    its gradient there vanishes."""
     X, y = _toy(n=15, d=2)
     m = _fitted(X, y, n_layers=2, hidden_dims=2, expectation=expectation, whiten=whiten)
     model = m._model
@@ -323,7 +327,8 @@ def test_deep_natgrad_gamma_one_is_optimal_for_fixed_samples(expectation, whiten
 
 # ----------------------------------------------------------------------------- prediction
 def test_predict_log_density_is_logsumexp_over_paths_and_scale_equivariant():
-    """§9.1 item 9."""
+    """predict_log_density is a logsumexp over the stored paths (Salimbeni 2020, eq. 2.21) in
+    original units, and an affine change of y shifts it by -log|a|."""
     X, y = _toy()
     m = _fitted(X, y, n_layers=2, max_iter=20, n_predict_samples=13)
     mu, var, noise = m._components(X[:5])
@@ -576,7 +581,7 @@ def test_tril_pack_roundtrip(rng):
     np.testing.assert_array_equal(tril_unpack(tril_pack(A), 4), A)
 
 
-# ------------------------------------------------------------- §9.2 reproductions (reduced)
+# --------------------------------------------------------------- reproductions at reduced size
 def _step_data(seed):
     rs = np.random.RandomState(seed)
     x = rs.uniform(0, 1, (50, 1))
@@ -597,14 +602,14 @@ def _step_check(n_layers, seed, max_iter=2000):
 
 
 def test_step_function_reduced():
-    """§9.2 item 2 at reduced size: one seed of DGP 2 (the full 10-seed table is the example)."""
+    """Step function at reduced size: one seed of DGP 2 (the full 10-seed table is the example)."""
     ll, med = _step_check(2, 0)
-    assert ll >= 1.0  # spec target on the median over 10 seeds; exact GP reaches about -0.6
+    assert ll >= 1.0  # protocol's target on the median over 10 seeds; exact GP reaches about -0.6
     assert abs(med[0]) < 0.05 and abs(med[1] - 1.0) < 0.05
 
 
 def test_diabetes_sgp_reduced():
-    """§9.2 item 1 at reduced size: split 0, SGP with M = 50 and 800 steps (learning rate 0.03
+    """Diabetes at reduced size: split 0, SGP with M = 50 and 800 steps (learning rate 0.03
     instead of 0.01 to fit the budget) against the exact GP (ML-II)."""
     X, y, Xt, yt = diabetes_split(0)
     ll = DeepGP(tol=None, n_layers=1, n_inducing=50, max_iter=800, learning_rate=0.03,
@@ -617,7 +622,7 @@ def test_diabetes_sgp_reduced():
 @pytest.mark.slow
 @pytest.mark.parametrize("n_layers", [2, 3])
 def test_step_function_ten_seeds(n_layers):
-    """§9.2 item 2 in full: medians over seeds 0–9."""
+    """Step function in full: medians over seeds 0–9."""
     results = [_step_check(n_layers, seed) for seed in range(10)]
     lls = [r[0] for r in results]
     ok = sum(abs(med[0]) < 0.05 and abs(med[1] - 1) < 0.05 for _, med in results)
@@ -627,8 +632,9 @@ def test_step_function_ten_seeds(n_layers):
 
 @pytest.mark.slow
 def test_diabetes_protocol():
-    """§9.2 item 1: splits 0–4, M = 100, 1500 steps, NGD γ = 0.1 on the last layer (as the
-    spec's prototype): SGP ≥ exact GP − 0.03, DGP 2 ≥ SGP − 0.15, DGP 3 ≥ SGP − 0.35."""
+    """Diabetes: splits 0–4, M = 100, 1500 steps, NGD γ = 0.1 on the last layer (as the reference
+    prototype of our reproduction protocol), with its acceptance bands: SGP ≥ exact GP − 0.03,
+    DGP 2 ≥ SGP − 0.15, DGP 3 ≥ SGP − 0.35."""
     ll = {k: [] for k in ("gp", 1, 2, 3)}
     for s in range(5):
         X, y, Xt, yt = diabetes_split(s)
@@ -646,7 +652,7 @@ def test_diabetes_protocol():
 def _kin8nm(shared_data, scheme="published"):
     """kin8nm split 0: published (Hernández-Lobato & Adams, 7373 / 819 rows) or as the 2017
     reference notebook made it (``datasets.py``: ``RandomState(0)`` shuffle, first 7372 rows
-    train), the split the spec's windows were measured on."""
+    train), the split the windows of our reproduction protocol come from."""
     if not (shared_data / "uci_hl" / "kin8nm.csv.gz").is_file():
         pytest.skip("uci_hl/kin8nm.csv.gz not found")
     _, X, y, Xt, yt = next(uci_hl_splits("kin8nm", 0, 1, scheme=scheme, data_home=shared_data,
@@ -659,10 +665,11 @@ def _kin8nm(shared_data, scheme="published"):
 @pytest.mark.slow
 @pytest.mark.parametrize(("scheme", "dgp2_max"), [("shuffle", 1.34), ("published", 1.36)])
 def test_kin8nm_split0_sgp_and_dgp2(shared_data, scheme, dgp2_max):
-    """§9.2 item 4: kin8nm split 0, §2.5 settings, 5000 Adam steps (full batch).
+    """kin8nm split 0, the settings of Salimbeni 2020, §2.4, 5000 Adam steps (full batch).
 
-    The spec's windows are SGP [0.93, 1.00] and DGP 2 [1.25, 1.34], from the notebook (SGP
-    0.973 / RMSE 0.0869, DGP 2 1.302 / 0.0657) on its own split. Measured on that split: SGP
+    The windows of our reproduction protocol are SGP [0.93, 1.00] and DGP 2 [1.25, 1.34],
+    around the authors' reference notebook (SGP 0.973 / RMSE 0.0869, DGP 2 1.302 / 0.0657) on
+    its own split. Measured on that split: SGP
     1.029 (0.0848), DGP 2 1.318 (0.0648), inside its window as written; on the published split
     0: SGP 1.039 (0.0834), DGP 2 1.343 (0.0630), so there the DGP 2 upper end is 1.36. The SGP
     upper end is 1.05 on both, for the reason ``test_kin8nm_notebook_split_collapsed_bound``
@@ -680,7 +687,7 @@ def test_kin8nm_split0_sgp_and_dgp2(shared_data, scheme, dgp2_max):
 
 @pytest.mark.slow
 def test_kin8nm_notebook_split_collapsed_bound(shared_data):
-    """Why the SGP lands above the spec's [0.93, 1.00]: the reference stopped short of the optimum.
+    """Why the SGP lands above its window [0.93, 1.00]: the reference stopped short of the optimum.
 
     The notebook's collapsed SGP (GPflow SGPR, 100 k-means inducing inputs, unit RBF-ARD, noise
     0.01, L-BFGS) printed an objective of 4570.07 (negative bound) and a test LL of 0.974 on
@@ -731,7 +738,7 @@ def test_naval_cosine_schedule_removes_adams_excursions(shared_data):
 
 @pytest.mark.slow
 def test_kin8nm_natgrad_after_adam_like_the_reference_notebook(shared_data):
-    """§9.2 item 4, "with NGD γ = 0.1 on the last layer, DGP 2 LL ≥ 1.25 after 100 iterations".
+    """Our protocol's "with NGD γ = 0.1 on the last layer, DGP 2 LL ≥ 1.25 after 100 iterations".
 
     The reference notebook's NGD cell runs on models its Adam cells had already trained for
     5100 steps (``examples/plot_deep_gp_natgrad_kin8nm.py``); this replays that order with the

@@ -1,4 +1,4 @@
-"""DeepGP with a latent-variable input layer (spec ``deep_gp.md`` §5, §9.1 item 8, §9.2 item 3).
+"""DeepGP with a latent-variable input layer (Salimbeni 2020, ch. 5; Salimbeni et al. 2019).
 
 Exact identities (IW with K = 1 is the single-sample VI estimator with the sampled log p/q; a
 switched-off latent dimension gives the plain DGP / SVGP bound; ``latent_dim=0`` is plain DSVI),
@@ -40,7 +40,7 @@ def _standardised(m, X, y):
 
 
 def bimodal(seed, n_half=100, n_test=1000):
-    """gpcde.md §15.2 item 1: bimodal, skewed, heteroscedastic 1-D data (train, test)."""
+    """Bimodal, skewed, heteroscedastic 1-D data of the public IWVI demo (train, test)."""
     def draw(rs, half):
         x = np.concatenate([rs.uniform(-3, -0.5, half), rs.uniform(1, 3, half)])
         upper = rs.uniform(size=x.size) < 0.6
@@ -56,7 +56,7 @@ def bimodal(seed, n_half=100, n_test=1000):
 # --------------------------------------------------------------------------- identities
 @pytest.mark.parametrize("n_layers", [1, 2, 3])
 def test_iw_with_one_proposal_is_vi_with_sampled_kl(rng, n_layers):
-    """§9.1 item 8: K = 1 IW bound = VI data term + scale * sum(log p(w) - log q(w)), same eps."""
+    """K = 1 IW bound = VI data term + scale * sum(log p(w) - log q(w)), same eps."""
     X, y = _toy()
     m_vi = _fit(X, y, n_layers=n_layers, hidden_dims=2)
     m_iw = _fit(X, y, n_layers=n_layers, hidden_dims=2, inference="iwvi", n_importance=1)
@@ -134,7 +134,7 @@ def test_switched_off_latent_dimension_gives_plain_bounds(rng):
 
 
 def test_latent_dim_zero_is_plain_dsvi_bit_for_bit():
-    """§9.1 item 8: latent_dim None / 0 bypass the LV machinery (same seed, same result)."""
+    """latent_dim None / 0 bypass the LV machinery (same seed, same result)."""
     X, y = _toy()
     a = DeepGP(n_inducing=5, max_iter=20, random_state=0).fit(X, y)
     b = DeepGP(n_inducing=5, max_iter=20, random_state=0, latent_dim=0).fit(X, y)
@@ -144,7 +144,7 @@ def test_latent_dim_zero_is_plain_dsvi_bit_for_bit():
 
 
 def test_iw_bound_is_non_decreasing_in_k():
-    """§9.1 item 8: the average IW bound increases with K in {1, 2, 5, 20} (MC, 3 s.e.)."""
+    """The average IW bound increases with K in {1, 2, 5, 20} (MC, 3 s.e.)."""
     X, y = _toy(n=15)
     m = _fit(X, y, n_layers=2, hidden_dims=2, inference="iwvi", max_iter=100,
              learning_rate=0.02)
@@ -164,7 +164,7 @@ def test_iw_bound_is_non_decreasing_in_k():
 
 # --------------------------------------------------------------------------- prediction
 def test_predict_log_density_is_logsumexp_over_prior_paths():
-    """§9.1 item 9 for the LV model: prior w, stored paths, original units; predict moments."""
+    """Prediction of the LV model: prior w, stored paths, original units; predict moments."""
     X, y = _toy()
     m = _fit(X, y, n_layers=2, hidden_dims=2, inference="iwvi", n_predict_samples=7,
              max_iter=20)
@@ -217,10 +217,10 @@ def test_rejects_bad_parameters(params, match):
         DeepGP(max_iter=2, **params).fit(X, y)
 
 
-# ------------------------------------------------------------------ bimodal (reduced §9.2.3)
+# --------------------------------------------------------------------- bimodal demo, reduced
 def test_bimodal_latent_models_beat_svgp():
-    """Reduced gpcde §15.2 item 1 / deep_gp §9.2 item 3 (seed 0, M = 30, 600 steps of Adam 0.01
-    + NGD 0.1 on the last layer, 400 test points).
+    """The bimodal demo of our reproduction protocol, reduced (seed 0, M = 30, 600 steps of Adam
+    0.01 + NGD 0.1 on the last layer, 400 test points).
 
     Measured: SVGP with the same Adam budget -1.413, converged collapsed SGPR -0.293, LV-GP VI
     -0.154, LV-GP IW -0.151. Asserted: both LV models beat the equal-budget SVGP by > 0.3 and the

@@ -1,9 +1,9 @@
-"""Seed 003 Table 5.1, GP column (c1): spec deep_gp.md §9.2 item 4 (slow; needs shared data).
+"""Salimbeni (2020), Table 5.1, GP column (c1) (slow; needs shared data).
 
-Single-layer GP with the §5.5 settings under the reduced optimisation budget of
-``examples/plot_deep_gp_table51.py`` (full batch, NGD γ = 1 on q(u), Adam 0.01, 3000 steps),
-inputs and targets z-scored with full-data statistics, test log-likelihood by the KDE protocol
-(2000 samples, Silverman bandwidth).
+Single-layer GP with the ch. 5 settings (§5.3.2 and the authors' public IWVI code) under the reduced
+optimisation budget of ``examples/plot_deep_gp_table51.py`` (full batch, NGD γ = 1 on q(u), Adam
+0.01, 3000 steps), inputs and targets z-scored with full-data statistics, test log-likelihood by the
+KDE protocol (2000 samples, Silverman bandwidth).
 
 Split: ``bayesian_benchmarks`` split 0 (``np.random.RandomState(0)`` shuffle of the rows, first
 ``int(0.9 N)`` for training), applied to the ``uci_hl`` rows, which are in the UCI order. The

@@ -100,7 +100,7 @@ def test_score_is_r2_and_the_density_scorer_is_the_mean_log_density(fitted, data
 
 
 def test_density_integrates_to_one(fitted, data):
-    """§15.1-7, D_y = 1: trapezoid on a wide grid."""
+    """The predictive density integrates to one, D_y = 1: trapezoid on a wide grid."""
     grid = np.linspace(-3, 4, 4001)
     dens = fitted.predict_density(data[0][:4], grid)
     np.testing.assert_allclose(np.trapezoid(dens, grid, axis=1), 1.0, atol=1e-4)
@@ -110,7 +110,7 @@ def test_density_integrates_to_one(fitted, data):
 
 
 def test_density_integrates_to_one_2d():
-    """§15.1-7, D_y = 2 with output mixing (L = 1 < D_y): grid sum."""
+    """Same, D_y = 2 with output mixing (L = 1 < D_y): grid sum."""
     rs = np.random.RandomState(0)
     X = rs.uniform(-2, 2, (40, 1))
     Y = np.column_stack([np.sin(X[:, 0]), np.cos(X[:, 0])]) + 0.2 * rs.randn(40, 2)
@@ -220,7 +220,7 @@ def test_gp_warm_start_gaussian_q(data, q_w):
 
 # ------------------------------------------------------------------- bimodal reproduction
 def test_bimodal_beats_gp_small():
-    """§15.2-1, small: quadrature GPCDE beats the GP by >= 0.3 nats/point (seed 0).
+    """Bimodal demo, small: quadrature GPCDE beats the GP by >= 0.3 nats/point (seed 0).
 
     Reduced settings (M = 20, H = 20, L-BFGS 300 iterations) measured at +0.40 nats with the
     default ``init="auto"`` (GP warm start), +0.54 with ``init="prior"``.
@@ -244,9 +244,9 @@ def test_bimodal_beats_gp_small():
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_bimodal_spec_protocol(seed):
-    """§15.2-1 protocol: M = 50, H = 100, full batch, 1500 x [Adam 0.01, NGD 0.1].
+    """Bimodal demo, full protocol: M = 50, H = 100, full batch, 1500 x [Adam 0.01, NGD 0.1].
 
-    Targets per seed: quadrature >= GP + 0.3, every variant >= GP + 0.3 (spec: vs SVGP),
+    Targets per seed: quadrature >= GP + 0.3, every variant >= GP + 0.3 (protocol: vs SVGP),
     quadrature >= Gaussian q(w) - 0.02, nothing above the oracle.
     """
     X, y = make_bimodal_conditional(100, seed)

@@ -1,6 +1,7 @@
 """LDGD behaviour: API, bad input, reproducibility, small paper checks; full runs under -m slow.
 
-Spec ldgd.md §15.1.7 (sklearn conventions) and §15.2 (statistical results). The gradient checks
+The sklearn conventions and the statistical results (Ziaei et al. 2024, §3) that our
+reproduction protocol checks, with its acceptance bands. The gradient checks
 are in ``tests/objectives/test_ldgd_grad.py``.
 """
 
@@ -85,7 +86,8 @@ def test_fit_transform_matches_transform(fitted, blobs):
 
 
 def test_transform_of_training_rows_near_fitted_latents(fitted):
-    """Spec §15.2 consistency: inferred μ* of training rows agree with the fitted μ_i."""
+    """Test-time inference (Ziaei et al. 2024, §2.3.9): inferred μ* of training rows agree with the
+    fitted μ_i."""
     model, X, labels = fitted
     Z = model.transform(X)
     spread = np.sqrt(np.mean(np.sum((model.latent_mean_ - model.latent_mean_.mean(0)) ** 2, 1)))
@@ -167,7 +169,7 @@ def test_elbo_history_lbfgs_monotone(blobs):
 
 
 def test_full_batch_objective_permutation_invariant(rng):
-    """Spec §15.1.7: permuting rows (data and q(x)) leaves the deterministic objective fixed."""
+    """Permuting rows (data and q(x)) leaves the deterministic objective fixed."""
     N, D, K, Q, M = 9, 3, 3, 2, 4
     Yr = rng.standard_normal((N, D))
     Yc = np.eye(K)[np.arange(N) % K]
@@ -242,7 +244,7 @@ def test_predict_wrong_features(fitted):
 
 # --------------------------------------------------------------- reduced paper checks, §15.2
 def test_iris_reduced():
-    """Iris 120/30 split (spec §11), unscented mode, short run: accuracy ≥ 0.90."""
+    """Iris 120/30 split (as in the authors' public code), unscented, short run: accuracy ≥ 0.90."""
     X, y = load_iris(return_X_y=True)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=42)
     m = LDGD(n_components=3, n_inducing=8, expectation="unscented", max_iter=150,
@@ -291,7 +293,9 @@ MODES = {
 @pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("p", [5, 10, 20])
 def test_moons_table1(mode, p):
-    """Table 1 protocol (spec §12.1): n=500, 5-fold, Q=2, M=8; weighted F1 ≥ 0.98."""
+    """Table 1 protocol (Ziaei et al. 2024; folds and settings of the authors' public code):
+    n=500, 5-fold, Q=2, M=8; weighted F1 ≥ 0.98 (the acceptance band of our reproduction
+    protocol; the paper reports 1.0)."""
     X, y = make_ldgd_moons(500, n_projection=p, random_state=65)
     # the unscented mode with L-BFGS and M = 8 stops at F1 ≈ 0.90; with minibatch Adam (as the
     # paper's schedule) it reaches 1.00 (examples/plot_ldgd_moons.py, mode "unscented_adam")
@@ -309,7 +313,8 @@ def test_moons_table1(mode, p):
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", list(MODES))
 def test_oil_flow_table3(shared_data, mode):
-    """Oil flow 800/200 (seed 42), Q=7, M=25 shared: accuracy ≥ 0.95 (spec §15.2)."""
+    """Oil flow 800/200 (seed 42), Q=7, M=25 shared: accuracy ≥ 0.95 (the acceptance band of our
+    reproduction protocol; Ziaei et al. 2024, Table 3: 0.99)."""
     from sklearn_lvgp.datasets import fetch_oil_flow
 
     X, y = fetch_oil_flow(subset="train", data_home=shared_data, download_if_missing=False,
@@ -330,7 +335,8 @@ def test_oil_flow_table3(shared_data, mode):
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", list(MODES))
 def test_iris_full(mode):
-    """Iris 120/30, Q=7, M=10 shared: accuracy ≥ 0.90 (spec §15.2)."""
+    """Iris 120/30, Q=7, M=10 shared: accuracy ≥ 0.90 (the acceptance band of our reproduction
+    protocol; Ziaei et al. 2024, Table 2: 1.00)."""
     X, y = load_iris(return_X_y=True)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=42)
     iters = {"monte_carlo": {"max_iter": 2000, "batch_size": 120, "transform_max_iter": 2000},

@@ -1,8 +1,7 @@
 """The kernel contract, run on every kernel (GPyTorch-style), plus equality with sklearn kernels.
 
 Contract: symmetry, PSD, ``Kdiag == diag(K)``, auto == cross, theta round trip, fixed bounds,
-bounds shape, clone, nested parameters, and every VJP against finite differences
-(spec §13.2 item 5).
+bounds shape, clone, nested parameters, and every VJP against finite differences.
 """
 
 import numba

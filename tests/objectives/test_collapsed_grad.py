@@ -1,4 +1,4 @@
-"""Collapsed bound: finite differences per adjoint block, and the exact limits of spec §13.1.6."""
+"""Collapsed bound: finite differences per adjoint block, and its exact limits (Titsias 2009)."""
 
 import math
 

@@ -1,6 +1,6 @@
-"""Finite-difference checks of every DVMGP backward pass (spec dvmgp.md §14.3).
+"""Finite-difference checks of every DVMGP backward pass (de Souza 2020, §4.3.1 and app. A).
 
-The collapsed bound's own adjoints (item 5: ψ0, Ψ1, Ψ2, K_u, σ²) are shared with the GPLVM and
+The collapsed bound's own adjoints (ψ0, Ψ1, Ψ2, K_u, σ²) are shared with the GPLVM and
 checked in ``test_collapsed_grad.py``.
 """
 
@@ -40,7 +40,7 @@ def _layer_inputs(rng, kind, q=3):
 
 @pytest.mark.parametrize("kind", ["diag", "full"])
 def test_projection_layer_vjp(rng, kind):
-    """a, b and KL(q(V)‖p(V)) wrt Ξ, μ, the q(V) Cholesky, κ_q² and ℓ_qd (items 1 and 4)."""
+    """a, b and KL(q(V)‖p(V)) wrt Ξ, μ, the q(V) Cholesky, κ_q² and ℓ_qd."""
     X = rng.standard_normal((N, D))
 
     def fwd(Xi, mu, chol, wtheta):
@@ -59,7 +59,7 @@ def test_projection_layer_vjp(rng, kind):
 
 @pytest.mark.parametrize("kind", ["diag", "full"])
 def test_kl_alone_vjp(rng, kind):
-    """KL(q(V)‖p(V)) by itself wrt μ, Cholesky, Ξ and the W-kernel hyperparameters (item 4)."""
+    """KL(q(V)‖p(V)) by itself wrt μ, Cholesky, Ξ and the W-kernel hyperparameters."""
     X = rng.standard_normal((N, D))
     zero_a, zero_b = np.zeros((N, 3, D)), np.zeros((N, 3))
 
@@ -77,7 +77,10 @@ def test_kl_alone_vjp(rng, kind):
 
 
 def test_kl_closed_form_gradients(rng):
-    """Spec §5.1 closed forms: ∂KL/∂μ_q = K_v⁻¹μ_q and ∂KL/∂c_qj = D(c_qj [K_v⁻¹]_jj − 1/c_qj)."""
+    """Closed-form gradients of KL(q(V) ‖ p(V)).
+
+    ∂KL/∂μ_q = K_v⁻¹μ_q and ∂KL/∂c_qj = D(c_qj [K_v⁻¹]_jj − 1/c_qj).
+    """
     inp = _layer_inputs(rng, "diag")
     kernels = projection_kernels(inp["wtheta"])
     X = rng.standard_normal((N, D))
@@ -117,7 +120,7 @@ def test_row_vjp_including_symmetric_Kv(rng, kind):
 
 
 def test_latent_moments_vjp(rng):
-    """(h, η) wrt (a, b) (item 2)."""
+    """(h, η) wrt (a, b)."""
     X = rng.standard_normal((N, D))
 
     def fwd(a, b):
@@ -133,7 +136,7 @@ def test_latent_moments_vjp(rng):
 
 @pytest.mark.parametrize("per_point", [False, True])
 def test_output_psi_vjp(rng, per_point):
-    """ψ0, Ψ1, Ψ2 (summed and per point) wrt h, η, ζ and σ_f (item 3)."""
+    """ψ0, Ψ1, Ψ2 (summed and per point) wrt h, η, ζ and σ_f."""
 
     def fwd(h, eta, zeta, sf):
         s = output_psi(zeta, h, eta, float(sf), per_point=per_point)[0]
@@ -165,7 +168,7 @@ def _packed_problem(rng, kind):
 @pytest.mark.parametrize("kind", ["diag", "full"])
 def test_full_objective_gradient(rng, kind):
     """The packed unconstrained vector (ζ, Ξ, μ, log c, [L_off], log κ², log ℓ, log σ_f, log σ²),
-    n=20, D=Q=2, m_u=6, m_v=4, two outputs (item 6)."""
+    n=20, D=Q=2, m_u=6, m_v=4, two outputs."""
     X, Y, packer, x = _packed_problem(rng, kind)
 
     def fun(flat):

@@ -1,4 +1,4 @@
-"""GPCDE objective: gradient checks (spec gpcde.md §15.3) and exact identities (§15.1)."""
+"""GPCDE objective (Salimbeni 2020, ch. 4): gradient checks and exact identities."""
 
 import numpy as np
 import pytest
@@ -86,7 +86,7 @@ CONFIGS = {
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_bound_gradient(name):
-    """§15.3 items 2, 3, 5: the whole bound wrt every block, fixed eps and minibatch."""
+    """The whole bound wrt every block, fixed eps and minibatch."""
     cfg = CONFIGS[name]
     m, x, X, Y, rs = _model(**cfg)
     idx = np.array([0, 2, 3, 5])
@@ -103,7 +103,7 @@ def test_bound_gradient(name):
 
 
 def test_conditional_ell_vjp(rng):
-    """§15.3 item 1: L_n(t) wrt mu, var, P, s2 with random P and L != D_y."""
+    """Expected log-likelihood L_n(t) wrt mu, var, P, s2 with random P and L != D_y."""
     n, L, Dy = 6, 2, 3
     Y = rng.standard_normal((n, Dy))
     inputs = {"mu": rng.standard_normal((n, L)), "var": rng.uniform(0.1, 1, (n, L)),
@@ -120,7 +120,7 @@ def test_conditional_ell_vjp(rng):
 
 
 def test_encoder_vjp(rng):
-    """§15.3 item 7: the MLP alone (tanh, residual skip on the 20 -> 20-like layer)."""
+    """The recognition MLP alone (tanh, residual skip on the 20 -> 20-like layer)."""
     shapes = encoder_shapes(3, (4, 4), 2)
     params = encoder_init(shapes, np.random.RandomState(0))
     inp = rng.standard_normal((5, 3))
@@ -150,21 +150,21 @@ def _svgp_bound(m, x, X, Y):
 
 
 def test_latent_dim_zero_is_svgp():
-    """§15.1-1: with no latent dimension the bound is the SVGP bound."""
+    """With no latent dimension the bound is the SVGP bound."""
     m, x, X, Y, _ = _model(Dw=0, Dy=2)
     f, _ = m.elbo(x, X, Y, np.arange(N), 1.0)
     np.testing.assert_allclose(f, _svgp_bound(m, x, X, Y), rtol=1e-10)
 
 
 def test_switched_off_latent_is_svgp():
-    """§15.1-2: latent length scale 1e6 -> quadrature bound equals the SVGP bound on x."""
+    """Latent length scale 1e6 -> quadrature bound equals the SVGP bound on x."""
     m, x, X, Y, _ = _model(length_scale=1e6, gh_order=20)
     f, _ = m.elbo(x, X, Y, np.arange(N), 1.0)
     np.testing.assert_allclose(f, _svgp_bound(m, x, X, Y), rtol=1e-6)
 
 
 def test_quadrature_accuracy():
-    """§15.1-3: H = 100 vs 200 agree to 1e-8, H = 20 to 1e-3."""
+    """Quadrature (Salimbeni 2020, eq. 4.8): H = 100 vs 200 agree to 1e-8, H = 20 to 1e-3."""
     vals = {}
     for H in (20, 100, 200):
         m, x, X, Y, _ = _model(gh_order=H)
@@ -174,7 +174,7 @@ def test_quadrature_accuracy():
 
 
 def test_quadrature_dominates_gaussian_q(rng):
-    """§15.1-4: the quadrature term >= E_q L_n - KL(q || p) for random Gaussian q(w_n)."""
+    """Optimality: the quadrature term >= E_q L_n - KL(q || p) for random Gaussian q(w_n)."""
     m, x, X, Y, _ = _model(gh_order=60)
     p = m.unpack(x)
     prior = prior_factor(p["kernel"], p["Z"], m.jitter)
@@ -200,7 +200,7 @@ def test_quadrature_dominates_gaussian_q(rng):
 
 
 def test_unscented_exact_for_cubics(rng):
-    """§15.1-6: sigma points integrate every monomial of degree <= 3 exactly."""
+    """Unscented sigma points integrate every monomial of degree <= 3 exactly."""
     for dim in (1, 2):
         _, xi, w = unscented_rule(dim)
         a, b = rng.standard_normal(dim), rng.uniform(0.2, 1.5, dim)
@@ -218,7 +218,7 @@ def test_unscented_exact_for_cubics(rng):
 
 @pytest.mark.parametrize("L, Dy", [(2, 4), (4, 2)])
 def test_woodbury_density(rng, L, Dy):
-    """§15.1-8: the Woodbury log-density equals the dense multivariate normal."""
+    """The Woodbury log-density equals the dense multivariate normal."""
     P = rng.standard_normal((L, Dy))
     mu, var = rng.standard_normal((5, L)), rng.uniform(0.1, 2, (5, L))
     Y = rng.standard_normal((5, Dy))
@@ -229,7 +229,7 @@ def test_woodbury_density(rng, L, Dy):
 
 
 def test_projection_kl_numeric():
-    """§15.1-9: KL_A matches a numeric integral (one entry)."""
+    """KL_A matches a numeric integral (one entry)."""
     mu, s = 0.7, 0.4
     q = lambda a: np.exp(-0.5 * ((a - mu) / s) ** 2) / (s * np.sqrt(2 * np.pi))  # noqa: E731
     p = lambda a: np.exp(-0.5 * a * a) / np.sqrt(2 * np.pi)  # noqa: E731
@@ -238,7 +238,7 @@ def test_projection_kl_numeric():
 
 
 def test_projection_small_variance_is_fixed_projection():
-    """§15.1-9: s -> 1e-8 equals a fixed projection (bound without its KL)."""
+    """Bayesian projection with s -> 1e-8 equals a fixed projection (bound without its KL)."""
     m, x, X, Y, rs = _model(proj=2)
     p = m.packer.unpack(x)
     p["A_s"] = np.full_like(p["A_s"], 1e-8)
@@ -258,7 +258,7 @@ def _q_grad(m, f):
 @pytest.mark.parametrize("cfg", [{"q_w": "gaussian"}, {"q_w": "gaussian", "whiten": False},
                                  {"q_w": "amortized", "expectation": "unscented", "Dw": 2}])
 def test_natgrad_gamma_one_reaches_optimum(cfg):
-    """§15.1-5: P = I, fixed samples, full batch, gamma = 1 -> dL/d(m, S) = 0."""
+    """Natural gradients: P = I, fixed samples, full batch, gamma = 1 -> dL/d(m, S) = 0."""
     m, x, X, Y, rs = _model(S=3, **cfg)
     idx = np.arange(N)
     eps = rs.randn(N, 3, cfg.get("Dw", 1)) if cfg.get("expectation") != "unscented" else None
@@ -270,7 +270,7 @@ def test_natgrad_gamma_one_reaches_optimum(cfg):
 
 @pytest.mark.parametrize("whiten", [True, False])
 def test_natgrad_quadrature_fixed_point(whiten):
-    """§15.1-5: quadrature weights: gamma = 1 steps never decrease the bound and converge."""
+    """Quadrature weights: gamma = 1 natural-gradient steps never lower the bound and converge."""
     m, x, X, Y, _ = _model(whiten=whiten)
     idx = np.arange(N)
     vals = [m.elbo(x, X, Y, idx, 1.0)[0]]
@@ -282,7 +282,7 @@ def test_natgrad_quadrature_fixed_point(whiten):
 
 
 def test_natgrad_explicit_equals_generic():
-    """§15.1-5 / §15.3-6: the per-latent formula of §8 equals theta + gamma dL/deta (random P)."""
+    """The per-latent natural-gradient formula equals theta + gamma dL/deta (random P)."""
     m, x, X, Y, _ = _model(mixing=True, L=2, Dy=3)
     idx = np.arange(N)
     gamma = 0.3

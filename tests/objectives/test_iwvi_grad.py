@@ -1,8 +1,8 @@
-"""Gradient checks of the latent-variable DeepGP bounds (spec ``deep_gp.md`` §9.3 item 10).
+"""Gradient checks of the latent-variable DeepGP bounds (Salimbeni 2020, ch. 5).
 
 Central finite differences, fixed noise and minibatch: the recognition MLP, the joint ``K x K``
-inner-layer draw of §5.4 (w.r.t. the layer's parameters and inputs), and the full VI (eq. 5.3)
-and importance-weighted (eq. 5.11) bounds w.r.t. every parameter block.
+inner-layer draw of Salimbeni 2020, §5.2.3 (w.r.t. the layer's parameters and inputs), and the full
+VI (eq. 5.3) and importance-weighted (eq. 5.11) bounds w.r.t. every parameter block.
 """
 
 import numpy as np
@@ -78,7 +78,8 @@ def test_block_kernel_and_its_backward(rng):
 @pytest.mark.parametrize("whiten", [True, False])
 @pytest.mark.parametrize("D", [1, 3])
 def test_joint_draw_backward(rng, whiten, D):
-    """§5.4: h = mu + chol(Sigma + delta I) eps, w.r.t. q_mu, q_sqrt, Z, theta and inputs H."""
+    """Joint draw over the proposals (Salimbeni 2020, §5.2.3): h = mu + chol(Sigma + delta I) eps,
+    w.r.t. q_mu, q_sqrt, Z, theta and inputs H."""
     M, G, K, D_in = 5, 4, 3, 2
     k0 = RBF(length_scale=np.array([0.8, 1.2]), variance=1.3).initialize(D_in, rng)
     Z0 = rng.standard_normal((M, D_in))

@@ -1,5 +1,6 @@
 """Point-set Ψ-statistics (UT, Gauss–Hermite, Monte Carlo): accuracy against the closed forms
-(spec §13.1.5), exact limits, VJPs for every kernel, chunking and thread-count invariance."""
+(de Souza et al. 2021, §2.3 and §3.1), exact limits, VJPs for every kernel, chunking and
+thread-count invariance."""
 
 import numba
 import numpy as np

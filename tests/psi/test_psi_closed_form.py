@@ -2,7 +2,7 @@
 
 Values are checked against the brute-force references of ``tests/reference.py`` (tensor
 Gauss–Hermite grids, Monte Carlo, double-loop kernel matrices); VJPs against central finite
-differences with random output weights (spec §13.1 item 5, §13.2 items 3–4).
+differences with random output weights.
 """
 
 import numba
@@ -88,7 +88,7 @@ def test_single_matches_gauss_hermite(name, Q):
 
 
 def test_rbf_large_variance_matches_gauss_hermite():
-    """S / l^2 up to 1 in Q = 2 (spec §13.1 item 5).
+    """S / l^2 up to 1 in Q = 2.
 
     The Ψ2 integrand varies on the scale ``l / sqrt(2)``, so at ``S / l^2 = 1`` GH(20) is only
     good to about 6e-8 for Ψ2; GH(40) pins the closed form down to round-off.
@@ -142,7 +142,7 @@ def test_cross_of_kernel_with_itself_is_psi2(name):
 
 
 def test_linear_matches_closed_form_reference():
-    """Spec §3.2 literally: ``Psi2 = Z A (mu^T mu + diag(sum_n S_n)) A Z^T``."""
+    """The linear-ARD closed form written out: ``Psi2 = Z A (mu^T mu + diag(sum_n S_n)) A Z^T``."""
     Q = 3
     alpha = np.array([0.3, 1.0, 2.0])
     Z, mu, S = _problem(4, Q)
@@ -169,7 +169,7 @@ def test_per_point_sums_to_psi2(names):
 @pytest.mark.parametrize("names", [["rbf_ard"], ["rbf_iso"], ["lin_ard"]] + list(SUMS.values()),
                          ids=["rbf_ard", "rbf_iso", "lin"] + list(SUMS))
 def test_zero_variance_limit(names):
-    """With ``S = 0`` the statistics are kernel evaluations at ``mu`` (spec §13.1 item 6)."""
+    """With ``S = 0`` the statistics are kernel evaluations at ``mu``."""
     kernel = _sum_kernel(names, 3)
     Z, mu, _ = _problem(6, 3)
     k = ref.pointwise_kernel(kernel)

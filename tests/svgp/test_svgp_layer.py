@@ -1,6 +1,9 @@
 """SVGP layer engine: forward identities and every backward pass against finite differences.
 
-Spec ``deep_gp.md`` §9.1 items 2, 3 (single layer), 7 and §9.3 items 1–7, 9.
+Identities: whitened ≡ unwhitened marginals and KL, one γ = 1 natural-gradient step reaching the
+Titsias (2009) optimum (Salimbeni 2020, §3.4.1) and its invariance to whitening; backward passes
+of the layer, KL, Gaussian expectation, reparameterisation and natural-gradient algebra against
+central finite differences.
 """
 
 import numpy as np
@@ -68,7 +71,7 @@ MEAN_CASES = [(2, 1, "zero"), (3, 3, "identity"), (3, 1, "linear"), (2, 3, "line
 @pytest.mark.parametrize("whiten", [True, False])
 @pytest.mark.parametrize("d_in,d_out,mean", MEAN_CASES)
 def test_layer_vjp_matches_finite_differences(rng, whiten, d_in, d_out, mean):
-    """§9.3 items 4–5: marginals + KL wrt q_mu, q_sqrt, Z, theta and the inputs H."""
+    """Marginals + KL wrt q_mu, q_sqrt, Z, theta and the inputs H."""
     kernel, inputs = _layer_inputs(rng, d_in, d_out, whiten)
     mf = _means(d_in, d_out, mean, rng)
 
@@ -107,7 +110,7 @@ def test_layer_vjp_other_kernel_and_large_jitter(rng, whiten):
 
 
 def test_kl_vjp_unwhitened_wrt_kuu(rng):
-    """§9.3 item 5: the KL adjoint of Kuu, perturbing Kuu symmetrically."""
+    """The KL adjoint of Kuu, perturbing Kuu symmetrically."""
     _, inputs = _layer_inputs(rng, 2, 3, False)
     B = rng.standard_normal((M, M))
     Kuu = B @ B.T + M * np.eye(M)
@@ -136,7 +139,7 @@ def test_kl_is_zero_at_the_prior(rng):
 
 @pytest.mark.parametrize("d_out", [1, 3])
 def test_whitened_equals_unwhitened(rng, d_out):
-    """§9.1 item 2: m_u = L_u m_v, L^(u) = L_u L^(v) leaves marginals and KL unchanged."""
+    """Whitened ≡ unwhitened: m_u = L_u m_v, L^(u) = L_u L^(v) leaves marginals and KL unchanged."""
     kernel, p = _layer_inputs(rng, 2, d_out, True)
     prior = prior_factor(kernel, p["Z"], 1e-6)
     Lu = prior.Lu
@@ -166,7 +169,7 @@ def test_marginals_match_dense_conditional(rng):
 
 
 def test_gaussian_expectation_vjp(rng):
-    """§9.3 item 6."""
+    """VJP of the Gaussian variational expectation (w.r.t. mean, variance and noise)."""
     y = rng.standard_normal((6, 2))
     inputs = dict(mu=rng.standard_normal((6, 2)), var=rng.random((6, 2)),
                   noise=np.array(0.3))
@@ -216,7 +219,7 @@ def test_bernoulli_expectation_value_and_vjp(rng):
 
 
 def test_reparameterisation_vjp(rng):
-    """§9.3 item 7: h = mu + eps sqrt(v + delta)."""
+    """VJP of the reparameterisation h = mu + eps sqrt(v + delta) (Salimbeni 2020, eq. 2.12)."""
     eps = rng.standard_normal((4, 3))
     delta = 1e-6
 
@@ -271,7 +274,7 @@ def _collapsed(kernel, X, Y, Z, noise, Kuu):
 
 @pytest.mark.parametrize("whiten", [True, False])
 def test_natgrad_gamma_one_reaches_titsias_optimum(rng, whiten):
-    """§9.1 item 3: one γ = 1 step gives the collapsed bound; a second step changes nothing."""
+    """One γ = 1 step gives the collapsed bound (Titsias 2009); a second step changes nothing."""
     kernel, X, Y, Z, q_mu, q_sqrt = _one_layer_problem(rng, whiten, d_out=2)
     Y = np.column_stack([Y[:, 0], np.cos(X[:, 1])])
     noise = 0.05
@@ -293,7 +296,7 @@ def test_natgrad_gamma_one_reaches_titsias_optimum(rng, whiten):
 
 @pytest.mark.parametrize("whiten", [True, False])
 def test_closed_form_natgrad_equals_generic(rng, whiten):
-    """§9.3 item 9 (second part): §4.2 closed form equals the generic step from (dL/dm, dL/dS)."""
+    """The Gaussian-likelihood closed form equals the generic step from (dL/dm, dL/dS)."""
     kernel, X, Y, Z, q_mu, q_sqrt = _one_layer_problem(rng, whiten)
     noise, gamma = 0.1, 0.3
     w = np.full(X.shape[0], 1.7)  # minibatch scaling N / |B|
@@ -313,7 +316,7 @@ def test_closed_form_natgrad_equals_generic(rng, whiten):
 
 
 def test_expectation_gradients_match_finite_differences(rng):
-    """§9.3 item 9: dL/deta from (dL/dm, dL/dS) against FD of L(m(eta), S(eta))."""
+    """Natural-gradient algebra: dL/deta from (dL/dm, dL/dS) against FD of L(m(eta), S(eta))."""
     kernel, X, Y, Z, q_mu, q_sqrt = _one_layer_problem(rng, True)
     noise = 0.1
     L0 = np.tril(q_sqrt[0])
@@ -341,7 +344,7 @@ def test_expectation_gradients_match_finite_differences(rng):
 
 
 def test_natgrad_invariant_to_whitening(rng):
-    """§9.1 item 7: one step gives the same q(u) in both parameterisations."""
+    """One natural-gradient step gives the same q(u) in both parameterisations."""
     kernel, X, Y, Z, q_mu, q_sqrt = _one_layer_problem(rng, True)
     noise, gamma = 0.1, 0.4
     prior = prior_factor(kernel, Z, 1e-6)
