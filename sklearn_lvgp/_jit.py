@@ -5,8 +5,15 @@ busy), which dominates on small inputs. ``twin_jit`` compiles the same Python fu
 import — once with ``parallel=True`` and once without (``prange`` then runs as ``range``) — under
 distinct names so numba's on-disk cache keeps both. Because every reduction in this package goes
 through fixed-size row blocks, the two twins return bit-identical results.
+
+One parallel region runs at a time in the process: a call that finds another Python thread
+inside one takes the serial twin instead. numba's ``workqueue`` threading layer aborts the
+process on concurrent launches, and with OpenMP two concurrent regions only oversubscribe the
+cores, so fits running in several Python threads (joblib's threading backend, a web server)
+are safe on every layer and return the same results.
 """
 
+import threading
 import types
 
 import numba
@@ -17,6 +24,9 @@ __all__ = ["twin_jit", "PARALLEL_MIN_WORK"]
 
 #: Estimated inner-loop iterations below which the serial twin is used.
 PARALLEL_MIN_WORK = 100_000
+
+#: Held while a parallel twin runs (see the module docstring).
+_PARALLEL_REGION = threading.Lock()
 
 
 def _renamed(fn, suffix):
@@ -42,8 +52,12 @@ class _Twins:
         # (numba's own getter takes a lock; it is asked only outside such a context)
         if self.work(*args) >= PARALLEL_MIN_WORK:
             n = current_threads()
-            if (numba.get_num_threads() if n is None else n) > 1:
-                return self.parallel(*args)
+            if ((numba.get_num_threads() if n is None else n) > 1
+                    and _PARALLEL_REGION.acquire(blocking=False)):
+                try:
+                    return self.parallel(*args)
+                finally:
+                    _PARALLEL_REGION.release()
         return self.serial(*args)
 
 

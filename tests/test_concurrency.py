@@ -82,3 +82,40 @@ def test_a_forked_child_fits_after_the_parent_did():
         pytest.fail("the forked child hung")
     assert child.exitcode == 0
     assert np.isfinite(queue.get(timeout=5))
+
+
+_CONCURRENT_FITS = r"""
+import threading, warnings
+import numpy as np
+import numba
+from sklearn_lvgp import DeepGP
+warnings.simplefilter("ignore")
+rng = np.random.default_rng(0)
+X = rng.normal(size=(3000, 6))
+y = X[:, 0] + 0.1 * rng.normal(size=3000)
+out = [None, None]
+def fit(i):
+    model = DeepGP(n_jobs=2, max_iter=200, random_state=0).fit(X, y)
+    out[i] = model.predict(X[:10])
+threads = [threading.Thread(target=fit, args=(i,)) for i in range(2)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+assert numba.threading_layer() == "workqueue"
+assert all(o is not None and np.all(np.isfinite(o)) for o in out)
+print("ok")
+"""
+
+
+def test_concurrent_fits_on_the_workqueue_threading_layer():
+    """numba's workqueue layer aborts the process when two parallel regions run at once; two
+    Python threads fitting with ``n_jobs=2`` must not launch them concurrently."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue",
+               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    result = subprocess.run([sys.executable, "-c", _CONCURRENT_FITS], env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-3000:]
