@@ -16,7 +16,7 @@ from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
 from ._linalg import CholeskyError
-from ._progress import progress, report
+from ._progress import iteration_line, progress, report
 from ._stochastic import run_adam
 from ._warn import warn
 
@@ -116,8 +116,8 @@ def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0,
     def callback(xk):
         history.append(guard.best_f)
         if verbose and len(history) % every == 0:
-            progress(f"[{name}] iter {len(history):5d}  objective {guard.best_f: .6e}  "
-                  f"{time.perf_counter() - t0:7.2f}s")
+            progress(iteration_line(name, len(history), max_iter, "objective", guard.best_f,
+                                    time.perf_counter() - t0))
         if report("lbfgs", -guard.best_f):
             stopped.append(True)
             raise StopIteration  # scipy ends the run and returns the current iterate

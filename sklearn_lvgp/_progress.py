@@ -12,7 +12,8 @@ import sys
 import time
 from contextlib import contextmanager
 
-__all__ = ["fit_progress", "report", "check_callback", "progress", "logger"]
+__all__ = ["fit_progress", "report", "check_callback", "progress", "iteration_line",
+           "logger"]
 
 #: The package's logger; ``verbose > 0`` messages go to it at INFO level.
 logger = logging.getLogger("sklearn_lvgp")
@@ -87,3 +88,44 @@ def progress(message):
         logger.setLevel(logging.INFO)
     logger.info(message)
 
+
+
+def _duration(seconds):
+    seconds = max(0.0, float(seconds))
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+
+
+def iteration_line(name, iteration, max_iter, label, value, elapsed):
+    """One ``verbose`` line of an optimiser: progress, the objective, elapsed time and ETA.
+
+    The ETA assumes the rest of ``max_iter`` runs at the average pace so far; a fit that
+    converges (``tol``) or stops early ends sooner, so it is an upper bound.
+
+    Parameters
+    ----------
+    name : str
+        Who is optimising (the estimator's name).
+    iteration, max_iter : int
+        Iterations done and the budget.
+    label : str
+        What ``value`` is (e.g. ``"objective"``, ``"ELBO estimate"``).
+    value : float
+        Its current value.
+    elapsed : float
+        Seconds since the optimisation started.
+
+    Returns
+    -------
+    line : str
+        E.g. ``"[DeepGP] iter  1200/10000 (12 %)  ELBO estimate -1.2e+03  14 s, at most
+        1 min 43 s left"``.
+    """
+    width = len(str(int(max_iter)))
+    share = 100.0 * iteration / max(int(max_iter), 1)
+    left = elapsed / max(iteration, 1) * max(int(max_iter) - iteration, 0)
+    return (f"[{name}] iter {iteration:{width}d}/{int(max_iter)} ({share:3.0f} %)  "
+            f"{label} {value: .6e}  {_duration(elapsed)}, at most {_duration(left)} left")

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._linalg import CholeskyError
-from ._progress import progress, report
+from ._progress import iteration_line, progress, report
 
 __all__ = ["AdamState", "DivergenceError", "StochasticResult", "run_adam", "minibatches",
            "learning_rate_at", "gamma_at"]
@@ -334,8 +334,8 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
         if lower is not None:
             x = np.clip(x, lower, upper)
         if verbose and it % every == 0:
-            progress(f"[{name}] iter {it:6d}  ELBO estimate {-f: .6e}  "
-                  f"{time.perf_counter() - t0:8.2f}s")
+            progress(iteration_line(name, it, max_iter, "ELBO estimate", -f,
+                                    time.perf_counter() - t0))
         extra = {}
         if validation is not None and it % validation_every == 0:
             score = float(validation(x))
