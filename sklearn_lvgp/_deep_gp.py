@@ -5,44 +5,26 @@ layer) and 5 (latent covariates). The model is :mod:`sklearn_lvgp._deep_gp_model
 the SVGP engine of :mod:`sklearn_lvgp._svgp`; the base class runs the optimiser.
 """
 
-from functools import partial
-
 import numpy as np
-from scipy.special import logsumexp
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._deep_gp_dask import fit_deep_gp_dask
+from ._deep_gp_fit import architecture, build, check_params, partial_fit_rows, run
 from ._deep_gp_model import (
-    build_model,
-    check_latent_options,
-    hidden_widths,
-    initial_layers,
     joint_predictive,
     kde_rows,
-    layer_kernels,
-    mean_log_density,
-    objectives,
+    mixture_log_density,
     path_components,
     prediction_paths,
     sample_outputs,
 )
 from ._engine._dask import is_dask_collection, map_row_blocks
-from ._iwvi import LatentDSVI
 from ._parallel import threads
-from ._progress import check_callback, fit_progress
 from ._scaling import column_moments
 from ._stochastic import AdamState
-from ._svgp import gaussian_log_density
-from ._validation import (
-    check_bool,
-    check_float,
-    check_int,
-    check_n_inducing,
-    check_natgrad_gamma,
-    check_option,
-)
+from ._validation import check_int, check_option
 from .base import _BaseLVGPRegressor
 
 __all__ = ["DeepGP"]
@@ -256,82 +238,27 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         self.encoder_hidden = encoder_hidden
 
     # ----------------------------------------------------------------------------- checks
-    def _hidden(self, n_features):
-        return hidden_widths(self.hidden_dims, self.n_layers, n_features)
-
     def _check_params(self, X, y):
-        check_int("n_layers", self.n_layers, min_value=1)
-        self._hidden(X.shape[1])
-        check_int("n_inducing", self.n_inducing, min_value=1)
-        check_bool("whiten", self.whiten)
-        check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True)
-        check_int("n_samples", self.n_samples, min_value=1)
-        check_int("n_predict_samples", self.n_predict_samples, min_value=1)
-        check_option("expectation", self.expectation, ("monte_carlo", "unscented"))
-        check_option("optimizer", self.optimizer, ("adam", "lbfgs"))
-        check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
-        check_option("learning_rate_schedule", self.learning_rate_schedule,
-                     ("constant", "staircase", "cosine"))
-        check_int("batch_size", self.batch_size, min_value=1, allow_none=True)
-        check_int("max_iter", self.max_iter, min_value=1)
-        if check_natgrad_gamma(self.natgrad_gamma) is not None:
-            if self.optimizer != "adam":
-                raise ValueError("natgrad_gamma is used with optimizer='adam' only.")
-        check_float("tol", self.tol, 0.0, allow_none=True)
-        check_bool("early_stopping", self.early_stopping)
-        check_float("validation_fraction", self.validation_fraction, 0.0, exclusive_min=True)
-        if self.validation_fraction >= 1:
-            raise ValueError(f"validation_fraction must be < 1, got {self.validation_fraction}.")
-        check_int("n_iter_no_change", self.n_iter_no_change, min_value=1)
-        check_bool("normalize_y", self.normalize_y)
-        check_option("positive_transform", self.positive_transform, ("softplus", "log"))
-        check_float("jitter", self.jitter, 0.0)
-        check_bool("warm_start", self.warm_start)
-        self._kernels = layer_kernels(self.kernel, self.n_layers)
-        if (self.optimizer == "lbfgs" and self.expectation == "monte_carlo"
-                and self.n_layers > 1):
-            raise ValueError("optimizer='lbfgs' needs a deterministic objective: use "
-                             "expectation='unscented' or n_layers=1 with Monte Carlo DSVI use "
-                             "optimizer='adam'.")
-        if self.early_stopping and X.shape[0] < 4:
-            raise ValueError(f"early_stopping needs at least 4 samples, got n_samples = "
-                             f"{X.shape[0]}.")
-        check_latent_options(self.get_params())
-        check_n_inducing(self.n_inducing, X.shape[0], "DeepGP")  # after the data-free checks
+        check_params(self, X)
 
     # -------------------------------------------------------------------------- building
     def _standardise(self, X, Y):
         self.X_mean_, self.X_scale_ = column_moments(X)
         self.y_mean_, self.y_scale_ = self._target_moments(Y)
 
-    def _architecture(self, n_features, n_targets):
-        """What a warm start must share with the previous fit to continue from it."""
-        return (int(self.n_layers), tuple(self._hidden(n_features)), int(n_features),
-                int(n_targets), int(self.n_inducing), bool(self.whiten), self.expectation,
-                self.positive_transform, float(self.jitter), repr(self.kernel),
-                self._latent(), self.inference, int(self.n_importance),
-                tuple(int(h) for h in self.encoder_hidden))
-
     def _latent(self):
         return int(self.latent_dim or 0)
 
     def _build(self, Xs, n_targets, random_state):
         """Architecture and initial parameters (Salimbeni & Deisenroth 2017, §5)."""
-        self._arch = self._architecture(Xs.shape[1], n_targets)
-        L, Dw = self.n_layers, self._latent()
-        dims = [Xs.shape[1] + Dw] + self._hidden(Xs.shape[1]) + [n_targets]
-        layers = initial_layers(Xs, dims, self._kernels if len(self._kernels) == L
-                                else self._kernels * L, self.n_inducing, bool(self.whiten),
-                                float(self.jitter), Dw, random_state)
-        latent = ((Dw, self.encoder_hidden, self.inference, self.n_importance) if Dw else None)
-        return build_model(layers, dims, self.get_params(), latent, random_state, LatentDSVI)
+        return build(self, Xs, n_targets, random_state)
 
     # ------------------------------------------------------------------------------- fit
     def _fit(self, X, y, random_state):
         Y = y.reshape(len(y), -1) if y.ndim == 1 else y
         self._y_ndim = y.ndim
         continuing = (self.warm_start and hasattr(self, "_x")
-                      and self._architecture(X.shape[1], Y.shape[1]) == self._arch)
+                      and architecture(self, X.shape[1], Y.shape[1]) == self._arch)
         if not continuing:
             self._standardise(X, Y)
         Xs = (X - self.X_mean_) / self.X_scale_
@@ -368,87 +295,13 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
             The updated model.
         """
         with self._all_or_nothing():
-            self._partial_fit(X, y)
+            partial_fit_rows(self, X, y)
         return self
-
-    def _partial_fit(self, X, y):
-        first = not hasattr(self, "_x")
-        X, y = self._validate_fit_data(X, y, reset=first)
-        self._check_params(X, y)
-        check_int("verbose", self.verbose, min_value=0)
-        Y = y.reshape(len(y), -1) if y.ndim == 1 else y
-        if not first and Y.shape[1] != self._model.dims[-1]:
-            raise ValueError(f"y has {Y.shape[1]} targets; the model was fitted with "
-                             f"{self._model.dims[-1]}.")
-        if first or not hasattr(self, "_rs_partial"):
-            self._rs_partial = check_random_state(self.random_state)
-        rs = self._rs_partial
-        check_callback(self.callback)
-        with threads(self.n_jobs), fit_progress(self, self.callback):
-            if first:
-                self._y_ndim = y.ndim
-                self._standardise(X, Y)
-                self._model, self._x = self._build((X - self.X_mean_) / self.X_scale_,
-                                                   Y.shape[1], rs)
-                self._state = AdamState(self._x.size)
-                self.n_iter_ = 0
-                self._elbo_hist = []
-                self.n_samples_seen_ = 0
-            self.n_samples_seen_ += X.shape[0]
-            Xs = (X - self.X_mean_) / self.X_scale_
-            Ys = (Y - self.y_mean_) / self.y_scale_
-            bs = self._batch(X.shape[0])
-            steps = int(np.ceil(X.shape[0] / bs))
-            self._run(Xs, Ys, rs, steps, False, n_total=self.n_samples_seen_, force_adam=True)
-
-    def _batch(self, n):
-        return n if self.batch_size is None else min(int(self.batch_size), n)
 
     def _run(self, Xs, Ys, rs, max_iter, early_stopping, n_total=None, force_adam=False,
              batch_elbo=None):
-        """The optimisation; ``batch_elbo(x, idx, scale)``, when given, evaluates minibatches
-        of rows held elsewhere (a Dask fit: ``Xs`` is then ``None`` and ``n_total`` the rows)."""
-        model = self._model
-        self.validation_scores_ = None
-        if early_stopping:
-            Xs, Ys, Xv, Yv = self._validation_split(Xs, Ys, rs)
-        N = n_total if Xs is None else Xs.shape[0]
-        N_scale = N if n_total is None else n_total
-        bs = self._batch(N)
-        S = self.n_samples
-        lbfgs = self.optimizer == "lbfgs" and not force_adam
-        if lbfgs and self.n_iter_ == 0:
-            # start the last layer at its optimal q(u) for the initial hyperparameters (one
-            # γ = 1 natural-gradient step, Salimbeni 2020, §3.4.1): from q(u) = p(u) the first line
-            # search of L-BFGS tends to jump to the all-noise optimum
-            self._x = model.natgrad(self._x, Xs, Ys, 1.0, S, 1.0, rs)
-        full, minibatch, natgrad = objectives(model, Xs, Ys, N_scale, S, rs, batch_elbo)
-
-        use_ngd = self.natgrad_gamma is not None
-        validation = None
-        if early_stopping:
-            paths = self._draw_predict_eps(rs, min(10, self.n_predict_samples))
-            validation = partial(mean_log_density, model, X=Xv, Y=Yv, paths=paths)
-        adam = {} if lbfgs else {
-            "schedule": self.learning_rate_schedule, "horizon": self.max_iter,
-            "natgrad": natgrad if use_ngd else None, "gamma": self.natgrad_gamma,
-            "frozen": model.last_q_mask() if use_ngd else None,
-            "validation": validation,
-            "n_iter_no_change": self.n_iter_no_change, "state": self._state,
-            "tol": 1e-4 if self.tol is None else self.tol}
-        self._x, hist, n_iter, self.validation_scores_ = self._optimise(
-            "lbfgs" if lbfgs else "adam", self._x, model.bounds(), full=full,
-            minibatch=minibatch, n_data=N, batch_size=bs, random_state=rs, max_iter=max_iter,
-            **adam)
-        self.n_iter_ += n_iter
-        self._elbo_hist.extend(hist.tolist())
-        self.elbo_ = float(np.mean(hist[-(1 if lbfgs else 100):]))
-        self.elbo_history_ = np.asarray(self._elbo_hist)
-        layers, noise, _ = model.unpack(self._x)
-        self.layers_ = layers
-        self.inducing_inputs_ = [layer.Z for layer in layers]
-        self.noise_variance_ = noise
-        self._predict_eps = self._draw_predict_eps(rs, self.n_predict_samples)
+        """The optimisation (:func:`sklearn_lvgp._deep_gp_fit.run`)."""
+        run(self, Xs, Ys, rs, max_iter, early_stopping, n_total, force_adam, batch_elbo)
 
     def _draw_predict_eps(self, rs, S):
         return prediction_paths(self._model.dims, self._latent(), rs, S)
@@ -549,10 +402,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
             return self._log_density_kde(X, y, n_kde_samples, random_state)
         mu, var, noise = self._components(X)
         Y = self._check_targets(y, *mu.shape[1:])
-        m = self.y_mean_ + self.y_scale_ * mu
-        v = self.y_scale_ ** 2 * (var + noise)
-        lp = gaussian_log_density(Y[None], m, v).sum(axis=2)
-        return logsumexp(lp, axis=0) - np.log(lp.shape[0])
+        return mixture_log_density(mu, var, noise, Y, self.y_mean_, self.y_scale_)
 
     def _log_density_kde(self, X, y, n_kde_samples, random_state):
         """KDE log density of ``y`` from :meth:`sample_y` draws (Salimbeni 2020, Table 5.1)."""

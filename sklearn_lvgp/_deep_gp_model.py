@@ -31,8 +31,8 @@ from .kernels import RBF, as_lvgp_kernel
 from .metrics import kde_log_density
 
 __all__ = ["_DSVI", "initial_layers", "build_model", "sample_outputs", "prediction_paths",
-           "path_components", "kde_rows", "mean_log_density", "layer_joint",
-           "joint_predictive", "objectives", "layer_kernels",
+           "path_components", "kde_rows", "mean_log_density", "mixture_log_density",
+           "layer_joint", "joint_predictive", "objectives", "layer_kernels",
            "check_latent_options", "hidden_widths",
            "DELTA", "INNER_SQRT_SCALE", "MIN_NOISE", "PREDICT_POINTS"]
 
@@ -444,6 +444,15 @@ def mean_log_density(model, x, X, Y, paths):
     mu, var, noise = model.predict_components(x, X, *paths)
     lp = gaussian_log_density(Y[None], mu, var + noise).sum(axis=2)
     return float(np.mean(logsumexp(lp, axis=0) - np.log(lp.shape[0])))
+
+
+def mixture_log_density(mu, var, noise, Y, y_mean, y_scale):
+    """Log density of rows ``Y`` (original units) under the mixture over paths of the
+    standardised components ``(mu, var, noise)`` (Salimbeni 2020, eqs. 2.20-2.21)."""
+    m = y_mean + y_scale * mu
+    v = y_scale ** 2 * (var + noise)
+    lp = gaussian_log_density(Y[None], m, v).sum(axis=2)
+    return logsumexp(lp, axis=0) - np.log(lp.shape[0])
 
 
 def layer_joint(layer, H, jitter):

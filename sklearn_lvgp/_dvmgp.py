@@ -1,18 +1,21 @@
 """DVMGP: deep variational Mahalanobis Gaussian process regression (de Souza 2020, ch. 4)."""
 
 import numbers
-import warnings
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin
-from sklearn.cluster import KMeans
-from sklearn.decomposition import PCA
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
 
-from ._engine._dvmgp import dvmgp_elbo_and_grads
+from ._dvmgp_parts import (
+    _chol,
+    _elbo_and_grads,
+    initial_params,
+    length_scale_init,
+    make_packer,
+    optimise_phase,
+    sample_targets,
+)
 from ._linalg import settled_jitter
 from ._objectives._collapsed import predictive_moments
 from ._objectives._dvmgp_bound import (
@@ -22,9 +25,7 @@ from ._objectives._dvmgp_bound import (
     projection_forward,
     projection_kernels,
 )
-from ._optimize import minimize_adam, minimize_lbfgsb
 from ._parallel import threads
-from ._params import ParamPacker
 from ._scaling import NORMALIZE_OPTIONS, normalization
 from ._svgp._likelihoods import gaussian_log_density
 from ._validation import (
@@ -40,34 +41,6 @@ from .base import _BaseLVGPRegressor
 __all__ = ["DVMGP"]
 
 _PREDICT_CHUNK = 256
-#: K-means restarts of the initial inducing inputs (K-means as in de Souza 2020, §4.4).
-_KMEANS_N_INIT = 100
-
-
-def _kmeans_centres(A, n_clusters, seed):
-    """K-means centres of the rows of ``A`` (de Souza 2020, §4.4); the rows themselves when
-    there are exactly ``n_clusters`` of them."""
-    if n_clusters == A.shape[0]:
-        return np.array(A, dtype=np.float64)
-    with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="openmp"):
-        # duplicate rows can leave fewer distinct clusters than asked; K_u's jitter copes.
-        # One OpenMP thread: a started OpenMP pool hangs any later fork of this process (and
-        # scikit-learn's k-means gives the same centres for any thread count)
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        km = KMeans(n_clusters=n_clusters, n_init=_KMEANS_N_INIT, random_state=seed).fit(A)
-    return np.array(km.cluster_centers_, dtype=np.float64)
-
-
-def _pca_directions(X, Q):
-    """``PCA(Q).fit(X).components_`` (de Souza 2020, §4.4), padded with zero rows beyond the
-    data's rank."""
-    q = min(Q, X.shape[0], X.shape[1])
-    P = np.zeros((Q, X.shape[1]))
-    if np.any(np.ptp(X, axis=0) > 0):
-        P[:q] = PCA(n_components=q, svd_solver="full").fit(X).components_
-    else:
-        P[:q, :q] = np.eye(q)
-    return P
 
 
 class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _BaseLVGPRegressor):
@@ -232,12 +205,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
 
     # -------------------------------------------------------------------------------- fit
     def _packer(self, Q, D, m_u, m_v):
-        blocks = [("zeta", (m_u, Q)), ("Xi", (m_v, D)), ("mu", (Q, m_v, D)),
-                  ("c_diag", (Q, m_v), "log")]
-        if self.qv_covariance == "full":
-            blocks.append(("c_off", (Q, m_v * (m_v - 1) // 2)))
-        blocks += [("wtheta", (Q, 1 + D)), ("signal_std", (), "log"), ("noise", (), "log")]
-        return ParamPacker(blocks)
+        return make_packer(self.qv_covariance, Q, D, m_u, m_v)
 
     def _fit(self, X, y, random_state):
         Y = self._targets_2d(y)
@@ -255,18 +223,10 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         # an int random_state seeds K-means directly (19960111 reproduces the paper's init)
         seed = (int(self.random_state) if isinstance(self.random_state, numbers.Integral)
                 else int(random_state.randint(np.iinfo(np.int32).max)))
-        P = _pca_directions(Xs, Q)
-        Xi0 = _kmeans_centres(Xs, m_v, seed)
-        zeta0 = _kmeans_centres(Xs @ P.T, m_u, seed)
-        mu0 = np.broadcast_to(P[:, None, :], (Q, m_v, D)).copy()
-        wtheta0 = np.zeros((Q, 1 + D))
-        wtheta0[:, 1:] = np.log(self._length_scale_init(D))
-        params0 = {"zeta": zeta0, "Xi": Xi0, "mu": mu0, "c_diag": np.full((Q, m_v), 1.001 / D),
-                   "c_off": np.zeros((Q, m_v * (m_v - 1) // 2)),
-                   "wtheta": wtheta0, "signal_std": np.sqrt(var_y),
-                   "noise": float(self.noise_variance_init) * var_y}
+        params0 = initial_params(Xs, Q, m_u, m_v, seed, self._length_scale_init(D),
+                                 self.noise_variance_init, var_y)
         kern = output_kernel(params0["signal_std"], Q)
-        jitter = settled_jitter(kern.K(zeta0), self.jitter, name="K_u", scale=var_y)
+        jitter = settled_jitter(kern.K(params0["zeta"]), self.jitter, name="K_u", scale=var_y)
 
         packer = self._packer(Q, D, m_u, m_v)
         self._shapes = (Q, D, m_u, m_v)
@@ -276,7 +236,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         for budget, fix_noise in phases:
             if budget == 0:
                 continue
-            res = self._optimise(packer, x, Xs, Ys, jitter, budget, fix_noise, var_y)
+            res = optimise_phase(self, packer, x, Xs, Ys, jitter, budget, fix_noise, var_y)
             x = res.x
             history.append(-np.asarray(res.history))
             n_iter += res.n_iter
@@ -299,37 +259,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         return self
 
     def _length_scale_init(self, D):
-        if self.projection_length_scale_init is not None:
-            return float(self.projection_length_scale_init)
-        # keeps E‖x − x'‖² / ℓ² = 4 for standardised inputs, the paper's value at D = 2 (ℓ = 1)
-        return float(np.sqrt(max(D, 2) / 2.0))
-
-    def _optimise(self, packer, x0, Xs, Ys, jitter, budget, fix_noise, var_y):
-        noise_slice = packer.slice("noise")
-
-        def objective(flat):
-            p = packer.unpack(flat)
-            value, grads, _ = _elbo_and_grads(Xs, Ys, p, jitter, self.qv_covariance)
-            g = -packer.pack_grad(grads, p)
-            if fix_noise:
-                g[noise_slice] = 0.0
-            return -value, g
-
-        name = type(self).__name__ + (" (noise fixed)" if fix_noise else "")
-        if self.optimizer == "adam":
-            return minimize_adam(objective, x0, learning_rate=self.learning_rate,
-                                 max_iter=budget, tol=None, verbose=self.verbose, name=name)
-        bounds = np.full((packer.size, 2), [-np.inf, np.inf])
-        wt = packer.slice("wtheta")
-        bounds[wt] = np.log([1e-5, 1e5])
-        bounds[noise_slice] = ([x0[noise_slice][0]] * 2 if fix_noise
-                               else np.log([1e-8 * var_y, 1e3 * var_y]))
-        with warnings.catch_warnings():
-            if fix_noise:
-                # the first phase is a fixed budget, not a convergence target
-                warnings.simplefilter("ignore", ConvergenceWarning)
-            return minimize_lbfgsb(objective, x0, bounds=bounds, max_iter=budget,
-                                   verbose=self.verbose, name=name)
+        return length_scale_init(self.projection_length_scale_init, D)
 
     # --------------------------------------------------------------------------- prediction
     def _standardise(self, X):
@@ -459,22 +389,10 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         Xs = self._standardise(X)
         S = check_int("n_samples", n_samples, min_value=1)
         rs = check_random_state(random_state)
-        n, Q = Xs.shape[0], self.inducing_inputs_.shape[1]
-        Dy = self.y_mean_.shape[0]
-        out = np.empty((n, S, Dy))
-        kern = output_kernel(self.signal_std_, Q)
-        step = max(1, 4096 // S)
         with threads(self.n_jobs):
             h, eta = self._latent(Xs)
-            for a in range(0, n, step):
-                b = min(n, a + step)
-                z = (h[a:b, None, :] + np.sqrt(eta[a:b, None, :])
-                     * rs.standard_normal((b - a, S, Q))).reshape(-1, Q)
-                m, v = predictive_moments(self._post, kern.Kdiag(z),
-                                          kern.K(z, self.inducing_inputs_), None)
-                f = m + np.sqrt(v) * rs.standard_normal(m.shape)
-                yy = f + np.sqrt(self.noise_variance_) * rs.standard_normal(m.shape)
-                out[a:b] = yy.reshape(b - a, S, Dy)
+            out = sample_targets(self._post, self.inducing_inputs_, self.signal_std_,
+                                 self.noise_variance_, h, eta, S, self.y_mean_.shape[0], rs)
         out = out * self.y_scale_ + self.y_mean_
         return out[:, :, 0] if self._y_ndim == 1 else np.ascontiguousarray(np.swapaxes(out, 1, 2))
 
@@ -488,59 +406,3 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         tags.transformer_tags.preserves_dtype = ["float64"]
         return tags
 
-
-# ------------------------------------------------------------------------------ the objective
-
-def _chol(p, qv_covariance):
-    """q(V) Cholesky factors from the packed blocks: diagonals, or full lower factors."""
-    c = p["c_diag"]
-    if qv_covariance == "diag":
-        return c
-    Q, m_v = c.shape
-    L = np.zeros((Q, m_v, m_v))
-    i, j = np.tril_indices(m_v, -1)
-    L[:, i, j] = p["c_off"]
-    L[:, np.arange(m_v), np.arange(m_v)] = c
-    return L
-
-
-def _elbo_and_grads(X, Y, p, jitter, qv_covariance, max_tries=0):
-    """DVMGP ELBO, its gradient wrt each constrained block, and the q(u) posterior.
-
-    The bound is that of de Souza (2020, app. A.1.3), with its log-determinant terms
-    corrected to ``+½ log|K_u| − ½ log|σ²K_u + Ψ2|``.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n, D)
-        Standardised inputs.
-    Y : ndarray of shape (n, D_y)
-        Standardised targets.
-    p : dict
-        Blocks ``zeta``, ``Xi``, ``mu`` (Q, m_v, D), ``c_diag`` (and ``c_off`` for a full
-        covariance), ``wtheta``, ``signal_std``, ``noise``.
-    jitter : float
-        Relative jitter on ``K_u`` and ``K_v``.
-    qv_covariance : {"diag", "full"}
-        Shape of Σ_q.
-    max_tries : int, default=0
-        Jitter escalations of ``K_u`` allowed (0 inside the optimiser).
-
-    Returns
-    -------
-    elbo : float
-    grads : dict
-        Gradient of the ELBO wrt every block of ``p`` (natural space).
-    post : CollapsedPosterior
-    """
-    elbo, grads, post = dvmgp_elbo_and_grads(X, Y, p, _chol(p, qv_covariance), jitter,
-                                             max_tries=max_tries)
-    dchol = grads.pop("chol")
-    if qv_covariance == "diag":
-        grads["c_diag"] = dchol
-    else:
-        m_v = dchol.shape[1]
-        i, j = np.tril_indices(m_v, -1)
-        grads["c_diag"] = dchol[:, np.arange(m_v), np.arange(m_v)]
-        grads["c_off"] = dchol[:, i, j]
-    return elbo, grads, post

@@ -9,36 +9,24 @@ interleaved, Salimbeni 2020, §4.2) or L-BFGS-B for the deterministic objectives
 
 
 import numpy as np
-from scipy.special import logsumexp
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 
-from ._cde import (
-    CHUNK_POINTS,
-    CDEModel,
-    predictive_log_density,
-    predictive_marginals,
-    projection_sample,
-)
-from ._cde._init import initial_values
+from ._cde._fit import build, check_params, run
 from ._cde._joint import latent_cross_covariance
 from ._cde._likelihood import mixture_quantiles
-from ._cde._warm_start import full_bound, gp_warm_start
-from ._parallel import threads
-from ._psi._rules import gauss_hermite_rule
-from ._scaling import column_moments
-from ._validation import (
-    check_bool,
-    check_float,
-    check_int,
-    check_layer_widths,
-    check_n_inducing,
-    check_natgrad_gamma,
-    check_option,
+from ._cde._predict import (
+    component_chunks,
+    grid_log_density,
+    mixture_log_density,
+    mixture_moments,
+    prediction_nodes,
+    sample_targets,
 )
+from ._parallel import threads
+from ._scaling import column_moments
+from ._validation import check_int
 from .base import _BaseLVGPRegressor
-from .kernels import RBF, as_lvgp_kernel
-from .kernels._stationary import _Stationary
 
 __all__ = ["GPCDE"]
 
@@ -242,80 +230,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
 
     # ----------------------------------------------------------------------------- checks
     def _check_params(self, X, y):
-        Dw = check_int("latent_dim", self.latent_dim, min_value=0)
-        check_option("q_w", self.q_w, ("quadrature", "gaussian", "amortized"))
-        H = check_int("gh_order", self.gh_order, min_value=1)
-        if self.q_w == "quadrature" and Dw > 2:
-            raise ValueError(
-                f"q_w='quadrature' evaluates gh_order**latent_dim = {H}**{Dw} = {H ** Dw} "
-                f"GP marginals per data point per step; it is limited to latent_dim <= 2. Use "
-                f"q_w='amortized' or q_w='gaussian' for latent_dim={Dw}.")
-        check_option("expectation", self.expectation, ("monte_carlo", "unscented"))
-        check_int("n_samples", self.n_samples, min_value=1)
-        check_int("input_projection_dim", self.input_projection_dim, min_value=1,
-                  allow_none=True)
-        check_int("output_mixing_dim", self.output_mixing_dim, min_value=1, allow_none=True)
-        self._kernel = as_lvgp_kernel(self.kernel)
-        check_int("n_inducing", self.n_inducing, min_value=1)
-        check_bool("whiten", self.whiten)
-        check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True)
-        check_option("optimizer", self.optimizer, ("adam", "lbfgs"))
-        check_natgrad_gamma(self.natgrad_gamma)
-        check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
-        check_option("learning_rate_schedule", self.learning_rate_schedule,
-                     ("constant", "staircase", "cosine"))
-        check_int("batch_size", self.batch_size, min_value=1, allow_none=True)
-        check_int("max_iter", self.max_iter, min_value=1)
-        check_float("tol", self.tol, 0.0, allow_none=True)
-        check_layer_widths("encoder_hidden", self.encoder_hidden)
-        check_int("n_predict_samples", self.n_predict_samples, min_value=1)
-        check_bool("normalize_y", self.normalize_y)
-        check_option("init", self.init, ("auto", "gp", "prior"))
-        if self.init == "gp" and not self._gp_init_possible(Dw):
-            raise ValueError(
-                "init='gp' switches the latent dimensions off through their length scales: it "
-                "needs latent_dim >= 1, a stationary kernel with one length scale per input "
-                "dimension (ARD) and non-fixed length-scale bounds, and no input_projection_dim "
-                "or output_mixing_dim; use init='prior'.")
-        check_float("jitter", self.jitter, 0.0)
-        if self.optimizer == "lbfgs":
-            deterministic = self.input_projection_dim is None and (
-                self.q_w == "quadrature" or Dw == 0 or self.expectation == "unscented")
-            if not deterministic:
-                raise ValueError(
-                    "optimizer='lbfgs' needs a deterministic objective: q_w='quadrature', or "
-                    "q_w='gaussian'/'amortized' with expectation='unscented', and no "
-                    "input_projection_dim; use optimizer='adam' for sampled objectives.")
-        check_n_inducing(self.n_inducing, X.shape[0], "GPCDE")  # after the data-free checks
-
-    def _gp_init_possible(self, Dw):
-        if Dw < 1 or self.input_projection_dim is not None or self.output_mixing_dim is not None:
-            return False
-        if self._kernel is None:
-            return True
-        k = self._kernel
-        return (isinstance(k, _Stationary) and np.ndim(k.length_scale) == 1
-                and not isinstance(k.length_scale_bounds, str))
-
-    # ------------------------------------------------------------------------- building
-    def _build(self, Xs, Ys, random_state):
-        """Structure and initial parameters (Salimbeni 2020, §4.2.3 and §4.4)."""
-        N, Dx = Xs.shape
-        Dy = Ys.shape[1]
-        Dw = int(self.latent_dim)
-        Dh = Dx if self.input_projection_dim is None else int(self.input_projection_dim)
-        L = Dy if self.output_mixing_dim is None else int(self.output_mixing_dim)
-        M = int(self.n_inducing)
-        D = Dh + Dw
-        kernel = (RBF(length_scale=np.full(D, np.sqrt(D)), variance=1.0) if self._kernel is None
-                  else self._kernel.initialize(D, random_state))
-        model = CDEModel(kernel, Dx, self.input_projection_dim, Dw, L, Dy, M,
-                         self.output_mixing_dim is not None, self.q_w, self.expectation,
-                         int(self.n_samples), int(self.gh_order), N,
-                         tuple(self.encoder_hidden), bool(self.whiten), float(self.jitter))
-        values = initial_values(model, kernel, Xs, Ys, float(self.noise_variance_init),
-                                self.q_w, random_state)
-        return model, model.pack(values)
+        check_params(self, X)
 
     # ------------------------------------------------------------------------------- fit
     def _fit(self, X, y, random_state):
@@ -324,54 +239,10 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         self.y_mean_, self.y_scale_ = self._target_moments(Y)
         Xs = (X - self.X_mean_) / self.X_scale_
         Ys = (Y - self.y_mean_) / self.y_scale_
-        model, x0 = self._build(Xs, Ys, random_state)
+        model, x0 = build(self, Xs, Ys, random_state)
         self._model = model
-        N = Xs.shape[0]
-        bs = N if self.batch_size is None else min(int(self.batch_size), N)
-        all_rows = np.arange(N)
-        rs = random_state
-        gp_start = self.init == "gp"
-        # "auto" starts from the prior but, as "gp", keeps the switched-off fit if it is better
-        compare = gp_start or (self.init == "auto" and self._gp_init_possible(model.Dw))
-        self.gp_elbo_, self.latent_used_ = None, True
-        if compare:
-            n_warm = self.max_iter if self.optimizer == "lbfgs" else min(self.max_iter, 1000)
-            x_gp, x_off, self.gp_elbo_ = gp_warm_start(model, x0, Xs, Ys, rs, n_warm, self.q_w,
-                                                       self.verbose)
-            if gp_start:
-                x0 = x_gp
-        if self.optimizer == "lbfgs" and not gp_start:
-            x0 = model.natgrad(x0, Xs, Ys, all_rows, 1.0, 1.0, rs)
-
-        def full(x):
-            f, g = model.elbo(x, Xs, Ys, all_rows, 1.0, rs)
-            return -f, -g
-
-        def minibatch(x, idx):
-            f, g = model.elbo(x, Xs[idx], Ys[idx], idx, N / idx.size, rs)
-            return -f, -g
-
-        def natgrad(x, idx, gamma):
-            return model.natgrad(x, Xs[idx], Ys[idx], idx, N / idx.size, gamma, rs)
-
-        use_ngd = self.natgrad_gamma is not None
-        adam = {} if self.optimizer == "lbfgs" else {
-            "schedule": self.learning_rate_schedule, "gamma": self.natgrad_gamma,
-            "natgrad": natgrad if use_ngd else None, "frozen": model.q_mask() if use_ngd else None}
-        self._x, self.elbo_history_, self.n_iter_, _ = self._optimise(
-            self.optimizer, x0, model.bounds(), full=full, minibatch=minibatch, n_data=N,
-            batch_size=bs, random_state=rs, **adam)
-        # L-BFGS-B: the bound at the end; Adam: the mean of the last 100 minibatch estimates
-        self.elbo_ = float(np.mean(self.elbo_history_[-(1 if self.optimizer == "lbfgs"
-                                                        else 100):]))
-        if compare:
-            final = (self.elbo_ if model.deterministic
-                     else full_bound(model, self._x, Xs, Ys, rs))
-            if self.gp_elbo_ > final:
-                self._x, self.elbo_, self.latent_used_ = x_off, self.gp_elbo_, False
-            else:
-                self.elbo_ = final
-        self._set_fitted(rs)
+        run(self, model, x0, Xs, Ys, random_state)
+        self._set_fitted(random_state)
         return self
 
     def _set_fitted(self, rs):
@@ -386,38 +257,19 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         self.A_mean_ = p["A_mu"] if model.projection else None
         self.A_std_ = p["A_s"] if model.projection else None
         # predictive integration over w (and A) under the prior p(w)
-        if not model.projection and model.Dw <= 2:
-            rule = gauss_hermite_rule(int(self.gh_order), model.Dw, max_points=np.inf)
-            self._nodes, self._logw = rule.nodes, rule.log_weights
-            self._A_draws = None
-        else:
-            S = int(self.n_predict_samples)
-            self._nodes = rs.standard_normal((S, model.Dw))
-            self._logw = np.full(S, -np.log(S))
-            self._A_draws = (self.A_mean_[None] + self.A_std_[None]
-                             * rs.standard_normal((S,) + self.A_mean_.shape)
-                             if model.projection else None)
+        self._nodes, self._logw, self._A_draws = prediction_nodes(
+            model, self.gh_order, self.n_predict_samples, self.A_mean_, self.A_std_, rs)
 
     # --------------------------------------------------------------------------- predict
     def _component_chunks(self, Xs):
         """``(rows, mu, var)`` of the latent marginals at every node, in row chunks."""
-        J = self._nodes.shape[0]
-        rows = max(1, CHUNK_POINTS // J)
-        with threads(self.n_jobs):
-            for start in range(0, Xs.shape[0], rows):
-                sl = slice(start, min(start + rows, Xs.shape[0]))
-                mu, var = self._model.predict_components(self._x, Xs[sl], self._nodes,
-                                                         self._A_draws)
-                yield sl, mu, var
+        return component_chunks(self._model, self._x, Xs, self._nodes, self._A_draws,
+                                self.n_jobs)
 
     def _mixture_moments(self, Xs):
         """Per-node means/variances of every output, ``(n, J, D_y)``, original units."""
-        means, varis = [], []
-        for _, mu, var in self._component_chunks(Xs):
-            m, v = predictive_marginals(mu, var, self.P_, self.noise_variance_)
-            means.append(self.y_mean_ + self.y_scale_ * m)
-            varis.append(self.y_scale_ ** 2 * v)
-        return np.concatenate(means), np.concatenate(varis)
+        return mixture_moments(self._component_chunks(Xs), self.P_, self.noise_variance_,
+                               self.y_mean_, self.y_scale_)
 
     def predict(self, X, return_std=False, return_cov=False):
         """Mean (and standard deviation or covariance) of the predictive mixture ``p(y | x)``.
@@ -489,11 +341,8 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         Xs = self._standardised_inputs(X)
         Y = self._check_targets(y, Xs.shape[0], self.y_mean_.size)
         Ys = (Y - self.y_mean_) / self.y_scale_
-        out = np.empty(Xs.shape[0])
-        for sl, mu, var in self._component_chunks(Xs):
-            lp = predictive_log_density(Ys[sl][:, None, :], mu, var, self.P_,
-                                        self.noise_variance_)
-            out[sl] = logsumexp(lp + self._logw[None, :], axis=1)
+        out = mixture_log_density(self._component_chunks(Xs), Ys, self.P_,
+                                  self.noise_variance_, self._logw)
         return out - np.sum(np.log(self.y_scale_))
 
     def predict_density(self, X, y_grid):
@@ -518,11 +367,8 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
             raise ValueError(f"y_grid must be finite with {self.y_mean_.size} target column(s), "
                              f"got shape {np.shape(y_grid)}.")
         Gs = (G - self.y_mean_) / self.y_scale_
-        out = np.empty((Xs.shape[0], G.shape[0]))
-        for sl, mu, var in self._component_chunks(Xs):
-            lp = predictive_log_density(Gs[None, None], mu[:, :, None], var[:, :, None],
-                                        self.P_, self.noise_variance_)
-            out[sl] = logsumexp(lp + self._logw[None, :, None], axis=1)
+        out = grid_log_density(self._component_chunks(Xs), Xs.shape[0], Gs, self.P_,
+                               self.noise_variance_, self._logw)
         return np.exp(out - np.sum(np.log(self.y_scale_)))
 
     def predict_quantiles(self, X, q):
@@ -569,19 +415,8 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         Xs = self._standardised_inputs(X)
         S = check_int("n_samples", n_samples, min_value=1)
         rs = check_random_state(random_state)
-        model = self._model
         n = Xs.shape[0]
-        Xr = np.repeat(Xs, S, axis=0)
-        if model.projection:
-            h, _ = projection_sample(Xr, self.A_mean_, self.A_std_,
-                                     rs.standard_normal((n * S, model.Dh)))
-        else:
-            h = Xr
-        w = rs.standard_normal((n * S, model.Dw))
-        with threads(self.n_jobs):
-            mu, var = self._model.point_marginals(self._x, np.hstack([h, w]))
-        f = mu + np.sqrt(var) * rs.standard_normal(mu.shape)
-        ys = f if self.P_ is None else f @ self.P_
-        ys = ys + np.sqrt(self.noise_variance_) * rs.standard_normal(ys.shape)
+        ys = sample_targets(self._model, self._x, Xs, S, rs, self.A_mean_, self.A_std_, self.P_,
+                            self.noise_variance_, self.n_jobs)
         ys = (self.y_mean_ + self.y_scale_ * ys).reshape(n, S, -1).transpose(0, 2, 1)
         return ys[:, 0, :] if self._y_ndim == 1 else ys

@@ -1,23 +1,62 @@
-"""The start of an ``UnscentedGPLVM`` fit and its alternating optimisation, shared by the
-in-memory and the Dask fits (:mod:`sklearn_lvgp._gplvm_dask`)."""
+"""The pieces of an ``UnscentedGPLVM`` fit: the parameter checks, the start, the ELBO
+(collapsed bound − KL) with its gradients and the joint objective of all parameters, the bounds
+of the packed parameters, and the optimisers (joint L-BFGS-B or Adam, and the alternating one
+shared with the Dask fit of :mod:`sklearn_lvgp._gplvm_dask`)."""
 
 import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ._engine import CollapsedPsiBound
 from ._engine._alternating import fit_alternating
 from ._init import select_inducing
 from ._linalg import settled_jitter
+from ._objectives._kl import standard_normal_kl_and_vjp
+from ._optimize import minimize_adam, minimize_lbfgsb
 from ._params import ParamPacker
-from ._psi import make_rule
+from ._psi import EXPECTATIONS, make_rule, monte_carlo_rule
+from ._scaling import NORMALIZE_OPTIONS
+from ._validation import check_float, check_int, check_n_inducing, check_option
 from ._warn import warn
+from .kernels import as_lvgp_kernel
 from .kernels._stationary import default_rbf
 
-__all__ = ["ALTERNATING_MIN_ROWS", "initial_model", "run_alternating"]
+__all__ = ["ALTERNATING_MIN_ROWS", "check_params", "elbo_and_grads", "global_bounds",
+           "initial_model", "joint_objective", "joint_packer", "optimise_joint",
+           "run_alternating", "warn_if_not_ard"]
 
 #: Rows from which ``optimizer="auto"`` uses the alternating local/global optimiser.
 ALTERNATING_MIN_ROWS = 100_000
+
+
+def check_params(est, X):
+    """The hand-written parameter checks of ``est`` on the rows ``X`` (numpy or dask); sets the
+    kernel template ``est._kernel``."""
+    check_int("n_components", est.n_components, min_value=1)
+    check_option("expectation", est.expectation, EXPECTATIONS)
+    check_n_inducing(est.n_inducing, X.shape[0], type(est).__name__)
+    check_int("gh_order", est.gh_order, min_value=1)
+    check_int("n_samples", est.n_samples, min_value=1)
+    check_float("latent_variance_init", est.latent_variance_init, 0.0, exclusive_min=True)
+    check_float("noise_variance_init", est.noise_variance_init, 0.0, exclusive_min=True,
+                allow_none=True)
+    check_option("normalize_X", est.normalize_X, NORMALIZE_OPTIONS)
+    check_option("optimizer", est.optimizer, ("auto", "lbfgs", "alternating", "adam"))
+    check_int("max_iter", est.max_iter, min_value=1)
+    check_float("tol", est.tol, 0.0, allow_none=True)
+    check_float("learning_rate", est.learning_rate, 0.0, exclusive_min=True)
+    check_int("transform_max_iter", est.transform_max_iter, min_value=1)
+    check_float("jitter", est.jitter, 0.0)
+    est._kernel = as_lvgp_kernel(est.kernel, input_dim=est.n_components)
+    if isinstance(est.init, str):
+        check_option("init", est.init, ("pca", "pca_unscaled", "random"))
+    if est.expectation == "monte_carlo" and est.optimizer in ("lbfgs", "alternating"):
+        raise ValueError("expectation='monte_carlo' gives a stochastic objective; use "
+                         f"optimizer='adam' (or 'auto'), not {est.optimizer!r}.")
+    if X.shape[0] < 2:
+        raise ValueError(f"UnscentedGPLVM needs at least 2 samples, got n_samples = "
+                         f"{X.shape[0]}.")
 
 
 def initial_model(est, mu0, latent_scales, var_y, random_state):
@@ -46,6 +85,65 @@ def initial_model(est, mu0, latent_scales, var_y, random_state):
     jitter = settled_jitter(kernel.K(Z0), est.jitter)
     return kernel, name, rule, optimizer, Z0, noise0, jitter, var_y
 
+
+def global_bounds(packer, kernel, var_y):
+    """Box bounds of a packed vector: the kernel's θ bounds and log σ² within
+    ``[1e-10, 1e3] · var_y``; the other blocks are free."""
+    bounds = np.full((packer.size, 2), [-np.inf, np.inf])
+    bounds[packer.slice("theta")] = kernel.bounds
+    bounds[packer.slice("noise")] = [np.log(1e-10 * var_y), np.log(1e3 * var_y)]
+    return bounds
+
+
+def elbo_and_grads(kernel, Y, p, rule, jitter, max_tries=0, bound=None):
+    """ELBO (collapsed bound − KL), its gradient wrt each constrained block, the posterior.
+
+    ``bound``: the fit's :class:`~sklearn_lvgp._engine.CollapsedPsiBound` of ``Y`` (chunks,
+    threads and buffers reused from one evaluation to the next); ``None`` makes one.
+    """
+    mu, S, Z, s2 = p["mu"], p["S"], p["Z"], float(p["noise"])
+    bound = CollapsedPsiBound(Y) if bound is None else bound
+    F, grads, post = bound.evaluate(kernel, Z, mu, S, s2, rule, jitter=jitter,
+                                    max_tries=max_tries)
+    kl, dkl_mu, dkl_S = standard_normal_kl_and_vjp(mu, S)
+    grads["mu"] -= dkl_mu
+    grads["S"] -= dkl_S
+    return F - kl, grads, post
+
+
+def joint_packer(N, Q, Z0, kernel):
+    """The packer of all parameters: the means and log variances of ``q(x)``, Z, θ, log σ²."""
+    return ParamPacker([("mu", (N, Q)), ("S", (N, Q), "log"), ("Z", Z0.shape),
+                        ("theta", (kernel.n_theta,)), ("noise", (), "log")])
+
+
+def joint_objective(est, packer, work, Y, rule, jitter, bound, mc_state, stochastic):
+    """``objective(flat) -> (−ELBO, −gradient)`` of all packed parameters (``work`` holds θ;
+    a fresh Monte Carlo rule from ``mc_state`` at every call when ``stochastic``)."""
+    N, Q = Y.shape[0], est.n_components
+
+    def objective(flat):
+        p = packer.unpack(flat)
+        work.theta = p["theta"]
+        r = (monte_carlo_rule(est.n_samples, Q, mc_state, n_points=N) if stochastic
+             else rule)
+        value, grads, _ = est._elbo_and_grads(work, Y, p, r, jitter, bound=bound)
+        return -value, -packer.pack_grad(grads, p)
+
+    return objective
+
+
+def optimise_joint(est, optimizer, objective, x0, packer, work, var_y):
+    """Joint optimisation of all parameters: L-BFGS-B within :func:`global_bounds` or Adam."""
+    if optimizer == "lbfgs":
+        bounds = global_bounds(packer, work, var_y)
+        return minimize_lbfgsb(objective, x0, bounds=bounds, max_iter=est.max_iter,
+                               tol=est.tol, verbose=est.verbose, name=type(est).__name__)
+    return minimize_adam(objective, x0, learning_rate=est.learning_rate,
+                         max_iter=est.max_iter, tol=est.tol, verbose=est.verbose,
+                         name=type(est).__name__)
+
+
 def run_alternating(est, state, work, Z0, noise0, rule, jitter, var_y):
     """Alternating local/global optimisation of ``state`` (in memory or on Dask).
 
@@ -62,7 +160,7 @@ def run_alternating(est, state, work, Z0, noise0, rule, jitter, var_y):
     tol = 1e-7 if est.tol is None else float(est.tol)
     res = fit_alternating(state, work, rule, gpacker,
                           gpacker.pack({"Z": Z0, "theta": work.theta, "noise": noise0}),
-                          set_globals, est._bounds(gpacker, work, var_y), jitter=jitter,
+                          set_globals, global_bounds(gpacker, work, var_y), jitter=jitter,
                           max_rounds=est.max_iter, tol=tol, verbose=est.verbose,
                           name=type(est).__name__)
     if not res.converged:

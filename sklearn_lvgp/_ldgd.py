@@ -8,25 +8,22 @@ is a classifier, a transformer (test-time q(x*) from the regression path) and a 
 
 
 import numpy as np
-from scipy.special import log_ndtr
 from sklearn.base import ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._ldgd_parts import PRESETS, Globals, encoder_forward, encoder_shapes
-from ._ldgd_parts._inference import (
-    best_training_latent,
-    initial_values,
-    random_latent_starts,
+from ._ldgd_parts import PRESETS
+from ._ldgd_parts._fit import (
+    class_latent_draws,
+    optimise,
+    path_settings,
+    store_fit,
+    training_problem,
+    warn_if_collapsed,
 )
-from ._ldgd_parts._problem import InferenceProblem, TrainingProblem
+from ._ldgd_parts._inference import infer_latents, log_proba, path_marginals
 from ._parallel import threads
-from ._params import softplus_inverse
-from ._psi._rules import expand_points, unscented_rule
 from ._scaling import NORMALIZE_OPTIONS, normalization
-from ._stochastic import run_adam
-from ._svgp import marginals, prior_factor
 from ._validation import (
     check_bool,
     check_class_labels,
@@ -34,12 +31,9 @@ from ._validation import (
     check_float,
     check_int,
     check_layer_widths,
-    check_n_inducing,
     check_option,
 )
-from ._warn import warn
 from .base import _BaseLVGP
-from .kernels import RBF, as_lvgp_kernel
 
 __all__ = ["LDGD"]
 
@@ -225,31 +219,9 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         self.classes_, y_idx = check_class_labels(y, type(self).__name__)
         return X, y_idx
 
-    def _paths(self, n_samples):
-        """``(M_r, M_c)`` and the two unfitted kernels."""
-        M = self.n_inducing
-        if isinstance(M, (tuple, list)):
-            if len(M) != 2:
-                raise ValueError(f"n_inducing must be an int or a pair, got {M!r}.")
-            M_r = check_int("n_inducing[0]", M[0], min_value=1)
-            M_c = check_int("n_inducing[1]", M[1], min_value=1)
-            check_n_inducing(max(M_r, M_c), n_samples, "LDGD")
-        else:
-            M_r = M_c = check_n_inducing(M, n_samples, "LDGD")
-        k, Q = self.kernel, self.n_components
-        if k is None:
-            k_r = k_c = RBF(length_scale=np.ones(Q), variance=1.0)
-        elif isinstance(k, (tuple, list)):
-            if len(k) != 2 or any(v is None for v in k):
-                raise TypeError(f"kernel must be a kernel, a pair of kernels or None, got {k!r}.")
-            k_r, k_c = (as_lvgp_kernel(v, "kernel", Q) for v in k)
-        else:
-            k_r = k_c = as_lvgp_kernel(k, "kernel", Q)
-        return M_r, M_c, k_r.clone(), k_c.clone()
-
     def _check_params(self, X, y):
         check_int("n_components", self.n_components, min_value=1)
-        self._paths(X.shape[0])
+        path_settings(self, X.shape[0])
         check_option("elbo_weighting", self.elbo_weighting, tuple(PRESETS))
         check_float("reg_weight", self.reg_weight, min_value=0.0, exclusive_min=True)
         check_float("cls_weight", self.cls_weight, min_value=0.0, exclusive_min=True)
@@ -277,129 +249,25 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         return (X - self.X_mean_) / self.X_scale_
 
     def _fit(self, X, y, random_state):
-        Q = self.n_components
-        N, D = X.shape
+        N = X.shape[0]
         K = self.classes_.size
         self.X_mean_, self.X_scale_ = normalization(X, self.normalize_X)
         Yr = self._scale(X)
         Yc = np.zeros((N, K))
         Yc[np.arange(N), y] = 1.0
-        M_r, M_c, k_r, k_c = self._paths(X.shape[0])
-        k_r = k_r.initialize(Q, random_state)
-        k_c = k_c.initialize(Q, random_state)
-        gamma, beta_r, beta_c, beta_x = PRESETS[self.elbo_weighting](D, K)
-        factors = (float(self.reg_weight), float(self.cls_weight), gamma, beta_r, beta_c, beta_x)
-        shapes = (encoder_shapes(D, tuple(self.encoder_hidden), Q) if self.amortized else None)
-        prob = TrainingProblem(Yr, Yc, k_r, k_c, M_r, M_c, Q, factors, shapes, self.jitter,
-                               self.gh_order)
-
-        x0 = prob.pack(initial_values(Yr, K, k_r, k_c, M_r, M_c, Q, self.x_init, shapes,
-                                      random_state))
-        stochastic = self.expectation == "monte_carlo"
-        # amortised + L-BFGS tends to posterior collapse (q(x) = p(x)) in its first steps
-        optimizer = self.optimizer if self.optimizer != "auto" else (
-            "adam" if stochastic or self.amortized else "lbfgs")
-        noise_rs = check_random_state(random_state.randint(np.iinfo(np.int32).max))
-        ut = unscented_rule(Q)
-        bounds = prob.bounds()
-        name = type(self).__name__
-
-        idx_all = np.arange(N)
-
-        def full(flat):
-            return prob.value_and_grad(flat, idx_all, ut.nodes, ut.weights)
-
-        def minibatch(flat, idx):
-            if stochastic:
-                nodes = noise_rs.standard_normal((idx.shape[0], 1, Q))
-                return prob.value_and_grad(flat, idx, nodes, np.ones(1))
-            return prob.value_and_grad(flat, idx, ut.nodes, ut.weights)
-
-        x, self.elbo_history_, self.n_iter_, _ = self._optimise(
-            optimizer, x0, bounds, full=full, minibatch=minibatch, n_data=N,
-            batch_size=min(self.batch_size, N), random_state=random_state, name=name)
-        self._store(prob, x, y)
+        prob, x0 = training_problem(self, Yr, Yc, random_state)
+        x, self.elbo_history_, self.n_iter_ = optimise(self, prob, x0, N, random_state)
+        store_fit(self, prob, x, y)
         self.elbo_ = float(self.elbo_history_[-1]) if self.elbo_history_.size else np.nan
         self.expectation_ = self.expectation
         self._transform_seed = int(random_state.randint(np.iinfo(np.int32).max))
-        spread = float(np.mean(np.std(self.latent_mean_, axis=0)))
-        if np.all(self.relevance_[1] * max(spread, 1e-12) < 1e-3):
-            warn(f"{name}: the classification path collapsed to a flat function (every length "
-                 "scale is over 1000x the spread of the latent means); the classifier predicts "
-                 "the same probabilities everywhere. Seen with optimizer='lbfgs' from "
-                 "x_init='random': use x_init='pca', optimizer='adam' or more iterations.",
-                 ConvergenceWarning)
+        warn_if_collapsed(self, type(self).__name__)
         return self
 
-    def _store(self, prob, x, y):
-        p = prob.unpack(x)
-        glob = prob.globals_(p)
-        self.kernel_reg_ = glob.kernel_r.clone()
-        self.kernel_cls_ = glob.kernel_c.clone()
-        self.inducing_inputs_reg_, self.inducing_inputs_cls_ = glob.Z_r, glob.Z_c
-        self.q_u_reg_ = (glob.qmu_r, glob.qsqrt_r)
-        self.q_u_cls_ = (glob.qmu_c, glob.qsqrt_c)
-        self.noise_variance_ = glob.noise
-        mu, sigma = prob.latents(p)
-        self.latent_mean_, self.latent_variance_ = mu, sigma ** 2
-        self._encoder = prob.encoder_weights(p) if self.amortized else None
-        Q = self.n_components
-        self.relevance_ = np.vstack([self.kernel_reg_.relevance(Q),
-                                     self.kernel_cls_.relevance(Q)])
-        self.ard_weights_reg_ = self.relevance_[0] ** 2
-        self.ard_weights_cls_ = self.relevance_[1] ** 2
-        self._factors = prob.factors
-        m, v = self._path_marginals(mu, "reg")
-        self._rec_mean, self._rec_var = m, v + self.noise_variance_
-        self._y_train = y
-
     # ------------------------------------------------------------------------ model parts
-    def _globals(self):
-        return Globals(self.kernel_reg_, self.inducing_inputs_reg_, *self.q_u_reg_,
-                       self.noise_variance_, self.kernel_cls_, self.inducing_inputs_cls_,
-                       *self.q_u_cls_)
-
     def _path_marginals(self, H, path):
         """Marginal means and variances of one path's GPs at latent points ``H``."""
-        if path == "reg":
-            kernel, Z, (qm, qs) = self.kernel_reg_, self.inducing_inputs_reg_, self.q_u_reg_
-        else:
-            kernel, Z, (qm, qs) = self.kernel_cls_, self.inducing_inputs_cls_, self.q_u_cls_
-        prior = prior_factor(kernel, Z, self.jitter)
-        mu, var, _ = marginals(kernel, Z, qm, qs, np.ascontiguousarray(H), prior.Lu)
-        return mu, var
-
-    def _infer(self, Yr):
-        """Test-time ``(μ*, σ*)`` of scaled rows (Ziaei et al. 2024, §2.3.9; Fast LDGD §2.3.10)."""
-        if self.amortized:
-            mu, sigma, _ = encoder_forward(self._encoder, Yr)
-            return mu, sigma
-        n, Q = Yr.shape[0], self.n_components
-        rs = check_random_state(self._transform_seed)
-        if self.transform_init == "nearest":
-            j = best_training_latent(Yr, self._rec_mean, self._rec_var)
-            mu0, sigma0 = self.latent_mean_[j], np.sqrt(self.latent_variance_[j])
-        else:
-            mu0, sigma0 = random_latent_starts(Yr, Q, self._transform_seed)
-        if self.transform_max_iter == 0 or n == 0:
-            return mu0, sigma0
-        w_r, _, _, _, _, beta_x = self._factors
-        prob = InferenceProblem(Yr, self._globals(), w_r, beta_x, self.jitter)
-        x0 = np.concatenate([mu0.ravel(), softplus_inverse(sigma0).ravel()])
-        stochastic = self.expectation == "monte_carlo"
-        ut = unscented_rule(Q)
-
-        def objective(flat, idx):
-            if stochastic:
-                # one ε shared by all rows per step: per-row trajectories independent of the batch
-                return prob.value_and_grad(flat, rs.standard_normal((1, Q)), np.ones(1))
-            return prob.value_and_grad(flat, ut.nodes, ut.weights)
-
-        res = run_adam(objective, x0, n_data=n, batch_size=n, max_iter=self.transform_max_iter,
-                       learning_rate=self.learning_rate, random_state=rs, verbose=self.verbose,
-                       name=f"{type(self).__name__}.transform")
-        p = prob.packer.unpack(res.x)
-        return p["mu"], p["sigma"]
+        return path_marginals(self, H, path)
 
     def _check_X(self, X):
         check_is_fitted(self)
@@ -409,7 +277,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         Xs = self._scale(self._check_X(X))
         check_data_scale("X (standardised with the training statistics)", Xs, spread=False)
         with threads(self.n_jobs):
-            return self._infer(Xs)
+            return infer_latents(self, Xs)
 
     # ---------------------------------------------------------------------------- public
     def transform(self, X, return_std=False):
@@ -459,19 +327,8 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         return (m, v) if return_var else m
 
     def _log_proba(self, mu, sigma):
-        if self.proba == "plugin":
-            m, _ = self._path_marginals(mu, "cls")
-            return log_ndtr(m)
-        if self.proba == "marginal":
-            m, v = self._path_marginals(mu, "cls")
-            return log_ndtr(m / np.sqrt(1.0 + v))
-        ut = unscented_rule(self.n_components)
-        n, P = mu.shape[0], ut.weights.shape[0]
-        H = expand_points(mu, sigma, ut.nodes).reshape(-1, self.n_components)
-        m, v = self._path_marginals(H, "cls")
-        lp = log_ndtr(m / np.sqrt(1.0 + v)).reshape(n, P, -1) + np.log(ut.weights)[None, :, None]
-        top = lp.max(axis=1, keepdims=True)
-        return (top + np.log(np.sum(np.exp(lp - top), axis=1, keepdims=True)))[:, 0, :]
+        """Unnormalised log class probabilities at ``q(x*) = N(mu, diag sigma²)``."""
+        return log_proba(self, mu, sigma)
 
     def predict_proba(self, X):
         """Class probabilities, rows normalised to sum to one.
@@ -573,9 +430,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
             raise ValueError(f"y_class={y_class!r} is not one of classes_ {list(self.classes_)}.")
         n_samples = check_int("n_samples", n_samples, min_value=1)
         rs = check_random_state(random_state)
-        mu = self.latent_mean_[self._y_train == hits[0]]
-        cov = np.atleast_2d(np.cov(mu, rowvar=False)) + 1e-6 * np.eye(self.n_components)
-        Z = rs.multivariate_normal(mu.mean(axis=0), cov, size=n_samples)
+        Z = class_latent_draws(self, hits[0], n_samples, rs)
         if not add_noise:
             return self.inverse_transform(Z), Z
         mean, std = self.inverse_transform(Z, return_std=True)

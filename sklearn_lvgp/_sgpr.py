@@ -15,22 +15,19 @@ from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._engine import CollapsedKernelBound, CollapsedPsiBound
 from ._engine._dask import DaskKernelBound, DaskRows, is_dask_collection, map_row_blocks
 from ._init import select_inducing
-from ._linalg import (
-    settled_jitter,
-    symmetrise,
-)
-from ._objectives._collapsed import (
-    _weight_matrices,
-    predictive_moments,
-)
-from ._optimize import minimize_lbfgsb
+from ._linalg import settled_jitter
 from ._parallel import threads
-from ._params import ParamPacker, softplus_inverse
-from ._psi import EXPECTATIONS, make_rule, psi_statistics
+from ._psi import EXPECTATIONS, make_rule
 from ._scaling import column_moments, column_scales
+from ._sgpr_parts import (
+    _make_bound,
+    check_X_var,
+    moments,
+    optimise_hyperparameters,
+    sgpr_bound_and_grads,
+)
 from ._svgp._likelihoods import gaussian_log_density
 from ._validation import (
     check_bool,
@@ -46,63 +43,6 @@ from .kernels import as_lvgp_kernel
 from .kernels._stationary import default_rbf
 
 __all__ = ["SparseGPRegressor", "sgpr_bound_and_grads"]
-
-_PREDICT_CHUNK = 256
-
-
-def sgpr_bound_and_grads(kernel, X, Y, Z, noise_variance, *, X_var=None, rule="analytic",
-                         jitter=1e-6, max_tries=0, need_Z=True, bound=None):
-    """Collapsed SGPR bound and its gradient wrt Z, the kernel's θ and the noise variance.
-
-    Parameters
-    ----------
-    kernel : Kernel
-        Initialised kernel (its current ``theta`` is used).
-    X : ndarray of shape (N, Q)
-        Inputs (means of the inputs when ``X_var`` is given).
-    Y : ndarray of shape (N, D)
-        Targets.
-    Z : ndarray of shape (M, Q)
-        Inducing inputs.
-    noise_variance : float
-        Gaussian noise variance σ².
-    X_var : ndarray of shape (N, Q) or None
-        Input variances; ``None`` is the deterministic (S = 0) bound of Titsias (2009).
-    rule : "analytic" or PointRule
-        Expectation rule for uncertain inputs (ignored when ``X_var`` is ``None``).
-    jitter : float
-        Relative jitter on ``Kuu``.
-    max_tries : int
-        Jitter escalations allowed (0 inside an optimiser).
-    need_Z : bool
-        Whether the Z adjoint is wanted.
-    bound : CollapsedKernelBound or CollapsedPsiBound, default=None
-        The fit's chunked bound of ``(X, Y)`` (reused across evaluations); ``None`` makes one.
-
-    Returns
-    -------
-    F : float
-        The bound (the exact log marginal likelihood when Z = X and ``X_var`` is ``None``, up to
-        the jitter).
-    grads : dict
-        ``"Z"`` (M, Q) or ``None``, ``"theta"`` (n_theta,), ``"noise"`` (float).
-    post : CollapsedPosterior
-        The optimal q(u) (Titsias 2009).
-    """
-    if bound is None:
-        bound = _make_bound(X, Y, X_var)
-    if X_var is None:
-        return bound.evaluate(kernel, Z, noise_variance, jitter=jitter, max_tries=max_tries,
-                              need_Z=need_Z)
-    F, grads, post = bound.evaluate(kernel, Z, X, X_var, noise_variance, rule, jitter=jitter,
-                                    max_tries=max_tries, need_S=False)
-    return (float(F), {"Z": grads["Z"] if need_Z else None, "theta": grads["theta"],
-                       "noise": grads["noise"]}, post)
-
-
-def _make_bound(X, Y, X_var):
-    """The chunked collapsed bound of ``(X, Y)``: deterministic inputs or N(X_n, X_var_n)."""
-    return CollapsedKernelBound(X, Y) if X_var is None else CollapsedPsiBound(Y)
 
 
 class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
@@ -268,18 +208,6 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         check_bool("normalize_y", self.normalize_y)
         check_float("jitter", self.jitter, min_value=0.0)
 
-    def _check_X_var(self, X_var, shape):
-        """Validated input variances: a non-negative scalar or an array of ``shape``."""
-        V = check_finite_array("X_var", X_var)
-        if V.ndim == 0:
-            V = np.full(shape, float(V))
-        if V.shape != tuple(shape):
-            raise ValueError(f"X_var must be a scalar or have the shape of X {tuple(shape)}, "
-                             f"got {V.shape}.")
-        if np.any(V < 0):
-            raise ValueError("X_var must be non-negative (it holds input variances).")
-        return V
-
     # --------------------------------------------------------------------------------- fit
     def fit(self, X, y, X_var=None):
         """Fit the hyperparameters, noise and inducing inputs.
@@ -305,7 +233,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         check_data_scale("X", X)
         if not self.normalize_y:
             check_data_scale("y (pass normalize_y=True to standardise it)", Y)
-        X_var = None if X_var is None else self._check_X_var(X_var, X.shape)
+        X_var = None if X_var is None else check_X_var(X_var, X.shape)
         y_mean, y_std = self._target_moments(Y)
         Yn = (Y - y_mean) / y_std
         var_y = float(np.mean(np.var(Yn, axis=0)))
@@ -371,45 +299,8 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
                   else 0.1 * var_y)
         jitter = settled_jitter(kernel.K(Z0), self.jitter)
 
-        softplus = self.positive_transform == "softplus"
-        blocks = [("theta", (kernel.n_theta,), "softplus" if softplus else "identity"),
-                  ("noise", (), "softplus" if softplus else "log")]
-        if optimize_Z:
-            blocks.insert(0, ("Z", Z0.shape))
-        packer = ParamPacker(blocks)
-        # with "softplus" the theta block holds exp(theta), the natural hyperparameter values
-        init = {"Z": Z0, "theta": np.exp(kernel.theta) if softplus else kernel.theta,
-                "noise": noise0}
-        x0 = packer.pack({k: init[k] for k, *_ in blocks})
-        work = kernel.clone()
-
-        def unpack(flat):
-            p = packer.unpack(flat)
-            work.theta = np.log(p["theta"]) if softplus else p["theta"]
-            return p, p.get("Z", Z0), float(p["noise"])
-
-        def objective(flat):
-            p, Z, s2 = unpack(flat)
-            F, grads, _ = sgpr_bound_and_grads(work, X, Yn, Z, s2, X_var=X_var, rule=rule,
-                                               jitter=jitter, need_Z=optimize_Z, bound=bound)
-            if softplus:
-                grads["theta"] = grads["theta"] / p["theta"]
-            return -F, -packer.pack_grad({k: grads[k] for k in p}, p)
-
-        if self.optimizer is not None and self.max_iter > 0:
-            bounds = np.full((packer.size, 2), [-np.inf, np.inf])
-            theta_bounds, noise_bounds = work.bounds, np.log([1e-10 * var_y, 1e4 * var_y])
-            if softplus:
-                theta_bounds = softplus_inverse(np.exp(theta_bounds))
-                noise_bounds = softplus_inverse(np.exp(noise_bounds))
-            bounds[packer.slice("theta")] = theta_bounds
-            bounds[packer.slice("noise")] = noise_bounds
-            res = minimize_lbfgsb(objective, x0, bounds=bounds, max_iter=self.max_iter,
-                                  tol=self.tol, verbose=self.verbose, name=type(self).__name__)
-            x_final, self.n_iter_ = res.x, res.n_iter
-        else:
-            x_final, self.n_iter_ = x0, 0
-        _, Z, s2 = unpack(x_final)
+        work, Z, s2, self.n_iter_ = optimise_hyperparameters(
+            self, kernel, X, Yn, X_var, Z0, optimize_Z, rule, jitter, noise0, var_y, bound)
         F, _, post = sgpr_bound_and_grads(work, X, Yn, Z, s2, X_var=X_var, rule=rule,
                                           jitter=jitter, max_tries=6, need_Z=False, bound=bound)
         self.kernel_ = work
@@ -423,44 +314,6 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         return self
 
     # --------------------------------------------------------------------------- predict
-    def _rule_for(self, expectation, random_state=None):
-        """Rule for test-time expectations; Monte Carlo nodes are frozen per fitted model unless
-        ``random_state`` asks for fresh ones."""
-        if expectation is None:
-            expectation = self.expectation_ or self.expectation
-        check_option("expectation", expectation, EXPECTATIONS)
-        if random_state is not None:
-            return make_rule(expectation, self.kernel_, self.n_features_in_,
-                             gh_order=self.gh_order, n_samples=self.n_samples,
-                             random_state=check_random_state(random_state))[1]
-        if expectation not in self._rules:
-            rng = check_random_state(self._predict_seed)
-            self._rules[expectation] = make_rule(
-                expectation, self.kernel_, self.n_features_in_, gh_order=self.gh_order,
-                n_samples=self.n_samples, random_state=rng)[1]
-        return self._rules[expectation]
-
-    def _moments(self, X, X_var, expectation, full_cov, random_state=None):
-        """Normalised-space moments of f at ``X`` (per point) — deterministic or uncertain."""
-        kernel, Z, post = self.kernel_, self.inducing_inputs_, self._post
-        if X_var is None:
-            Ksu = kernel.K(X, Z)
-            if full_cov:
-                Kinv, Cs = _weight_matrices(post)
-                mean = Ksu @ post.G
-                cov = kernel.K(X) - Ksu @ (Kinv - Cs) @ Ksu.T
-                return mean, symmetrise(cov)
-            return predictive_moments(post, kernel.Kdiag(X), Ksu, None)
-        rule = self._rule_for(expectation, random_state)
-        means, variances = [], []
-        for a in range(0, X.shape[0], _PREDICT_CHUNK):
-            b = min(X.shape[0], a + _PREDICT_CHUNK)
-            stats, _ = psi_statistics(kernel, Z, X[a:b], X_var[a:b], rule, per_point=True)
-            m, v = predictive_moments(post, stats.psi0, stats.Psi1, stats.Psi2)
-            means.append(m)
-            variances.append(v)
-        return np.vstack(means), np.vstack(variances)
-
     def predict(self, X, return_std=False, return_cov=False, X_var=None, expectation=None,
                 include_noise=True, random_state=None):
         """Predictive mean (and standard deviation or covariance) at test inputs.
@@ -513,17 +366,17 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             if return_cov:
                 raise ValueError("return_cov is not available with uncertain inputs (X_var): "
                                  "the uncertain-input moments are per point. Use return_std.")
-            X_var = self._check_X_var(X_var, X.shape)
+            X_var = check_X_var(X_var, X.shape)
         noise = self.noise_variance_ if include_noise else 0.0
         with threads(self.n_jobs):
             if return_cov:
-                mean, cov = self._moments(X, None, expectation, full_cov=True)
+                mean, cov = moments(self, X, None, expectation, full_cov=True)
                 cov = cov + noise * np.eye(X.shape[0])
                 cov = cov[:, :, None] * (self.y_scale_ ** 2)[None, None, :]
                 mean = mean * self.y_scale_ + self.y_mean_
                 return self._target_shape(mean), (cov[:, :, 0] if self._y_ndim == 1 else cov)
-            mean, var = self._moments(X, X_var, expectation, full_cov=False,
-                                      random_state=random_state)
+            mean, var = moments(self, X, X_var, expectation, full_cov=False,
+                                random_state=random_state)
         mean = self._target_shape(mean * self.y_scale_ + self.y_mean_)
         if not return_std:
             return mean

@@ -8,49 +8,29 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._engine import CollapsedPsiBound
-from ._engine._alternating import InMemoryLocals, heldout_objective, local_step
-from ._engine._collapsed import psi_row_cost, rule_rows
+from ._engine._alternating import InMemoryLocals, heldout_objective
 from ._engine._dask import is_dask_collection, map_row_blocks
-from ._engine._executor import ChunkExecutor, plan_chunks
 from ._gplvm_dask import fit_gplvm_dask
-from ._gplvm_setup import initial_model, run_alternating, warn_if_not_ard
-from ._init import pca_latents
-from ._objectives._collapsed import heldout_bound, predictive_moments
-from ._objectives._kl import gaussian_kl, standard_normal_kl_and_vjp
-from ._optimize import minimize_adam, minimize_lbfgsb
-from ._parallel import threads
-from ._params import ParamPacker
-from ._psi import EXPECTATIONS, PointRule, monte_carlo_rule, psi_statistics
-from ._scaling import NORMALIZE_OPTIONS, column_scales, normalization
-from ._validation import (
-    check_data_scale,
-    check_finite_array,
-    check_float,
-    check_int,
-    check_n_inducing,
-    check_option,
+from ._gplvm_predict import heldout_scores, latents_for, uncertain_moments
+from ._gplvm_setup import (
+    check_params,
+    elbo_and_grads,
+    initial_model,
+    joint_objective,
+    joint_packer,
+    optimise_joint,
+    run_alternating,
+    warn_if_not_ard,
 )
+from ._init import pca_latents
+from ._objectives._collapsed import predictive_moments
+from ._parallel import threads
+from ._psi import PointRule, monte_carlo_rule
+from ._scaling import column_scales, normalization
+from ._validation import check_data_scale, check_finite_array
 from .base import _BaseLVGP
-from .kernels import as_lvgp_kernel
 
 __all__ = ["UnscentedGPLVM"]
-
-#: Largest block of the new-rows × reference-rows distance matrix of ``transform`` (32 MiB).
-_DISTANCE_BLOCK = 2 ** 22
-
-
-def _nearest_rows(Y, refs):
-    """Index of the nearest row of ``refs`` for each row of ``Y``, in blocks of ``Y``'s rows."""
-    rows = max(1, _DISTANCE_BLOCK // max(1, refs.shape[0]))
-    ref_sq = np.sum(refs ** 2, axis=1)[None, :]
-    nearest = np.empty(Y.shape[0], dtype=np.intp)
-    for a in range(0, Y.shape[0], rows):
-        block = Y[a:a + rows]
-        d2 = np.sum(block ** 2, axis=1)[:, None] - 2.0 * block @ refs.T + ref_sq
-        nearest[a:a + rows] = np.argmin(d2, axis=1)
-    return nearest
-
-_PREDICT_CHUNK = 256
 
 
 class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVGP):
@@ -199,30 +179,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
 
     # ----------------------------------------------------------------------------- checks
     def _check_params(self, X, y):
-        check_int("n_components", self.n_components, min_value=1)
-        check_option("expectation", self.expectation, EXPECTATIONS)
-        check_n_inducing(self.n_inducing, X.shape[0], type(self).__name__)
-        check_int("gh_order", self.gh_order, min_value=1)
-        check_int("n_samples", self.n_samples, min_value=1)
-        check_float("latent_variance_init", self.latent_variance_init, 0.0, exclusive_min=True)
-        check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True,
-                    allow_none=True)
-        check_option("normalize_X", self.normalize_X, NORMALIZE_OPTIONS)
-        check_option("optimizer", self.optimizer, ("auto", "lbfgs", "alternating", "adam"))
-        check_int("max_iter", self.max_iter, min_value=1)
-        check_float("tol", self.tol, 0.0, allow_none=True)
-        check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
-        check_int("transform_max_iter", self.transform_max_iter, min_value=1)
-        check_float("jitter", self.jitter, 0.0)
-        self._kernel = as_lvgp_kernel(self.kernel, input_dim=self.n_components)
-        if isinstance(self.init, str):
-            check_option("init", self.init, ("pca", "pca_unscaled", "random"))
-        if self.expectation == "monte_carlo" and self.optimizer in ("lbfgs", "alternating"):
-            raise ValueError("expectation='monte_carlo' gives a stochastic objective; use "
-                             f"optimizer='adam' (or 'auto'), not {self.optimizer!r}.")
-        if X.shape[0] < 2:
-            raise ValueError(f"UnscentedGPLVM needs at least 2 samples, got n_samples = "
-                             f"{X.shape[0]}.")
+        check_params(self, X)
 
     # -------------------------------------------------------------------------------- fit
     def _initial_means(self, Y, Q, random_state):
@@ -249,34 +206,20 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         stochastic = name == "monte_carlo"
         S0 = np.full((N, Q), float(self.latent_variance_init))
 
-        packer = ParamPacker([("mu", (N, Q)), ("S", (N, Q), "log"), ("Z", Z0.shape),
-                              ("theta", (kernel.n_theta,)), ("noise", (), "log")])
+        packer = joint_packer(N, Q, Z0, kernel)
         x0 = packer.pack({"mu": mu0, "S": S0, "Z": Z0, "theta": kernel.theta, "noise": noise0})
         work = kernel.clone()
         mc_state = check_random_state(random_state.randint(np.iinfo(np.int32).max))
         bound = CollapsedPsiBound(Y)  # chunked map-reduce; keeps its buffers across evaluations
-
-        def objective(flat):
-            p = packer.unpack(flat)
-            work.theta = p["theta"]
-            r = (monte_carlo_rule(self.n_samples, Q, mc_state, n_points=N) if stochastic
-                 else rule)
-            value, grads, _ = self._elbo_and_grads(work, Y, p, r, jitter, bound=bound)
-            return -value, -packer.pack_grad(grads, p)
-
+        objective = joint_objective(self, packer, work, Y, rule, jitter, bound, mc_state,
+                                    stochastic)
         if optimizer == "alternating":
             out, g = run_alternating(self, InMemoryLocals(bound, mu0.copy(), S0.copy()), work,
                                            Z0, noise0, rule, jitter, var_y)
             res = SimpleNamespace(x=packer.pack({"mu": out.mu, "S": out.S, **g}),
                                   n_iter=out.n_rounds, history=-out.history)
-        elif optimizer == "lbfgs":
-            bounds = self._bounds(packer, work, var_y)
-            res = minimize_lbfgsb(objective, x0, bounds=bounds, max_iter=self.max_iter,
-                                  tol=self.tol, verbose=self.verbose, name=type(self).__name__)
         else:
-            res = minimize_adam(objective, x0, learning_rate=self.learning_rate,
-                                max_iter=self.max_iter, tol=self.tol, verbose=self.verbose,
-                                name=type(self).__name__)
+            res = optimise_joint(self, optimizer, objective, x0, packer, work, var_y)
         p = packer.unpack(res.x)
         work.theta = p["theta"]
         self.kernel_ = work
@@ -302,26 +245,13 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
     def _fit_dask(self, X, y, random_state):
         return fit_gplvm_dask(self, X, random_state)
 
-    def _bounds(self, packer, kernel, var_y):
-        bounds = np.full((packer.size, 2), [-np.inf, np.inf])
-        bounds[packer.slice("theta")] = kernel.bounds
-        bounds[packer.slice("noise")] = [np.log(1e-10 * var_y), np.log(1e3 * var_y)]
-        return bounds
-
     def _elbo_and_grads(self, kernel, Y, p, rule, jitter, max_tries=0, bound=None):
         """ELBO (collapsed bound − KL), its gradient wrt each constrained block, the posterior.
 
         ``bound``: the fit's :class:`~sklearn_lvgp._engine.CollapsedPsiBound` of ``Y`` (chunks,
         threads and buffers reused from one evaluation to the next); ``None`` makes one.
         """
-        mu, S, Z, s2 = p["mu"], p["S"], p["Z"], float(p["noise"])
-        bound = CollapsedPsiBound(Y) if bound is None else bound
-        F, grads, post = bound.evaluate(kernel, Z, mu, S, s2, rule, jitter=jitter,
-                                        max_tries=max_tries)
-        kl, dkl_mu, dkl_S = standard_normal_kl_and_vjp(mu, S)
-        grads["mu"] -= dkl_mu
-        grads["S"] -= dkl_S
-        return F - kl, grads, post
+        return elbo_and_grads(kernel, Y, p, rule, jitter, max_tries, bound)
 
     def _finalise(self, Y, bound=None):
         p = {"mu": self.latent_mean_, "S": self.latent_variance_, "Z": self.inducing_inputs_,
@@ -332,54 +262,10 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         self._post = post
 
     # ------------------------------------------------- new rows: q(x*) with the model fixed
-    def _infer_latents(self, Ystar):
-        """Optimise q(x*) of unseen centred rows with the model fixed; returns (mu, S)."""
-        n, Q = Ystar.shape[0], self.n_components
-        if self._Y is not None:  # start from the nearest training row's q(x)
-            refs, ref_mu, ref_S = self._Y, self.latent_mean_, self.latent_variance_
-        else:  # a Dask fit keeps no rows: start from the inducing input with the nearest image
-            ref_mu = self.inducing_inputs_
-            refs = self._normalized(self.inverse_transform(ref_mu))
-            ref_S = np.full_like(ref_mu, float(self.latent_variance_init))
-        nearest = _nearest_rows(Ystar, refs)
-        mu0 = ref_mu[nearest]
-        S0 = ref_S[nearest]
-        rule = self._rule_shared()
-        Z = self.inducing_inputs_
-        work, _, cap = psi_row_cost(rule, Z.shape[0], Q)
-        mu, S = np.empty((n, Q)), np.empty((n, Q))
-        name = f"{type(self).__name__}.transform"
-
-        def chunk(i, a, b):  # the rows of a chunk are one L-BFGS-B problem (model fixed)
-            mu[a:b], S[a:b] = local_step(
-                self.kernel_, Z, rule_rows(rule, a, b), self._post, mu0[a:b], S0[a:b],
-                Ystar[a:b], max_iter=self.transform_max_iter, tol=self.tol,
-                verbose=self.verbose, name=name, warn_unconverged=True)
-            return 0.0
-
-        ChunkExecutor().map_reduce(chunk, plan_chunks(n, work, max_rows=cap))
-        return mu, S
-
     def _heldout(self, Ystar, mu, S, rule):
         """Held-out objective of rows ``Ystar`` (bound − KL), its Ψ adjoints and Ψ cache."""
         return heldout_objective(self.kernel_, self.inducing_inputs_, rule, self._post, Ystar,
                                  mu, S)
-
-    def _latents_for(self, X):
-        """Latent means/variances of validated rows: stored for training rows, inferred else."""
-        idx = np.array([self._row_index.get(row.tobytes(), -1) for row in X], dtype=np.intp)
-        mu = np.empty((X.shape[0], self.n_components))
-        S = np.empty_like(mu)
-        seen = idx >= 0
-        mu[seen] = self.latent_mean_[idx[seen]]
-        S[seen] = self.latent_variance_[idx[seen]]
-        if np.any(~seen):
-            with threads(self.n_jobs):
-                new = self._normalized(X[~seen])
-                check_data_scale("X (normalised with the training statistics)", new,
-                                 spread=False)
-                mu[~seen], S[~seen] = self._infer_latents(new)
-        return mu, S
 
     def _normalized(self, X):
         return (X - self.X_mean_) / self.X_scale_
@@ -409,7 +295,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             return map_row_blocks(lambda b: self.transform(b, return_std=return_std),
                                   X, self.n_components, 2 if return_std else 1)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        mu, S = self._latents_for(X)
+        mu, S = latents_for(self, X)
         return (mu, np.sqrt(S)) if return_std else mu
 
     def fit_transform(self, X, y=None):
@@ -444,19 +330,8 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        mu, S = self._latents_for(X)
-        Ystar = self._normalized(X)
-        rule = self._rule_shared()
-        out = np.empty(X.shape[0])
-        with threads(self.n_jobs):
-            for a in range(0, X.shape[0], _PREDICT_CHUNK):
-                b = min(X.shape[0], a + _PREDICT_CHUNK)
-                stats, _ = psi_statistics(self.kernel_, self.inducing_inputs_, mu[a:b], S[a:b],
-                                          rule, per_point=True)
-                values, _ = heldout_bound(Ystar[a:b], stats.psi0, stats.Psi1, stats.Psi2,
-                                          self._post)
-                out[a:b] = values - gaussian_kl(mu[a:b], S[a:b], per_row=True)
-        return out - np.sum(np.log(self.X_scale_))  # density of X, not of the normalised rows
+        mu, S = latents_for(self, X)
+        return heldout_scores(self, X, mu, S)
 
     def score(self, X, y=None):
         """Mean per-row held-out bound (higher is better).
@@ -518,28 +393,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         var = self._check_latent("var", var, mean.shape[0])
         if np.any(var < 0):
             raise ValueError("var must be non-negative.")
-        rule = self._rule_shared()
-        means, variances = [], []
-        with threads(self.n_jobs):
-            for a in range(0, mean.shape[0], _PREDICT_CHUNK):
-                b = min(mean.shape[0], a + _PREDICT_CHUNK)
-                stats, _ = psi_statistics(self.kernel_, self.inducing_inputs_, mean[a:b],
-                                          var[a:b], rule, per_point=True)
-                m, v = predictive_moments(self._post, stats.psi0, stats.Psi1, stats.Psi2,
-                                          full_cov=full_cov)
-                means.append(m)
-                variances.append(v)
-        m = np.vstack(means) * self.X_scale_ + self.X_mean_
-        v = np.concatenate(variances, axis=0)
-        if include_noise:
-            if full_cov:
-                D = v.shape[1]
-                v[:, np.arange(D), np.arange(D)] += self.noise_variance_
-            else:
-                v = v + self.noise_variance_
-        if full_cov:
-            return m, v * np.outer(self.X_scale_, self.X_scale_)
-        return m, v * self.X_scale_ ** 2
+        return uncertain_moments(self, mean, var, full_cov, include_noise)
 
     def inverse_transform(self, X, return_std=False, latent_var=None, include_noise=True):
         """Map latent points to data space (predictive mean).

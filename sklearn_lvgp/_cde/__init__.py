@@ -4,7 +4,9 @@ Each differentiable piece has its backward beside it: the conditional expected l
 with output mixing (the ``L_{w_n}`` of eq. 4.6, with the mixing of §4.2.3), the quadrature bound
 over ``w`` (§4.2.2, eq. 4.8), the Gaussian ``q(w)`` terms (§4.2.1), the Bayesian input projection
 (§4.2.3), the recognition network (§4.2.1) and the explicit natural-gradient step for ``q(u)``
-(§4.2, "Natural Gradient"). :class:`CDEModel` composes them.
+(§4.2, "Natural Gradient"). :class:`CDEModel` composes them. The estimator's fit around the
+optimiser is :mod:`._fit` (with the ``init="gp"`` start of :mod:`._warm_start`), its predictive
+mixture :mod:`._predict`.
 """
 
 from ._bound import CHUNK_POINTS, MIN_NOISE, RHO_SHIFT, CDEModel

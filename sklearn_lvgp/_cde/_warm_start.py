@@ -3,6 +3,7 @@
 The switched-off model is a sparse variational GP on the inputs alone (its bound equals the
 full model's with the latent length scales at their upper bound and ``q(w)`` the prior), fitted
 by L-BFGS-B with ``q(u)`` profiled out by one natural-gradient step of size one.
+:func:`gp_init_possible` says whether a model's latent dimensions can be switched off so.
 """
 
 import warnings
@@ -12,9 +13,22 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._optimize import minimize_lbfgsb
 from .._params import softplus_inverse
+from ..kernels._stationary import _Stationary
 from ._bound import RHO_SHIFT, CDEModel
 
-__all__ = ["gp_warm_start", "full_bound"]
+__all__ = ["gp_init_possible", "gp_warm_start", "full_bound"]
+
+
+def gp_init_possible(est, Dw):
+    """Whether ``init="gp"`` can switch the ``Dw`` latent dimensions of ``est`` off: a latent,
+    no projection or mixing, and a stationary ARD kernel with free length-scale bounds."""
+    if Dw < 1 or est.input_projection_dim is not None or est.output_mixing_dim is not None:
+        return False
+    if est._kernel is None:
+        return True
+    k = est._kernel
+    return (isinstance(k, _Stationary) and np.ndim(k.length_scale) == 1
+            and not isinstance(k.length_scale_bounds, str))
 
 
 def gp_warm_start(model, x0, Xs, Ys, rs, max_iter, q_w, verbose=0):

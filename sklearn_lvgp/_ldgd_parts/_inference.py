@@ -1,14 +1,28 @@
-"""Starting points of LDGD: the training parameters, and test-time ``q(x*)`` of new rows."""
+"""Starting points and test-time inference of LDGD.
+
+The training parameters' start, the starts of test-time ``q(x*)`` of new rows and its
+optimisation with the model fixed (Ziaei et al. 2024, §2.3.9; the encoder of Fast LDGD,
+§2.3.10), the paths' marginals at latent points and the class probabilities.
+"""
 
 import zlib
 
 import numpy as np
+from scipy.special import log_ndtr
+from sklearn.utils import check_random_state
 
 from .._init import pca_latents, select_inducing
+from .._params import softplus_inverse
+from .._psi._rules import expand_points, unscented_rule
 from .._scaling import column_scales
-from ._encoder import encoder_fit_mean_head, encoder_init
+from .._stochastic import run_adam
+from .._svgp import marginals, prior_factor
+from ._encoder import encoder_fit_mean_head, encoder_forward, encoder_init
+from ._objective import Globals
+from ._problem import InferenceProblem
 
-__all__ = ["initial_values", "best_training_latent", "random_latent_starts"]
+__all__ = ["initial_values", "best_training_latent", "random_latent_starts", "fitted_globals",
+           "path_marginals", "infer_latents", "log_proba"]
 
 
 def best_training_latent(Yr, rec_mean, rec_var, chunk=512):
@@ -89,3 +103,71 @@ def initial_values(Yr, n_classes, kernel_r, kernel_c, M_r, M_c, Q, x_init, encod
         values["mu"], values["sigma"] = mu0, np.full((N, Q), 0.1)
     return values
 
+
+def fitted_globals(est):
+    """The fitted global parameters of both paths as :class:`~._objective.Globals`."""
+    return Globals(est.kernel_reg_, est.inducing_inputs_reg_, *est.q_u_reg_,
+                   est.noise_variance_, est.kernel_cls_, est.inducing_inputs_cls_,
+                   *est.q_u_cls_)
+
+
+def path_marginals(est, H, path):
+    """Marginal means and variances of one path's GPs at latent points ``H``."""
+    if path == "reg":
+        kernel, Z, (qm, qs) = est.kernel_reg_, est.inducing_inputs_reg_, est.q_u_reg_
+    else:
+        kernel, Z, (qm, qs) = est.kernel_cls_, est.inducing_inputs_cls_, est.q_u_cls_
+    prior = prior_factor(kernel, Z, est.jitter)
+    mu, var, _ = marginals(kernel, Z, qm, qs, np.ascontiguousarray(H), prior.Lu)
+    return mu, var
+
+
+def infer_latents(est, Yr):
+    """Test-time ``(μ*, σ*)`` of scaled rows (Ziaei et al. 2024, §2.3.9; Fast LDGD §2.3.10)."""
+    if est.amortized:
+        mu, sigma, _ = encoder_forward(est._encoder, Yr)
+        return mu, sigma
+    n, Q = Yr.shape[0], est.n_components
+    rs = check_random_state(est._transform_seed)
+    if est.transform_init == "nearest":
+        j = best_training_latent(Yr, est._rec_mean, est._rec_var)
+        mu0, sigma0 = est.latent_mean_[j], np.sqrt(est.latent_variance_[j])
+    else:
+        mu0, sigma0 = random_latent_starts(Yr, Q, est._transform_seed)
+    if est.transform_max_iter == 0 or n == 0:
+        return mu0, sigma0
+    w_r, _, _, _, _, beta_x = est._factors
+    prob = InferenceProblem(Yr, fitted_globals(est), w_r, beta_x, est.jitter)
+    x0 = np.concatenate([mu0.ravel(), softplus_inverse(sigma0).ravel()])
+    stochastic = est.expectation == "monte_carlo"
+    ut = unscented_rule(Q)
+
+    def objective(flat, idx):
+        if stochastic:
+            # one ε shared by all rows per step: per-row trajectories independent of the batch
+            return prob.value_and_grad(flat, rs.standard_normal((1, Q)), np.ones(1))
+        return prob.value_and_grad(flat, ut.nodes, ut.weights)
+
+    res = run_adam(objective, x0, n_data=n, batch_size=n, max_iter=est.transform_max_iter,
+                   learning_rate=est.learning_rate, random_state=rs, verbose=est.verbose,
+                   name=f"{type(est).__name__}.transform")
+    p = prob.packer.unpack(res.x)
+    return p["mu"], p["sigma"]
+
+
+def log_proba(est, mu, sigma):
+    """Unnormalised log class probabilities at ``q(x*) = N(mu, diag sigma²)`` (``est.proba``:
+    plug-in, marginal, or integrated over the sigma points)."""
+    if est.proba == "plugin":
+        m, _ = path_marginals(est, mu, "cls")
+        return log_ndtr(m)
+    if est.proba == "marginal":
+        m, v = path_marginals(est, mu, "cls")
+        return log_ndtr(m / np.sqrt(1.0 + v))
+    ut = unscented_rule(est.n_components)
+    n, P = mu.shape[0], ut.weights.shape[0]
+    H = expand_points(mu, sigma, ut.nodes).reshape(-1, est.n_components)
+    m, v = path_marginals(est, H, "cls")
+    lp = log_ndtr(m / np.sqrt(1.0 + v)).reshape(n, P, -1) + np.log(ut.weights)[None, :, None]
+    top = lp.max(axis=1, keepdims=True)
+    return (top + np.log(np.sum(np.exp(lp - top), axis=1, keepdims=True)))[:, 0, :]

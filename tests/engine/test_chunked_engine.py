@@ -367,7 +367,7 @@ def _child_sum(queue):
 def test_transform_runs_chunks_on_threads_and_blocks_its_distances(small_chunks, monkeypatch):
     """New rows: one L-BFGS-B problem per chunk, the same for every n_jobs; the nearest-row
     start is found in blocks of rows (memory bounded in the number of new rows)."""
-    from sklearn_lvgp import _unscented_gplvm
+    from sklearn_lvgp import _gplvm_predict
 
     r = np.random.default_rng(8)
     Y = r.standard_normal((60, 4))
@@ -382,5 +382,5 @@ def test_transform_runs_chunks_on_threads_and_blocks_its_distances(small_chunks,
         np.testing.assert_array_equal(S, out[0][1])
     refs = model._Y
     full = np.argmin(np.sum(new ** 2, 1)[:, None] - 2 * new @ refs.T + np.sum(refs ** 2, 1), 1)
-    monkeypatch.setattr(_unscented_gplvm, "_DISTANCE_BLOCK", 7 * refs.shape[0])
-    np.testing.assert_array_equal(_unscented_gplvm._nearest_rows(new, refs), full)
+    monkeypatch.setattr(_gplvm_predict, "_DISTANCE_BLOCK", 7 * refs.shape[0])
+    np.testing.assert_array_equal(_gplvm_predict._nearest_rows(new, refs), full)

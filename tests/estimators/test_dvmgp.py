@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from sklearn_lvgp._dvmgp import DVMGP, _elbo_and_grads
+from sklearn_lvgp._dvmgp import DVMGP
+from sklearn_lvgp._dvmgp_parts import _elbo_and_grads
 from sklearn_lvgp._objectives._collapsed import collapsed_bound
 from sklearn_lvgp._objectives._dvmgp_bound import (
     latent_moments,

@@ -62,7 +62,7 @@ def test_sgpr_bound_gradient_matches_finite_differences(case, rng):
 @pytest.mark.parametrize("transform", ["log", "softplus"])
 def test_estimator_objective_gradient_under_both_transforms(transform, data, monkeypatch):
     """The packed objective the estimator hands L-BFGS-B has the FD gradient."""
-    import sklearn_lvgp._sgpr as sgpr
+    import sklearn_lvgp._sgpr_parts as sgpr
 
     captured = {}
 

@@ -7,7 +7,8 @@ checked in ``test_collapsed_grad.py``.
 import numpy as np
 import pytest
 
-from sklearn_lvgp._dvmgp import DVMGP, _elbo_and_grads
+from sklearn_lvgp._dvmgp import DVMGP
+from sklearn_lvgp._dvmgp_parts import _elbo_and_grads
 from sklearn_lvgp._objectives._dvmgp_bound import (
     _row_forward,
     _row_vjp,

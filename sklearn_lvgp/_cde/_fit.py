@@ -1,0 +1,155 @@
+"""The pieces of :class:`~sklearn_lvgp.GPCDE`'s fit around the optimiser (Salimbeni 2020, ch. 4).
+
+The parameter checks, the model's structure and initial parameters built from the parameters
+(§4.2.3 and §4.4), the objectives handed to L-BFGS-B and Adam with the natural-gradient step
+of ``q(u)`` on a minibatch (§4.2), and the optimisation run from the initial or the
+switched-off start (``init="gp"``, :mod:`._warm_start`).
+"""
+
+import numpy as np
+
+from .._validation import (
+    check_bool,
+    check_float,
+    check_int,
+    check_layer_widths,
+    check_n_inducing,
+    check_natgrad_gamma,
+    check_option,
+)
+from ..kernels import RBF, as_lvgp_kernel
+from ._bound import CDEModel
+from ._init import initial_values
+from ._warm_start import full_bound, gp_init_possible, gp_warm_start
+
+__all__ = ["build", "check_params", "objectives", "run"]
+
+
+def check_params(est, X):
+    """The hand-written parameter checks of ``est`` on training inputs ``X``; sets the kernel
+    template ``est._kernel``."""
+    Dw = check_int("latent_dim", est.latent_dim, min_value=0)
+    check_option("q_w", est.q_w, ("quadrature", "gaussian", "amortized"))
+    H = check_int("gh_order", est.gh_order, min_value=1)
+    if est.q_w == "quadrature" and Dw > 2:
+        raise ValueError(
+            f"q_w='quadrature' evaluates gh_order**latent_dim = {H}**{Dw} = {H ** Dw} "
+            f"GP marginals per data point per step; it is limited to latent_dim <= 2. Use "
+            f"q_w='amortized' or q_w='gaussian' for latent_dim={Dw}.")
+    check_option("expectation", est.expectation, ("monte_carlo", "unscented"))
+    check_int("n_samples", est.n_samples, min_value=1)
+    check_int("input_projection_dim", est.input_projection_dim, min_value=1,
+              allow_none=True)
+    check_int("output_mixing_dim", est.output_mixing_dim, min_value=1, allow_none=True)
+    est._kernel = as_lvgp_kernel(est.kernel)
+    check_int("n_inducing", est.n_inducing, min_value=1)
+    check_bool("whiten", est.whiten)
+    check_float("noise_variance_init", est.noise_variance_init, 0.0, exclusive_min=True)
+    check_option("optimizer", est.optimizer, ("adam", "lbfgs"))
+    check_natgrad_gamma(est.natgrad_gamma)
+    check_float("learning_rate", est.learning_rate, 0.0, exclusive_min=True)
+    check_option("learning_rate_schedule", est.learning_rate_schedule,
+                 ("constant", "staircase", "cosine"))
+    check_int("batch_size", est.batch_size, min_value=1, allow_none=True)
+    check_int("max_iter", est.max_iter, min_value=1)
+    check_float("tol", est.tol, 0.0, allow_none=True)
+    check_layer_widths("encoder_hidden", est.encoder_hidden)
+    check_int("n_predict_samples", est.n_predict_samples, min_value=1)
+    check_bool("normalize_y", est.normalize_y)
+    check_option("init", est.init, ("auto", "gp", "prior"))
+    if est.init == "gp" and not gp_init_possible(est, Dw):
+        raise ValueError(
+            "init='gp' switches the latent dimensions off through their length scales: it "
+            "needs latent_dim >= 1, a stationary kernel with one length scale per input "
+            "dimension (ARD) and non-fixed length-scale bounds, and no input_projection_dim "
+            "or output_mixing_dim; use init='prior'.")
+    check_float("jitter", est.jitter, 0.0)
+    if est.optimizer == "lbfgs":
+        deterministic = est.input_projection_dim is None and (
+            est.q_w == "quadrature" or Dw == 0 or est.expectation == "unscented")
+        if not deterministic:
+            raise ValueError(
+                "optimizer='lbfgs' needs a deterministic objective: q_w='quadrature', or "
+                "q_w='gaussian'/'amortized' with expectation='unscented', and no "
+                "input_projection_dim; use optimizer='adam' for sampled objectives.")
+    check_n_inducing(est.n_inducing, X.shape[0], "GPCDE")  # after the data-free checks
+
+
+def build(est, Xs, Ys, random_state):
+    """Structure and initial parameters (Salimbeni 2020, §4.2.3 and §4.4)."""
+    N, Dx = Xs.shape
+    Dy = Ys.shape[1]
+    Dw = int(est.latent_dim)
+    Dh = Dx if est.input_projection_dim is None else int(est.input_projection_dim)
+    L = Dy if est.output_mixing_dim is None else int(est.output_mixing_dim)
+    M = int(est.n_inducing)
+    D = Dh + Dw
+    kernel = (RBF(length_scale=np.full(D, np.sqrt(D)), variance=1.0) if est._kernel is None
+              else est._kernel.initialize(D, random_state))
+    model = CDEModel(kernel, Dx, est.input_projection_dim, Dw, L, Dy, M,
+                     est.output_mixing_dim is not None, est.q_w, est.expectation,
+                     int(est.n_samples), int(est.gh_order), N,
+                     tuple(est.encoder_hidden), bool(est.whiten), float(est.jitter))
+    values = initial_values(model, kernel, Xs, Ys, float(est.noise_variance_init),
+                            est.q_w, random_state)
+    return model, model.pack(values)
+
+
+def objectives(model, Xs, Ys, rs):
+    """``full(x)`` and ``minibatch(x, idx)`` (negated bound and gradient, the minibatch scaled
+    to all rows) and ``natgrad(x, idx, gamma)`` (a natural-gradient step of ``q(u)``)."""
+    N = Xs.shape[0]
+    all_rows = np.arange(N)
+
+    def full(x):
+        f, g = model.elbo(x, Xs, Ys, all_rows, 1.0, rs)
+        return -f, -g
+
+    def minibatch(x, idx):
+        f, g = model.elbo(x, Xs[idx], Ys[idx], idx, N / idx.size, rs)
+        return -f, -g
+
+    def natgrad(x, idx, gamma):
+        return model.natgrad(x, Xs[idx], Ys[idx], idx, N / idx.size, gamma, rs)
+
+    return full, minibatch, natgrad
+
+
+def run(est, model, x0, Xs, Ys, rs):
+    """The optimisation from ``x0`` (after the switched-off warm start for ``init="gp"`` or
+    ``"auto"``, whose fit is kept if its bound is higher); sets ``est._x``, ``elbo_``,
+    ``elbo_history_``, ``n_iter_``, ``gp_elbo_`` and ``latent_used_``."""
+    N = Xs.shape[0]
+    bs = N if est.batch_size is None else min(int(est.batch_size), N)
+    all_rows = np.arange(N)
+    gp_start = est.init == "gp"
+    # "auto" starts from the prior but, as "gp", keeps the switched-off fit if it is better
+    compare = gp_start or (est.init == "auto" and gp_init_possible(est, model.Dw))
+    est.gp_elbo_, est.latent_used_ = None, True
+    if compare:
+        n_warm = est.max_iter if est.optimizer == "lbfgs" else min(est.max_iter, 1000)
+        x_gp, x_off, est.gp_elbo_ = gp_warm_start(model, x0, Xs, Ys, rs, n_warm, est.q_w,
+                                                  est.verbose)
+        if gp_start:
+            x0 = x_gp
+    if est.optimizer == "lbfgs" and not gp_start:
+        x0 = model.natgrad(x0, Xs, Ys, all_rows, 1.0, 1.0, rs)
+
+    full, minibatch, natgrad = objectives(model, Xs, Ys, rs)
+    use_ngd = est.natgrad_gamma is not None
+    adam = {} if est.optimizer == "lbfgs" else {
+        "schedule": est.learning_rate_schedule, "gamma": est.natgrad_gamma,
+        "natgrad": natgrad if use_ngd else None, "frozen": model.q_mask() if use_ngd else None}
+    est._x, est.elbo_history_, est.n_iter_, _ = est._optimise(
+        est.optimizer, x0, model.bounds(), full=full, minibatch=minibatch, n_data=N,
+        batch_size=bs, random_state=rs, **adam)
+    # L-BFGS-B: the bound at the end; Adam: the mean of the last 100 minibatch estimates
+    est.elbo_ = float(np.mean(est.elbo_history_[-(1 if est.optimizer == "lbfgs"
+                                                  else 100):]))
+    if compare:
+        final = (est.elbo_ if model.deterministic
+                 else full_bound(model, est._x, Xs, Ys, rs))
+        if est.gp_elbo_ > final:
+            est._x, est.elbo_, est.latent_used_ = x_off, est.gp_elbo_, False
+        else:
+            est.elbo_ = final

@@ -1,0 +1,145 @@
+"""The pieces of :class:`~sklearn_lvgp.LDGD`'s fit around the optimiser (Ziaei et al. 2024).
+
+The two paths' inducing-point counts and kernels from the parameters, the training problem at
+its starting point, the objectives handed to L-BFGS-B and Adam (sigma points or reparameterised
+samples of ``q(x)``, §2.3.8) and the choice between the two, the fitted attributes read off the
+final parameters, the warning when the classification path has collapsed to a flat function,
+and the class-conditional latent draws of :meth:`~sklearn_lvgp.LDGD.sample`.
+"""
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+
+from .._psi._rules import unscented_rule
+from .._validation import check_int, check_n_inducing
+from .._warn import warn
+from ..kernels import RBF, as_lvgp_kernel
+from ._encoder import encoder_shapes
+from ._inference import initial_values, path_marginals
+from ._objective import PRESETS
+from ._problem import TrainingProblem
+
+__all__ = ["class_latent_draws", "objectives", "optimise", "path_settings", "store_fit",
+           "training_problem", "warn_if_collapsed"]
+
+
+def path_settings(est, n_samples):
+    """``(M_r, M_c)`` and the two unfitted kernels."""
+    M = est.n_inducing
+    if isinstance(M, (tuple, list)):
+        if len(M) != 2:
+            raise ValueError(f"n_inducing must be an int or a pair, got {M!r}.")
+        M_r = check_int("n_inducing[0]", M[0], min_value=1)
+        M_c = check_int("n_inducing[1]", M[1], min_value=1)
+        check_n_inducing(max(M_r, M_c), n_samples, "LDGD")
+    else:
+        M_r = M_c = check_n_inducing(M, n_samples, "LDGD")
+    k, Q = est.kernel, est.n_components
+    if k is None:
+        k_r = k_c = RBF(length_scale=np.ones(Q), variance=1.0)
+    elif isinstance(k, (tuple, list)):
+        if len(k) != 2 or any(v is None for v in k):
+            raise TypeError(f"kernel must be a kernel, a pair of kernels or None, got {k!r}.")
+        k_r, k_c = (as_lvgp_kernel(v, "kernel", Q) for v in k)
+    else:
+        k_r = k_c = as_lvgp_kernel(k, "kernel", Q)
+    return M_r, M_c, k_r.clone(), k_c.clone()
+
+
+def training_problem(est, Yr, Yc, random_state):
+    """The :class:`~._problem.TrainingProblem` of scaled rows ``Yr`` and one-hot labels ``Yc``
+    and its flat starting point (kernels initialised, weighting preset applied)."""
+    Q = est.n_components
+    N, D = Yr.shape
+    K = Yc.shape[1]
+    M_r, M_c, k_r, k_c = path_settings(est, N)
+    k_r = k_r.initialize(Q, random_state)
+    k_c = k_c.initialize(Q, random_state)
+    gamma, beta_r, beta_c, beta_x = PRESETS[est.elbo_weighting](D, K)
+    factors = (float(est.reg_weight), float(est.cls_weight), gamma, beta_r, beta_c, beta_x)
+    shapes = (encoder_shapes(D, tuple(est.encoder_hidden), Q) if est.amortized else None)
+    prob = TrainingProblem(Yr, Yc, k_r, k_c, M_r, M_c, Q, factors, shapes, est.jitter,
+                           est.gh_order)
+
+    x0 = prob.pack(initial_values(Yr, K, k_r, k_c, M_r, M_c, Q, est.x_init, shapes,
+                                  random_state))
+    return prob, x0
+
+
+def objectives(prob, N, Q, stochastic, noise_rs):
+    """``full(flat)`` on all rows (sigma points) and ``minibatch(flat, idx)`` (one
+    reparameterised sample per row from ``noise_rs`` when ``stochastic``, else sigma points)."""
+    ut = unscented_rule(Q)
+    idx_all = np.arange(N)
+
+    def full(flat):
+        return prob.value_and_grad(flat, idx_all, ut.nodes, ut.weights)
+
+    def minibatch(flat, idx):
+        if stochastic:
+            nodes = noise_rs.standard_normal((idx.shape[0], 1, Q))
+            return prob.value_and_grad(flat, idx, nodes, np.ones(1))
+        return prob.value_and_grad(flat, idx, ut.nodes, ut.weights)
+
+    return full, minibatch
+
+
+def optimise(est, prob, x0, N, random_state):
+    """Run the optimiser from ``x0`` (``optimizer="auto"``: Adam for a sampled objective or an
+    amortised ``q(x)``, else L-BFGS-B); returns ``x``, the bound's history and the iterations."""
+    Q = est.n_components
+    stochastic = est.expectation == "monte_carlo"
+    # amortised + L-BFGS tends to posterior collapse (q(x) = p(x)) in its first steps
+    optimizer = est.optimizer if est.optimizer != "auto" else (
+        "adam" if stochastic or est.amortized else "lbfgs")
+    noise_rs = check_random_state(random_state.randint(np.iinfo(np.int32).max))
+    bounds = prob.bounds()
+    name = type(est).__name__
+    full, minibatch = objectives(prob, N, Q, stochastic, noise_rs)
+    x, history, n_iter, _ = est._optimise(
+        optimizer, x0, bounds, full=full, minibatch=minibatch, n_data=N,
+        batch_size=min(est.batch_size, N), random_state=random_state, name=name)
+    return x, history, n_iter
+
+
+def store_fit(est, prob, x, y):
+    """Set the fitted attributes of ``est`` from the final flat parameters ``x``."""
+    p = prob.unpack(x)
+    glob = prob.globals_(p)
+    est.kernel_reg_ = glob.kernel_r.clone()
+    est.kernel_cls_ = glob.kernel_c.clone()
+    est.inducing_inputs_reg_, est.inducing_inputs_cls_ = glob.Z_r, glob.Z_c
+    est.q_u_reg_ = (glob.qmu_r, glob.qsqrt_r)
+    est.q_u_cls_ = (glob.qmu_c, glob.qsqrt_c)
+    est.noise_variance_ = glob.noise
+    mu, sigma = prob.latents(p)
+    est.latent_mean_, est.latent_variance_ = mu, sigma ** 2
+    est._encoder = prob.encoder_weights(p) if est.amortized else None
+    Q = est.n_components
+    est.relevance_ = np.vstack([est.kernel_reg_.relevance(Q),
+                                est.kernel_cls_.relevance(Q)])
+    est.ard_weights_reg_ = est.relevance_[0] ** 2
+    est.ard_weights_cls_ = est.relevance_[1] ** 2
+    est._factors = prob.factors
+    m, v = path_marginals(est, mu, "reg")
+    est._rec_mean, est._rec_var = m, v + est.noise_variance_
+    est._y_train = y
+
+
+def warn_if_collapsed(est, name):
+    """Warn when every classification length scale is over 1000x the latent means' spread."""
+    spread = float(np.mean(np.std(est.latent_mean_, axis=0)))
+    if np.all(est.relevance_[1] * max(spread, 1e-12) < 1e-3):
+        warn(f"{name}: the classification path collapsed to a flat function (every length "
+             "scale is over 1000x the spread of the latent means); the classifier predicts "
+             "the same probabilities everywhere. Seen with optimizer='lbfgs' from "
+             "x_init='random': use x_init='pca', optimizer='adam' or more iterations.",
+             ConvergenceWarning)
+
+
+def class_latent_draws(est, label_index, n_samples, rs):
+    """Latent points drawn from the Gaussian fitted to the training ``μ_i`` of one class."""
+    mu = est.latent_mean_[est._y_train == label_index]
+    cov = np.atleast_2d(np.cov(mu, rowvar=False)) + 1e-6 * np.eye(est.n_components)
+    return rs.multivariate_normal(mu.mean(axis=0), cov, size=n_samples)
