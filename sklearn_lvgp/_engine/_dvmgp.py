@@ -91,7 +91,7 @@ def dvmgp_elbo_and_grads(X, Y, p, chol, jitter, *, max_tries=0, chunk_rows=None,
     ``signal_std`` and ``noise``, and the collapsed q(u) posterior, chunk by chunk.
 
     ``chol`` is the (Q, m_v) diagonal or (Q, m_v, m_v) lower factor of the Σ_q; ``grads["chol"]``
-    has its shape. The other arguments are those of ``sklearn_lvgp._dvmgp._elbo_and_grads``;
+    has its shape. The other arguments are those of ``sklearn_lvgp._dvmgp_parts._elbo_and_grads``;
     ``chunk_rows`` (``None``: from the problem size, never from the thread count) and
     ``n_threads`` (``None``: the enclosing ``threads`` context) are the engine's.
     """
