@@ -47,6 +47,8 @@ VARIANTS = {
         {"natgrad_gamma": None, "learning_rate_schedule": "cosine", "init": "prior",
          "max_iter": 100, "learning_rate": 0.1},
         {"init": "gp", "latent_dim": 2, "gh_order": 4},
+        {"early_stopping": True, "max_iter": 200, "learning_rate": 0.05,
+         "n_iter_no_change": 1},
     ],
     "LDGD": [
         {"expectation": "monte_carlo", "max_iter": 150, "learning_rate": 0.05, "batch_size": 50,

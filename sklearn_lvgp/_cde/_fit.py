@@ -6,6 +6,8 @@ of ``q(u)`` on a minibatch (§4.2), and the optimisation run from the initial or
 switched-off start (``init="gp"``, :mod:`._warm_start`).
 """
 
+from functools import partial
+
 import numpy as np
 
 from .._validation import (
@@ -20,9 +22,10 @@ from .._validation import (
 from ..kernels import RBF, as_lvgp_kernel
 from ._bound import CDEModel
 from ._init import initial_values
+from ._predict import component_chunks, mixture_log_density, prediction_nodes
 from ._warm_start import full_bound, gp_init_possible, gp_warm_start
 
-__all__ = ["build", "check_params", "objectives", "run"]
+__all__ = ["build", "check_params", "heldout_log_density", "objectives", "run"]
 
 
 def check_params(est, X):
@@ -53,6 +56,17 @@ def check_params(est, X):
     check_int("batch_size", est.batch_size, min_value=1, allow_none=True)
     check_int("max_iter", est.max_iter, min_value=1)
     check_float("tol", est.tol, 0.0, allow_none=True)
+    check_bool("early_stopping", est.early_stopping)
+    check_float("validation_fraction", est.validation_fraction, 0.0, exclusive_min=True)
+    if est.validation_fraction >= 1:
+        raise ValueError(f"validation_fraction must be < 1, got {est.validation_fraction}.")
+    check_int("n_iter_no_change", est.n_iter_no_change, min_value=1)
+    if est.early_stopping and est.optimizer != "adam":
+        raise ValueError("early_stopping applies to optimizer='adam' (L-BFGS-B stops on its "
+                         "own tests); got optimizer='lbfgs'.")
+    if est.early_stopping and X.shape[0] < 4:
+        raise ValueError(f"early_stopping needs at least 4 samples, got n_samples = "
+                         f"{X.shape[0]}.")
     check_layer_widths("encoder_hidden", est.encoder_hidden)
     check_int("n_predict_samples", est.n_predict_samples, min_value=1)
     check_bool("normalize_y", est.normalize_y)
@@ -73,6 +87,13 @@ def check_params(est, X):
                 "q_w='gaussian'/'amortized' with expectation='unscented', and no "
                 "input_projection_dim; use optimizer='adam' for sampled objectives.")
     check_n_inducing(est.n_inducing, X.shape[0], "GPCDE")  # after the data-free checks
+    if est.early_stopping:
+        n_train = X.shape[0] - max(1, int(round(est.validation_fraction * X.shape[0])))
+        if est.n_inducing > n_train:
+            raise ValueError(
+                f"n_inducing={est.n_inducing} is larger than the {n_train} rows left for "
+                f"training after holding out validation_fraction={est.validation_fraction} "
+                "for early stopping; lower n_inducing or validation_fraction.")
 
 
 def build(est, Xs, Ys, random_state):
@@ -115,10 +136,24 @@ def objectives(model, Xs, Ys, rs):
     return full, minibatch, natgrad
 
 
-def run(est, model, x0, Xs, Ys, rs):
+def heldout_log_density(est, model, x, Xv, Yv):
+    """Mean log predictive density of held-out standardised rows at parameters ``x`` (the
+    early-stopping score; the predictive integration of :meth:`GPCDE.predict_log_density`,
+    with a fixed seed for its prior draws)."""
+    p = model.unpack(x)
+    A_mean = p["A_mu"] if model.projection else None
+    A_std = p["A_s"] if model.projection else None
+    nodes, logw, A_draws = prediction_nodes(model, est.gh_order, est.n_predict_samples,
+                                            A_mean, A_std, np.random.RandomState(0))
+    chunks = component_chunks(model, x, Xv, nodes, A_draws, est.n_jobs)
+    return float(np.mean(mixture_log_density(chunks, Yv, p["P_"], p["s2"], logw)))
+
+
+def run(est, model, x0, Xs, Ys, rs, held_out=None):
     """The optimisation from ``x0`` (after the switched-off warm start for ``init="gp"`` or
     ``"auto"``, whose fit is kept if its bound is higher); sets ``est._x``, ``elbo_``,
-    ``elbo_history_``, ``n_iter_``, ``gp_elbo_`` and ``latent_used_``."""
+    ``elbo_history_``, ``n_iter_``, ``validation_scores_``, ``gp_elbo_`` and
+    ``latent_used_``. ``held_out``: the ``(X, Y)`` of early stopping, or ``None``."""
     N = Xs.shape[0]
     bs = N if est.batch_size is None else min(int(est.batch_size), N)
     all_rows = np.arange(N)
@@ -140,7 +175,12 @@ def run(est, model, x0, Xs, Ys, rs):
     adam = {} if est.optimizer == "lbfgs" else {
         "schedule": est.learning_rate_schedule, "gamma": est.natgrad_gamma,
         "natgrad": natgrad if use_ngd else None, "frozen": model.q_mask() if use_ngd else None}
-    est._x, est.elbo_history_, est.n_iter_, _ = est._optimise(
+    if held_out is not None:
+        adam.update(validation=partial(heldout_log_density, est, model, Xv=held_out[0],
+                                       Yv=held_out[1]),
+                    n_iter_no_change=est.n_iter_no_change,
+                    tol=1e-4 if est.tol is None else est.tol)
+    est._x, est.elbo_history_, est.n_iter_, est.validation_scores_ = est._optimise(
         est.optimizer, x0, model.bounds(), full=full, minibatch=minibatch, n_data=N,
         batch_size=bs, random_state=rs, **adam)
     # L-BFGS-B: the bound at the end; Adam: the mean of the last 100 minibatch estimates

@@ -366,3 +366,36 @@ def test_return_cov_refused_with_a_projection():
               random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="return_cov is available without input_projection_dim"):
         m.predict(X[:3], return_cov=True)
+
+
+# ------------------------------------------------------------------------- early stopping
+def test_early_stopping_stops_on_the_held_out_density_and_keeps_the_best_state():
+    from sklearn_lvgp._cde._fit import heldout_log_density
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(120, 1))
+    y = rng.standard_normal(120)  # no signal: the held-out density stops improving soon
+    m = GPCDE(n_inducing=10, max_iter=3000, learning_rate=0.05, early_stopping=True,
+              n_iter_no_change=2, gh_order=5, init="prior", random_state=0).fit(X, y)
+    assert m.n_iter_ < 3000
+    scores = m.validation_scores_
+    assert scores.shape == (m.n_iter_ // 100,) and np.all(np.isfinite(scores))
+    # the kept state is the best check's: re-score it on the same held-out rows
+    perm = np.random.RandomState(0).permutation(120)
+    held = perm[:12]
+    Xs = (X - m.X_mean_) / m.X_scale_
+    Ys = ((y - m.y_mean_) / m.y_scale_).reshape(-1, 1)
+    kept = heldout_log_density(m, m._model, m._x, Xs[held], Ys[held])
+    np.testing.assert_allclose(kept, scores.max(), rtol=1e-10)
+
+
+def test_early_stopping_parameter_checks():
+    X = np.linspace(-1, 1, 30)[:, None]
+    y = np.sin(3 * X[:, 0])
+    with pytest.raises(ValueError, match="early_stopping applies to optimizer='adam'"):
+        GPCDE(early_stopping=True, optimizer="lbfgs", n_inducing=5).fit(X, y)
+    with pytest.raises(ValueError, match="validation_fraction must be < 1"):
+        GPCDE(early_stopping=True, validation_fraction=1.0, n_inducing=5).fit(X, y)
+    with pytest.raises(ValueError, match="rows left for training"):
+        GPCDE(early_stopping=True, validation_fraction=0.5, n_inducing=20).fit(X, y)
+    assert GPCDE(n_inducing=5, max_iter=5).fit(X, y).validation_scores_ is None
