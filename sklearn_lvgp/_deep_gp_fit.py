@@ -27,6 +27,7 @@ from ._progress import check_callback, fit_progress
 from ._stochastic import AdamState
 from ._validation import (
     check_bool,
+    check_early_stopping,
     check_float,
     check_int,
     check_n_inducing,
@@ -58,11 +59,7 @@ def check_params(est, X):
         if est.optimizer != "adam":
             raise ValueError("natgrad_gamma is used with optimizer='adam' only.")
     check_float("tol", est.tol, 0.0, allow_none=True)
-    check_bool("early_stopping", est.early_stopping)
-    check_float("validation_fraction", est.validation_fraction, 0.0, exclusive_min=True)
-    if est.validation_fraction >= 1:
-        raise ValueError(f"validation_fraction must be < 1, got {est.validation_fraction}.")
-    check_int("n_iter_no_change", est.n_iter_no_change, min_value=1)
+    check_early_stopping(est, X.shape[0])
     check_bool("normalize_y", est.normalize_y)
     check_option("positive_transform", est.positive_transform, ("softplus", "log"))
     check_float("jitter", est.jitter, 0.0)
@@ -73,9 +70,6 @@ def check_params(est, X):
         raise ValueError("optimizer='lbfgs' needs a deterministic objective: use "
                          "expectation='unscented' or n_layers=1 with Monte Carlo DSVI use "
                          "optimizer='adam'.")
-    if est.early_stopping and X.shape[0] < 4:
-        raise ValueError(f"early_stopping needs at least 4 samples, got n_samples = "
-                         f"{X.shape[0]}.")
     check_latent_options(est.get_params())
     check_n_inducing(est.n_inducing, X.shape[0], "DeepGP")  # after the data-free checks
 

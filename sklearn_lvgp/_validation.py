@@ -5,7 +5,7 @@ import numbers
 import numpy as np
 
 __all__ = ["check_int", "check_float", "check_option", "check_bool", "check_n_inducing",
-           "check_natgrad_gamma", "check_finite_array"]
+           "check_natgrad_gamma", "check_finite_array", "check_early_stopping"]
 
 
 def check_int(name, value, min_value=None, allow_none=False):
@@ -73,6 +73,19 @@ def check_natgrad_gamma(gamma):
             raise ValueError(f"natgrad_gamma's {name} must be in (0, 1], got {value}.")
         steps.append(value)
     return steps[0], steps[1], check_int("natgrad_gamma's K", gamma[2], min_value=1)
+
+
+def check_early_stopping(est, n_samples):
+    """The early-stopping parameters of ``est`` (``early_stopping``, ``validation_fraction``,
+    ``n_iter_no_change``) and whether ``n_samples`` rows leave something to hold out."""
+    check_bool("early_stopping", est.early_stopping)
+    check_float("validation_fraction", est.validation_fraction, 0.0, exclusive_min=True)
+    if est.validation_fraction >= 1:
+        raise ValueError(f"validation_fraction must be < 1, got {est.validation_fraction}.")
+    check_int("n_iter_no_change", est.n_iter_no_change, min_value=1)
+    if est.early_stopping and n_samples < 4:
+        raise ValueError(f"early_stopping needs at least 4 samples, got n_samples = "
+                         f"{n_samples}.")
 
 
 def check_n_inducing(n_inducing, n_samples, estimator_name):

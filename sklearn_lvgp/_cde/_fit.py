@@ -12,6 +12,7 @@ import numpy as np
 
 from .._validation import (
     check_bool,
+    check_early_stopping,
     check_float,
     check_int,
     check_layer_widths,
@@ -56,17 +57,10 @@ def check_params(est, X):
     check_int("batch_size", est.batch_size, min_value=1, allow_none=True)
     check_int("max_iter", est.max_iter, min_value=1)
     check_float("tol", est.tol, 0.0, allow_none=True)
-    check_bool("early_stopping", est.early_stopping)
-    check_float("validation_fraction", est.validation_fraction, 0.0, exclusive_min=True)
-    if est.validation_fraction >= 1:
-        raise ValueError(f"validation_fraction must be < 1, got {est.validation_fraction}.")
-    check_int("n_iter_no_change", est.n_iter_no_change, min_value=1)
+    check_early_stopping(est, X.shape[0])
     if est.early_stopping and est.optimizer != "adam":
         raise ValueError("early_stopping applies to optimizer='adam' (L-BFGS-B stops on its "
                          "own tests); got optimizer='lbfgs'.")
-    if est.early_stopping and X.shape[0] < 4:
-        raise ValueError(f"early_stopping needs at least 4 samples, got n_samples = "
-                         f"{X.shape[0]}.")
     check_layer_widths("encoder_hidden", est.encoder_hidden)
     check_int("n_predict_samples", est.n_predict_samples, min_value=1)
     check_bool("normalize_y", est.normalize_y)
