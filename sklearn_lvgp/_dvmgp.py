@@ -19,12 +19,14 @@ from ._dvmgp_parts import (
 from ._linalg import settled_jitter
 from ._objectives._collapsed import predictive_moments
 from ._objectives._dvmgp_bound import (
+    latent_covariance,
     latent_moments,
     output_kernel,
     output_psi,
     projection_forward,
     projection_kernels,
 )
+from ._objectives._joint_uncertain import rbf_joint_moments
 from ._parallel import threads
 from ._scaling import NORMALIZE_OPTIONS, normalization
 from ._svgp._likelihoods import gaussian_log_density
@@ -288,11 +290,15 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
             variances.append(v + self.noise_variance_)
         return np.vstack(means), np.vstack(variances)
 
-    def predict(self, X, return_std=False):
-        """Predictive mean (and standard deviation) of y at new inputs.
+    def predict(self, X, return_std=False, return_cov=False):
+        """Predictive mean (and standard deviation or joint covariance) of y at new inputs.
 
         The predictive distribution is not Gaussian (W is uncertain); these are its exact first
-        two moments (de Souza 2020, §4.3.1, with the noise variance counted once).
+        two moments (de Souza 2020, §4.3.1, with the noise variance counted once). The joint
+        covariance integrates over the joint q(W) of all the inputs: their latent points are
+        correlated through the W-layer GPs (see
+        :func:`sklearn_lvgp._objectives._joint_uncertain.rbf_joint_moments`); it costs
+        O(n² m_u² Q) for n inputs.
 
         Parameters
         ----------
@@ -300,6 +306,9 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
             Inputs.
         return_std : bool, default=False
             Also return the predictive standard deviation of y, noise included.
+        return_cov : bool, default=False
+            Also return the joint predictive covariance of y across the inputs, noise included
+            on the diagonal (shape (n, n), or (n, n, n_targets) for several targets).
 
         Returns
         -------
@@ -307,14 +316,36 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
             Predictive mean in the original target units.
         std : ndarray of shape (n,) or (n, n_targets)
             Predictive standard deviation (only if ``return_std``).
+        cov : ndarray of shape (n, n) or (n, n, n_targets)
+            Joint predictive covariance (only if ``return_cov``).
         """
+        if return_std and return_cov:
+            raise ValueError("At most one of return_std or return_cov can be requested.")
         Xs = self._standardise(X)
+        if return_cov:
+            with threads(self.n_jobs):
+                m, cov = self._joint_normalised(Xs)
+            mean = self._target_shape(m * self.y_scale_ + self.y_mean_)
+            cov = cov * (self.y_scale_ ** 2)[None, None, :]
+            return mean, (cov[:, :, 0] if self._y_ndim == 1 else cov)
         with threads(self.n_jobs):
             m, v = self._moments_normalised(Xs)
         mean = self._target_shape(m * self.y_scale_ + self.y_mean_)
         if not return_std:
             return mean
         return mean, self._target_shape(np.sqrt(v) * self.y_scale_)
+
+    def _joint_normalised(self, Xs):
+        """Mean and joint covariance of y* (noise on the diagonal), normalised units."""
+        p = self._params
+        h, _ = self._latent(Xs)
+        C = latent_covariance(Xs, p["Xi"], p["mu"], _chol(p, self.qv_covariance),
+                              projection_kernels(p["wtheta"]), self._jitter)
+        mean, cov = rbf_joint_moments(self._post, self.inducing_inputs_,
+                                      self.signal_std_ ** 2, h, C)
+        idx = np.arange(Xs.shape[0])
+        cov[idx, idx, :] += self.noise_variance_
+        return mean, cov
 
     def predict_log_density(self, X, y):
         """Per-point log predictive density of the targets, in nats (original units).

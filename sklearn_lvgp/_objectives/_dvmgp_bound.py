@@ -38,8 +38,8 @@ from ..kernels import RBF
 __all__ = [
     "projection_kernels", "projection_forward", "projection_vjp", "ProjectionVJP",
     "RowFactors", "row_marginals", "row_local_vjp", "row_global_vjp",
-    "latent_moments", "latent_moments_vjp", "output_kernel", "output_psi", "output_psi_vjp",
-    "chol_factors",
+    "latent_moments", "latent_moments_vjp", "latent_covariance", "output_kernel", "output_psi",
+    "output_psi_vjp", "chol_factors",
 ]
 
 
@@ -333,6 +333,44 @@ def latent_moments(a, b, X):
     h = np.einsum("nqd,nd->nq", a, X)
     r = np.sum(X * X, axis=1)
     return h, np.maximum(b, 0.0) * r[:, None]
+
+
+def latent_covariance(X, Xi, mu, chol, kernels, jitter=1e-6):
+    """Joint covariance of the latent points ``z_i = W(x_i) x_i`` across inputs, per dimension.
+
+    Under q(W) the entries ``w_qd`` are independent GPs across (q, d) whose covariance
+    ``c_q(x, x') = k_q(x, x') − k_q(x, Ξ) K_v⁻¹ k_q(Ξ, x') + k_q(x, Ξ) K_v⁻¹ Σ_q K_v⁻¹ k_q(Ξ, x')``
+    is shared by the D entries of row q (de Souza 2020, app. A.2, at two inputs), so
+    ``Cov(z_iq, z_jq') = δ_qq' (x_i · x_j) c_q(x_i, x_j)``; its diagonal is the ``η`` of
+    :func:`latent_moments`.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, D)
+        Inputs (standardised).
+    Xi, mu, chol, kernels, jitter
+        As in :func:`projection_forward`.
+
+    Returns
+    -------
+    C : ndarray of shape (Q, n, n)
+        ``C[q, i, j] = Cov(z_iq, z_jq)``.
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    Xi = np.ascontiguousarray(Xi, dtype=np.float64)
+    mu = np.asarray(mu, dtype=np.float64)
+    Q, m_v, _ = mu.shape
+    Ls = chol_factors(chol, m_v)
+    gram = X @ X.T
+    C = np.empty((Q, X.shape[0], X.shape[0]))
+    for q, k in enumerate(kernels):
+        Kv = k.K(Xi)
+        Kv[np.diag_indices(m_v)] += jitter * float(np.mean(np.diag(Kv)))
+        f = RowFactors(Kv, mu[q], Ls[q])
+        beta = solve_lower(f.Lv, k.K(Xi, X))
+        SLa = f.Lsig.T @ solve_upper(f.Lv, beta)
+        C[q] = gram * (k.K(X) - beta.T @ beta + SLa.T @ SLa)
+    return C
 
 
 def latent_moments_vjp(dh, deta, b, X):

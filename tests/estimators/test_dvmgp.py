@@ -428,3 +428,56 @@ def test_table5_uci(shared_data, name):
         assert dv[0] <= sg[0] - 0.1, (dv, sg)
     if name == "wine_red":
         assert abs(dv[0] - sg[0]) <= 0.05, (dv, sg)
+
+
+# --------------------------------------------------------------------- joint covariance
+def test_return_cov_matches_the_moments_and_a_monte_carlo_over_joint_q_w():
+    """``predict(return_cov=True)``: mean and diagonal equal ``predict(return_std=True)``; the
+    off-diagonal entries equal a Monte Carlo estimate that draws the latent points of all test
+    inputs jointly from q(W) and averages the conditional GP moments."""
+    from sklearn_lvgp._dvmgp_parts import _chol
+    from sklearn_lvgp._objectives._collapsed import _weight_matrices
+    from sklearn_lvgp._objectives._dvmgp_bound import latent_covariance, projection_kernels
+    from sklearn_lvgp.datasets import two_parabolas_split
+
+    X, Xt, y, _ = two_parabolas_split(n_per_cluster=60, random_state=3)
+    m = DVMGP(n_inducing=10, n_inducing_projection=6, max_iter=100, random_state=0).fit(X, y)
+    Xq = Xt[:4]
+    mean, cov = m.predict(Xq, return_cov=True)
+    mean_s, std = m.predict(Xq, return_std=True)
+    np.testing.assert_allclose(mean, mean_s, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.diag(cov), std ** 2, rtol=1e-8)
+    assert np.allclose(cov, cov.T) and np.linalg.eigvalsh(cov).min() > 0
+
+    # Monte Carlo in normalised units: h ~ N(h, C_q) jointly, then E[Cov(f | h)] + Cov(E[f | h])
+    Xs = (Xq - m.X_mean_) / m.X_scale_
+    p = m._params
+    h, _ = m._latent(Xs)
+    C = latent_covariance(Xs, p["Xi"], p["mu"], _chol(p, m.qv_covariance),
+                          projection_kernels(p["wtheta"]), m._jitter)
+    rng = np.random.default_rng(0)
+    S, n, Q = 40000, Xq.shape[0], h.shape[1]
+    draws = np.empty((S, n, Q))
+    for q in range(Q):
+        L = np.linalg.cholesky(C[q] + 1e-12 * np.eye(n))
+        draws[:, :, q] = h[:, q] + rng.standard_normal((S, n)) @ L.T
+    Z, s2f = m.inducing_inputs_, m.signal_std_ ** 2
+    Kinv, Cs = _weight_matrices(m._post)
+    G = m._post.G[:, 0]
+
+    def k(A, B):
+        return s2f * np.exp(-0.5 * np.sum((A[..., :, None, :] - B[..., None, :, :]) ** 2, -1))
+
+    kz = k(draws, Z)  # (S, n, M)
+    cond_mean = kz @ G
+    cond_cov = k(draws, draws) - np.einsum("snm,ml,sjl->snj", kz, Kinv - Cs, kz)
+    mc = cond_cov.mean(0) + np.cov(cond_mean.T, bias=True)
+    mc = mc * m.y_scale_[0] ** 2
+    off = ~np.eye(n, dtype=bool)
+    # Monte Carlo standard error of each entry, from the per-draw contributions
+    per_draw = (cond_cov + (cond_mean - cond_mean.mean(0))[:, :, None]
+                * (cond_mean - cond_mean.mean(0))[:, None, :]) * m.y_scale_[0] ** 2
+    se = per_draw.std(0) / np.sqrt(S)
+    assert np.all(np.abs(cov[off] - mc[off]) <= 5 * se[off] + 1e-10), (cov[off], mc[off], se[off])
+    with pytest.raises(ValueError, match="At most one of return_std or return_cov"):
+        m.predict(Xq, return_std=True, return_cov=True)
