@@ -9,7 +9,7 @@ and the bound is evaluated chunk by chunk by :func:`sklearn_lvgp._engine._dsvi.d
 import numpy as np
 from scipy.special import logsumexp
 
-from ._engine._dsvi import dsvi_elbo, moment_match, sigma_points
+from ._engine._dsvi import dsvi_elbo, propagate_layers
 from ._init import kmeans_inducing
 from ._linalg import cholesky_jitter, solve_lower, solve_upper
 from ._params import ParamPacker, softplus_inverse
@@ -185,43 +185,22 @@ class _DSVI:
         tape : list
             Input of :meth:`backward`.
         """
-        n = X.shape[0]
         L = self.n_layers
         ws = [None] * L if workspaces is None else workspaces
-        tape = []
         kl_total = 0.0
-        if (expectation or self.expectation) == "monte_carlo":
-            S = n_samples if L > 1 else 1
-            H = np.tile(X, (S, 1))
-            weights = np.full(S * n, 1.0 / S)
-            step = None
-            for ell, layer in enumerate(layers):
-                mu, var, kl, cache = layer_forward(layer, H, self.jitter, with_kl, ws[ell])
-                kl_total += kl
-                tape.append((cache, step, None))
-                if ell < L - 1:
-                    e = (random_state.standard_normal(mu.shape) if eps is None else eps[ell])
-                    sd = np.sqrt(var + DELTA)
-                    H = mu + e * sd
-                    step = ("mc", e, sd)
-            return mu, var, weights, kl_total, tape
-        # unscented: moment-match each inner layer, sigma points into the next
-        mu, var, kl, cache = layer_forward(layers[0], X, self.jitter, with_kl, ws[0])
-        kl_total += kl
-        tape.append((cache, None, None))
-        weights = np.ones(n)
-        for ell in range(1, L):
-            H, rule, sd = sigma_points(mu, var, DELTA)
-            mu_k, var_k, kl, cache = layer_forward(layers[ell], H, self.jitter, with_kl,
-                                                   ws[ell])
+
+        def evaluate(ell, H):
+            nonlocal kl_total
+            mu, var, kl, cache = layer_forward(layers[ell], H, self.jitter, with_kl, ws[ell])
             kl_total += kl
-            mm = None
-            if ell < L - 1:
-                mu, var, mm = moment_match(mu_k, var_k, rule, n)
-            else:
-                mu, var = mu_k, var_k
-                weights = np.tile(rule.weights, n)
-            tape.append((cache, ("ut", rule, sd), mm))
+            return mu, var, cache
+
+        def draw(ell, shape):
+            return random_state.standard_normal(shape) if eps is None else eps[ell]
+
+        rule = expectation or self.expectation
+        S = n_samples if L > 1 else 1
+        mu, var, weights, tape = propagate_layers(evaluate, X, L, rule, S, draw, DELTA)
         return mu, var, weights, kl_total, tape
 
     # ----------------------------------------------------------------------------- bound

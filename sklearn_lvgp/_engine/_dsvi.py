@@ -34,7 +34,7 @@ from .._workspace import thread_workspace
 from ._executor import ChunkExecutor, plan_chunks
 
 __all__ = ["FLOPS_PER_WORK", "chunk_pass", "dsvi_draws", "dsvi_elbo", "dsvi_finish",
-           "dsvi_globals", "dsvi_rows", "moment_match", "sigma_points"]
+           "dsvi_globals", "dsvi_rows", "moment_match", "propagate_layers", "sigma_points"]
 
 #: Matrix-product flops counted as one unit of :func:`~._executor.plan_chunks` work. A chunk's
 #: pass costs about 800 Python-level calls (the per-output loops of the marginals and their
@@ -65,6 +65,72 @@ def moment_match(mu_k, var_k, rule, n):
     return mu, var, (w, dev)
 
 
+def propagate_layers(evaluate, X, n_layers, expectation, n_samples, draw, delta):
+    """Push ``X`` through ``n_layers`` layers; the last layer's marginals, weights and a tape.
+
+    Monte Carlo (Salimbeni 2020, eqs. 2.10-2.18): ``n_samples`` stacked copies of ``X``
+    (sample-major), each inner layer's output sampled as ``h = μ + ε sqrt(v + delta)``
+    (Salimbeni & Deisenroth 2017, eq. 7). Unscented: each inner layer's Gaussian marginals
+    are moment-matched and pushed through the next layer at the sigma points of
+    :func:`sigma_points`.
+
+    Parameters
+    ----------
+    evaluate : callable
+        ``evaluate(ell, H) -> (mu, var, cache)``: layer ``ell``'s marginals at inputs ``H``.
+    X : ndarray of shape (n, D_0)
+        Inputs.
+    n_layers : int
+    expectation : {"monte_carlo", "unscented"}
+    n_samples : int
+        Monte Carlo copies (ignored by the unscented rule).
+    draw : callable
+        ``draw(ell, shape) -> eps``: the standard normal draws of inner layer ``ell``.
+    delta : float
+        Jitter under the square root of the sampled standard deviation.
+
+    Returns
+    -------
+    mu, var : ndarray of shape (P, D_L)
+        Last-layer marginals at the ``P`` stacked points.
+    weights : ndarray of shape (P,)
+        Weight of each stacked point in an average over a data row (sums to 1 per row).
+    tape : list of (cache, step, moment_match)
+        Per layer: its ``evaluate`` cache, how its inputs were made from the previous layer
+        (``None``, ``("mc", eps, sd)`` or ``("ut", rule, sd)``) and the moment matching of its
+        output (``None`` for the last layer and Monte Carlo).
+    """
+    n = X.shape[0]
+    tape = []
+    if expectation == "monte_carlo":
+        H = np.tile(X, (n_samples, 1))
+        weights = np.full(n_samples * n, 1.0 / n_samples)
+        step = None
+        for ell in range(n_layers):
+            mu, var, cache = evaluate(ell, H)
+            tape.append((cache, step, None))
+            if ell < n_layers - 1:
+                e = draw(ell, mu.shape)
+                sd = np.sqrt(var + delta)
+                H = mu + e * sd
+                step = ("mc", e, sd)
+        return mu, var, weights, tape
+    mu, var, cache = evaluate(0, X)
+    tape.append((cache, None, None))
+    weights = np.ones(n)
+    for ell in range(1, n_layers):
+        H, rule, sd = sigma_points(mu, var, delta)
+        mu_k, var_k, cache = evaluate(ell, H)
+        mm = None
+        if ell < n_layers - 1:
+            mu, var, mm = moment_match(mu_k, var_k, rule, n)
+        else:
+            mu, var = mu_k, var_k
+            weights = np.tile(rule.weights, n)
+        tape.append((cache, ("ut", rule, sd), mm))
+    return mu, var, weights, tape
+
+
 def _work_per_row(model, n_points):
     M = model.M
     dims = model.dims
@@ -79,43 +145,16 @@ def chunk_pass(model, layers, priors, noise, X, Y, scale, S, eps, workspaces):
     """
     L = model.n_layers
     m = X.shape[0]
-    tape = []
-    if model.expectation == "monte_carlo":
-        H = np.tile(X, (S, 1))
-        weights = np.full(S * m, 1.0 / S)
-        step = None
-        for ell, layer in enumerate(layers):
-            mu, var, mcache = marginals(layer.kernel, layer.Z, layer.q_mu, layer.q_sqrt, H,
-                                        priors[ell].Lu, layer.mean_function, layer.whiten,
-                                        workspaces[ell])
-            tape.append((mcache, step, None))
-            if ell < L - 1:
-                e = eps[ell]
-                sd = np.sqrt(var + model.delta)
-                H = mu + e * sd
-                step = ("mc", e, sd)
-        Yt = np.tile(Y, (S, 1))
-    else:  # unscented: moment-match each inner layer, sigma points into the next
-        layer = layers[0]
-        mu, var, mcache = marginals(layer.kernel, layer.Z, layer.q_mu, layer.q_sqrt, X,
-                                    priors[0].Lu, layer.mean_function, layer.whiten,
-                                    workspaces[0])
-        tape.append((mcache, None, None))
-        weights = np.ones(m)
-        for ell in range(1, L):
-            H, rule, sd = sigma_points(mu, var, model.delta)
-            layer = layers[ell]
-            mu_k, var_k, mcache = marginals(layer.kernel, layer.Z, layer.q_mu, layer.q_sqrt, H,
-                                            priors[ell].Lu, layer.mean_function, layer.whiten,
-                                            workspaces[ell])
-            mm = None
-            if ell < L - 1:
-                mu, var, mm = moment_match(mu_k, var_k, rule, m)
-            else:
-                mu, var = mu_k, var_k
-                weights = np.tile(rule.weights, m)
-            tape.append((mcache, ("ut", rule, sd), mm))
-        Yt = np.repeat(Y, weights.size // m, axis=0)
+
+    def evaluate(ell, H):
+        layer = layers[ell]
+        return marginals(layer.kernel, layer.Z, layer.q_mu, layer.q_sqrt, H, priors[ell].Lu,
+                         layer.mean_function, layer.whiten, workspaces[ell])
+
+    mu, var, weights, tape = propagate_layers(evaluate, X, L, model.expectation, S,
+                                              lambda ell, shape: eps[ell], model.delta)
+    Yt = (np.tile(Y, (S, 1)) if model.expectation == "monte_carlo"
+          else np.repeat(Y, weights.size // m, axis=0))
     pw = (scale * weights)[:, None]
     data = float(np.sum(pw * gaussian_expectation(Yt, mu, var, noise)))
     gv = gaussian_expectation_vjp(pw, Yt, mu, var, noise)
