@@ -12,7 +12,7 @@ import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 
-from ._cde._fit import build, check_params, run
+from ._cde._fit import check_params, fit
 from ._cde._joint import latent_cross_covariance
 from ._cde._likelihood import mixture_quantiles
 from ._cde._predict import (
@@ -24,7 +24,6 @@ from ._cde._predict import (
     sample_targets,
 )
 from ._parallel import threads
-from ._scaling import column_moments
 from ._validation import check_int
 from .base import _BaseLVGPRegressor
 
@@ -148,6 +147,10 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``objective`` (the
         bound or its minibatch estimate), ``elapsed`` seconds and, at held-out checks,
         ``validation_score``. Returning ``True`` stops that optimisation as converged.
+    warm_start : bool, default=False
+        Continue from the previous fit's parameters, Adam state and standardisation when the
+        data have the same shape and the model the same structure (otherwise fit afresh);
+        ``init`` is not applied again, and ``n_iter_``/``elbo_history_`` accumulate.
 
     Attributes
     ----------
@@ -214,7 +217,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
                  max_iter=2000, tol=1e-4, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=5, encoder_hidden=(20, 20), n_predict_samples=1000,
                  normalize_y=True, init="auto", jitter=1e-6, random_state=None, n_jobs=None,
-                 verbose=0, callback=None):
+                 verbose=0, callback=None, warm_start=False):
         self.latent_dim = latent_dim
         self.q_w = q_w
         self.gh_order = gh_order
@@ -245,6 +248,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.warm_start = warm_start
 
     # ----------------------------------------------------------------------------- checks
     def _check_params(self, X, y):
@@ -252,18 +256,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
 
     # ------------------------------------------------------------------------------- fit
     def _fit(self, X, y, random_state):
-        Y = self._targets_2d(y)
-        self.X_mean_, self.X_scale_ = column_moments(X)
-        self.y_mean_, self.y_scale_ = self._target_moments(Y)
-        Xs = (X - self.X_mean_) / self.X_scale_
-        Ys = (Y - self.y_mean_) / self.y_scale_
-        held_out = None
-        if self.early_stopping:
-            Xs, Ys, Xv, Yv = self._validation_split(Xs, Ys, random_state)
-            held_out = (Xv, Yv)
-        model, x0 = build(self, Xs, Ys, random_state)
-        self._model = model
-        run(self, model, x0, Xs, Ys, random_state, held_out)
+        fit(self, X, self._targets_2d(y), random_state)
         self._set_fitted(random_state)
         return self
 

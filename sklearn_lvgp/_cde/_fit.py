@@ -10,6 +10,8 @@ from functools import partial
 
 import numpy as np
 
+from .._scaling import column_moments
+from .._stochastic import AdamState
 from .._validation import (
     check_bool,
     check_early_stopping,
@@ -26,7 +28,8 @@ from ._init import initial_values
 from ._predict import component_chunks, mixture_log_density, prediction_nodes
 from ._warm_start import full_bound, gp_init_possible, gp_warm_start
 
-__all__ = ["build", "check_params", "heldout_log_density", "objectives", "run"]
+__all__ = ["architecture", "build", "check_params", "fit", "heldout_log_density", "objectives",
+           "run"]
 
 
 def check_params(est, X):
@@ -57,6 +60,7 @@ def check_params(est, X):
     check_int("batch_size", est.batch_size, min_value=1, allow_none=True)
     check_int("max_iter", est.max_iter, min_value=1)
     check_float("tol", est.tol, 0.0, allow_none=True)
+    check_bool("warm_start", est.warm_start)
     check_early_stopping(est, X.shape[0])
     if est.early_stopping and est.optimizer != "adam":
         raise ValueError("early_stopping applies to optimizer='adam' (L-BFGS-B stops on its "
@@ -143,43 +147,59 @@ def heldout_log_density(est, model, x, Xv, Yv):
     return float(np.mean(mixture_log_density(chunks, Yv, p["P_"], p["s2"], logw)))
 
 
-def run(est, model, x0, Xs, Ys, rs, held_out=None):
+def architecture(est, n_rows, n_features, n_targets):
+    """What a ``warm_start`` fit must share with the previous fit to continue from it."""
+    return (int(n_rows), int(n_features), int(n_targets), int(est.latent_dim), est.q_w,
+            int(est.gh_order), est.expectation, int(est.n_samples), est.input_projection_dim,
+            est.output_mixing_dim, repr(est.kernel), int(est.n_inducing), bool(est.whiten),
+            tuple(int(h) for h in est.encoder_hidden), float(est.jitter),
+            bool(est.early_stopping), float(est.validation_fraction))
+
+
+def run(est, model, x0, Xs, Ys, rs, held_out=None, continuing=False):
     """The optimisation from ``x0`` (after the switched-off warm start for ``init="gp"`` or
     ``"auto"``, whose fit is kept if its bound is higher); sets ``est._x``, ``elbo_``,
     ``elbo_history_``, ``n_iter_``, ``validation_scores_``, ``gp_elbo_`` and
-    ``latent_used_``. ``held_out``: the ``(X, Y)`` of early stopping, or ``None``."""
+    ``latent_used_``. ``held_out``: the ``(X, Y)`` of early stopping, or ``None``.
+    ``continuing``: a ``warm_start`` fit going on from the previous one (``x0`` and the Adam
+    state ``est._state``): no start-up, iterations and bound history accumulate."""
     N = Xs.shape[0]
     bs = N if est.batch_size is None else min(int(est.batch_size), N)
     all_rows = np.arange(N)
-    gp_start = est.init == "gp"
+    gp_start = est.init == "gp" and not continuing
     # "auto" starts from the prior but, as "gp", keeps the switched-off fit if it is better
-    compare = gp_start or (est.init == "auto" and gp_init_possible(est, model.Dw))
-    est.gp_elbo_, est.latent_used_ = None, True
+    compare = not continuing and (
+        gp_start or (est.init == "auto" and gp_init_possible(est, model.Dw)))
+    if not continuing:
+        est.gp_elbo_, est.latent_used_ = None, True
     if compare:
         n_warm = est.max_iter if est.optimizer == "lbfgs" else min(est.max_iter, 1000)
         x_gp, x_off, est.gp_elbo_ = gp_warm_start(model, x0, Xs, Ys, rs, n_warm, est.q_w,
                                                   est.verbose)
         if gp_start:
             x0 = x_gp
-    if est.optimizer == "lbfgs" and not gp_start:
+    if est.optimizer == "lbfgs" and not gp_start and not continuing:
         x0 = model.natgrad(x0, Xs, Ys, all_rows, 1.0, 1.0, rs)
 
     full, minibatch, natgrad = objectives(model, Xs, Ys, rs)
     use_ngd = est.natgrad_gamma is not None
     adam = {} if est.optimizer == "lbfgs" else {
         "schedule": est.learning_rate_schedule, "gamma": est.natgrad_gamma,
-        "natgrad": natgrad if use_ngd else None, "frozen": model.q_mask() if use_ngd else None}
+        "natgrad": natgrad if use_ngd else None, "frozen": model.q_mask() if use_ngd else None,
+        "state": est._state, "horizon": est.max_iter}
     if held_out is not None:
         adam.update(validation=partial(heldout_log_density, est, model, Xv=held_out[0],
                                        Yv=held_out[1]),
                     n_iter_no_change=est.n_iter_no_change,
                     tol=1e-4 if est.tol is None else est.tol)
-    est._x, est.elbo_history_, est.n_iter_, est.validation_scores_ = est._optimise(
+    est._x, history, n_iter, est.validation_scores_ = est._optimise(
         est.optimizer, x0, model.bounds(), full=full, minibatch=minibatch, n_data=N,
         batch_size=bs, random_state=rs, **adam)
+    est.elbo_history_ = (np.concatenate([est.elbo_history_, history]) if continuing
+                         else history)
+    est.n_iter_ = est.n_iter_ + n_iter if continuing else n_iter
     # L-BFGS-B: the bound at the end; Adam: the mean of the last 100 minibatch estimates
-    est.elbo_ = float(np.mean(est.elbo_history_[-(1 if est.optimizer == "lbfgs"
-                                                  else 100):]))
+    est.elbo_ = float(np.mean(history[-(1 if est.optimizer == "lbfgs" else 100):]))
     if compare:
         final = (est.elbo_ if model.deterministic
                  else full_bound(model, est._x, Xs, Ys, rs))
@@ -187,3 +207,27 @@ def run(est, model, x0, Xs, Ys, rs, held_out=None):
             est._x, est.elbo_, est.latent_used_ = x_off, est.gp_elbo_, False
         else:
             est.elbo_ = final
+
+
+def fit(est, X, Y, random_state):
+    """The whole fit of ``est`` on ``X`` and 2-D ``Y`` (before the fitted attributes are set):
+    standardisation, the early-stopping split, a fresh model or the previous one
+    (``warm_start`` with the same data shape and structure), then :func:`run`."""
+    arch = architecture(est, *X.shape, Y.shape[1])
+    continuing = est.warm_start and hasattr(est, "_x") and arch == est._arch
+    if not continuing:
+        est.X_mean_, est.X_scale_ = column_moments(X)
+        est.y_mean_, est.y_scale_ = est._target_moments(Y)
+    Xs = (X - est.X_mean_) / est.X_scale_
+    Ys = (Y - est.y_mean_) / est.y_scale_
+    held_out = None
+    if est.early_stopping:
+        Xs, Ys, Xv, Yv = est._validation_split(Xs, Ys, random_state)
+        held_out = (Xv, Yv)
+    if continuing:
+        model, x0 = est._model, est._x
+    else:
+        model, x0 = build(est, Xs, Ys, random_state)
+        est._state = AdamState(x0.size)
+    est._model, est._arch = model, arch
+    run(est, model, x0, Xs, Ys, random_state, held_out, continuing)

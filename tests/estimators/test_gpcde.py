@@ -399,3 +399,23 @@ def test_early_stopping_parameter_checks():
     with pytest.raises(ValueError, match="rows left for training"):
         GPCDE(early_stopping=True, validation_fraction=0.5, n_inducing=20).fit(X, y)
     assert GPCDE(n_inducing=5, max_iter=5).fit(X, y).validation_scores_ is None
+
+
+# ----------------------------------------------------------------------------- warm start
+def test_warm_start_continues_the_previous_fit_exactly():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(200, 1))
+    y = np.sin(2 * X[:, 0]) + 0.1 * rng.standard_normal(200)
+    kw = dict(n_inducing=10, tol=None, random_state=0, init="prior", batch_size=None, gh_order=5)
+    once = GPCDE(max_iter=400, **kw).fit(X, y)
+    twice = GPCDE(max_iter=200, warm_start=True, **kw).fit(X, y)
+    twice.fit(X, y)
+    assert twice.n_iter_ == 400 and twice.elbo_history_.shape == (400,)
+    np.testing.assert_array_equal(twice._x, once._x)
+    np.testing.assert_array_equal(twice.predict(X[:5]), once.predict(X[:5]))
+    # other data shapes start afresh
+    twice.fit(X[:150], y[:150])
+    assert twice.n_iter_ == 200
+    # without warm_start a refit starts afresh too
+    cold = GPCDE(max_iter=200, **kw).fit(X, y)
+    assert cold.fit(X, y).n_iter_ == 200
