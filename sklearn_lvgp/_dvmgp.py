@@ -1,6 +1,5 @@
 """DVMGP: deep variational Mahalanobis Gaussian process regression (de Souza 2020, ch. 4)."""
 
-import numbers
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin
@@ -10,25 +9,22 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._dvmgp_parts import (
     _chol,
     _elbo_and_grads,
-    initial_params,
+    fit_parameters,
     length_scale_init,
     make_packer,
-    optimise_phase,
     sample_targets,
 )
-from ._linalg import settled_jitter
 from ._objectives._collapsed import predictive_moments
 from ._objectives._dvmgp_bound import (
     latent_covariance,
     latent_moments,
-    output_kernel,
     output_psi,
     projection_forward,
     projection_kernels,
 )
 from ._objectives._joint_uncertain import rbf_joint_moments
 from ._parallel import threads
-from ._scaling import NORMALIZE_OPTIONS, normalization
+from ._scaling import NORMALIZE_OPTIONS
 from ._svgp._likelihoods import gaussian_log_density
 from ._validation import (
     check_bool,
@@ -104,6 +100,11 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``objective`` (the
         bound or its minibatch estimate), ``elapsed`` seconds and, at held-out checks,
         ``validation_score``. Returning ``True`` stops that optimisation as converged.
+    warm_start : bool, default=False
+        Continue from the previous fit's parameters, standardisation and jitter when the data
+        and the model have the same shapes (otherwise fit afresh): only the second phase runs
+        (``max_iter`` iterations; Adam's moments restart), and ``n_iter_``/``elbo_history_``
+        accumulate.
 
     Attributes
     ----------
@@ -162,7 +163,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
                  learning_rate=0.01, noise_variance_init=0.01,
                  projection_length_scale_init=None, normalize_X="standardize",
                  normalize_y=True, jitter=1e-6, random_state=None, n_jobs=None, verbose=0,
-                 callback=None):
+                 callback=None, warm_start=False):
         self.n_components = n_components
         self.n_inducing = n_inducing
         self.n_inducing_projection = n_inducing_projection
@@ -180,6 +181,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.warm_start = warm_start
 
     # ----------------------------------------------------------------------------- checks
     def _check_params(self, X, y):
@@ -204,51 +206,23 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         check_option("normalize_X", self.normalize_X, NORMALIZE_OPTIONS)
         check_bool("normalize_y", self.normalize_y)
         check_float("jitter", self.jitter, 0.0)
+        check_bool("warm_start", self.warm_start)
 
     # -------------------------------------------------------------------------------- fit
     def _packer(self, Q, D, m_u, m_v):
         return make_packer(self.qv_covariance, Q, D, m_u, m_v)
 
     def _fit(self, X, y, random_state):
-        Y = self._targets_2d(y)
-        n, D = X.shape
-        Q = D if self.n_components is None else int(self.n_components)
-        m_u, m_v = int(self.n_inducing), int(self.n_inducing_projection)
-        self.X_mean_, self.X_scale_ = normalization(X, self.normalize_X)
-        self.y_mean_, self.y_scale_ = self._target_moments(Y)
-        Xs = (X - self.X_mean_) / self.X_scale_
-        Ys = (Y - self.y_mean_) / self.y_scale_
-        var_y = float(np.mean(np.var(Ys, axis=0)))
-        var_y = var_y if var_y > 0 else 1.0
-
-        # initialisation (de Souza 2020, §4.4)
-        # an int random_state seeds K-means directly (19960111 reproduces the paper's init)
-        seed = (int(self.random_state) if isinstance(self.random_state, numbers.Integral)
-                else int(random_state.randint(np.iinfo(np.int32).max)))
-        params0 = initial_params(Xs, Q, m_u, m_v, seed, self._length_scale_init(D),
-                                 self.noise_variance_init, var_y)
-        kern = output_kernel(params0["signal_std"], Q)
-        jitter = settled_jitter(kern.K(params0["zeta"]), self.jitter, name="K_u", scale=var_y)
-
-        packer = self._packer(Q, D, m_u, m_v)
-        self._shapes = (Q, D, m_u, m_v)
-        x = packer.pack(params0)
-        history, n_iter = [], 0
-        phases = [(int(self.n_iter_fixed_noise), True), (int(self.max_iter), False)]
-        for budget, fix_noise in phases:
-            if budget == 0:
-                continue
-            res = optimise_phase(self, packer, x, Xs, Ys, jitter, budget, fix_noise, var_y)
-            x = res.x
-            history.append(-np.asarray(res.history))
-            n_iter += res.n_iter
+        x, packer, jitter, history, n_iter, Xs, Ys = fit_parameters(self, X,
+                                                                     self._targets_2d(y),
+                                                                     random_state)
         p = packer.unpack(x)
         self._params = p
         self._jitter = jitter
         value, _, post = _elbo_and_grads(Xs, Ys, p, jitter, self.qv_covariance, max_tries=6)
         self._post = post
         self.elbo_ = float(value)
-        self.elbo_history_ = np.concatenate(history) if history else np.zeros(0)
+        self.elbo_history_ = history
         self.n_iter_ = n_iter
         self.inducing_inputs_ = p["zeta"]
         self.inducing_inputs_projection_ = p["Xi"]

@@ -7,6 +7,7 @@ the draws of :meth:`~sklearn_lvgp.DVMGP.sample_y`. The W-layer's formulas are in
 :mod:`sklearn_lvgp._objectives._dvmgp_bound`.
 """
 
+import numbers
 import warnings
 
 import numpy as np
@@ -16,13 +17,15 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from ._engine._dvmgp import dvmgp_elbo_and_grads
+from ._linalg import settled_jitter
 from ._objectives._collapsed import predictive_moments
 from ._objectives._dvmgp_bound import output_kernel
 from ._optimize import minimize_adam, minimize_lbfgsb
 from ._params import ParamPacker
+from ._scaling import normalization
 
-__all__ = ["initial_params", "length_scale_init", "make_packer", "optimise_phase",
-           "sample_targets"]
+__all__ = ["fit_parameters", "initial_params", "length_scale_init", "make_packer",
+           "optimise_phase", "sample_targets"]
 
 #: K-means restarts of the initial inducing inputs (K-means as in de Souza 2020, §4.4).
 _KMEANS_N_INIT = 100
@@ -116,6 +119,57 @@ def optimise_phase(est, packer, x0, Xs, Ys, jitter, budget, fix_noise, var_y):
             warnings.simplefilter("ignore", ConvergenceWarning)
         return minimize_lbfgsb(objective, x0, bounds=bounds, max_iter=budget,
                                verbose=est.verbose, name=name)
+
+
+def fit_parameters(est, X, Y, random_state):
+    """The optimisation of a fit: standardisation, the initialisation of de Souza (2020,
+    §4.4) and the two phases (noise fixed, then everything), or, for a ``warm_start`` fit of
+    the same structure, the previous parameters, standardisation and jitter and the second
+    phase only (iterations and bound history accumulate; Adam's moments restart).
+
+    Returns the flat parameters, their packer, the jitter, the bound history, the iteration
+    count and the standardised ``X`` and ``Y``.
+    """
+    n, D = X.shape
+    Q = D if est.n_components is None else int(est.n_components)
+    m_u, m_v = int(est.n_inducing), int(est.n_inducing_projection)
+    arch = (D, Y.shape[1], Q, m_u, m_v, est.qv_covariance, est.normalize_X,
+            bool(est.normalize_y))
+    continuing = est.warm_start and hasattr(est, "_params") and arch == est._arch
+    if not continuing:
+        est.X_mean_, est.X_scale_ = normalization(X, est.normalize_X)
+        est.y_mean_, est.y_scale_ = est._target_moments(Y)
+    Xs = (X - est.X_mean_) / est.X_scale_
+    Ys = (Y - est.y_mean_) / est.y_scale_
+    var_y = float(np.mean(np.var(Ys, axis=0)))
+    var_y = var_y if var_y > 0 else 1.0
+    packer = make_packer(est.qv_covariance, Q, D, m_u, m_v)
+    if continuing:
+        x, jitter = packer.pack(est._params), est._jitter
+        history, n_iter = [est.elbo_history_], est.n_iter_
+        phases = [(int(est.max_iter), False)]
+    else:
+        # an int random_state seeds K-means directly (19960111 reproduces the paper's init)
+        seed = (int(est.random_state) if isinstance(est.random_state, numbers.Integral)
+                else int(random_state.randint(np.iinfo(np.int32).max)))
+        params0 = initial_params(Xs, Q, m_u, m_v, seed,
+                                 length_scale_init(est.projection_length_scale_init, D),
+                                 est.noise_variance_init, var_y)
+        kern = output_kernel(params0["signal_std"], Q)
+        jitter = settled_jitter(kern.K(params0["zeta"]), est.jitter, name="K_u", scale=var_y)
+        x = packer.pack(params0)
+        history, n_iter = [], 0
+        phases = [(int(est.n_iter_fixed_noise), True), (int(est.max_iter), False)]
+    est._arch, est._shapes = arch, (Q, D, m_u, m_v)
+    for budget, fix_noise in phases:
+        if budget == 0:
+            continue
+        res = optimise_phase(est, packer, x, Xs, Ys, jitter, budget, fix_noise, var_y)
+        x = res.x
+        history.append(-np.asarray(res.history))
+        n_iter += res.n_iter
+    history = np.concatenate(history) if history else np.zeros(0)
+    return x, packer, jitter, history, n_iter, Xs, Ys
 
 
 def sample_targets(post, zeta, signal_std, noise_variance, h, eta, n_samples, n_targets, rs):

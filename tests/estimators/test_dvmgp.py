@@ -481,3 +481,25 @@ def test_return_cov_matches_the_moments_and_a_monte_carlo_over_joint_q_w():
     assert np.all(np.abs(cov[off] - mc[off]) <= 5 * se[off] + 1e-10), (cov[off], mc[off], se[off])
     with pytest.raises(ValueError, match="At most one of return_std or return_cov"):
         m.predict(Xq, return_std=True, return_cov=True)
+
+
+# ----------------------------------------------------------------------------- warm start
+def test_warm_start_continues_from_the_previous_parameters():
+    from sklearn_lvgp.datasets import two_parabolas_split
+
+    X, _, y, _ = two_parabolas_split(n_per_cluster=40, random_state=3)
+    kw = dict(n_inducing=8, n_inducing_projection=5, n_iter_fixed_noise=20, random_state=0)
+    first = DVMGP(max_iter=30, **kw).fit(X, y)
+    cont = DVMGP(max_iter=30, warm_start=True, **kw).fit(X, y)
+    np.testing.assert_array_equal(cont.predict(X[:5]), first.predict(X[:5]))
+    n1 = cont.n_iter_
+    cont.set_params(max_iter=40).fit(X, y)
+    # only the second phase runs again, from where the first fit stopped: the bound goes on
+    # from its last value and does not fall below it
+    assert n1 < cont.n_iter_ <= n1 + 40
+    assert cont.elbo_history_.shape == (cont.n_iter_,)
+    assert cont.elbo_ >= first.elbo_ - 1e-8
+    np.testing.assert_array_equal(cont.X_mean_, first.X_mean_)
+    # other shapes, or no warm_start: a fresh fit
+    assert DVMGP(max_iter=30, warm_start=True, **kw).fit(X, y).fit(X[:, :1], y).n_iter_ <= 50
+    assert DVMGP(max_iter=30, **kw).fit(X, y).fit(X, y).n_iter_ == first.n_iter_
