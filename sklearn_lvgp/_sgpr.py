@@ -16,16 +16,14 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._engine._dask import DaskKernelBound, DaskRows, is_dask_collection, map_row_blocks
-from ._init import select_inducing
-from ._linalg import settled_jitter
 from ._parallel import threads
-from ._psi import EXPECTATIONS, make_rule
+from ._psi import EXPECTATIONS
 from ._scaling import column_moments, column_scales
 from ._sgpr_parts import (
     _make_bound,
     check_X_var,
+    fit_from_moments,
     moments,
-    optimise_hyperparameters,
     sgpr_bound_and_grads,
 )
 from ._svgp._likelihoods import gaussian_log_density
@@ -40,7 +38,6 @@ from ._validation import (
 )
 from .base import _BaseLVGPRegressor
 from .kernels import as_lvgp_kernel
-from .kernels._stationary import default_rbf
 
 __all__ = ["SparseGPRegressor", "sgpr_bound_and_grads"]
 
@@ -109,6 +106,10 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``objective`` (the
         bound or its minibatch estimate), ``elapsed`` seconds and, at held-out checks,
         ``validation_score``. Returning ``True`` stops that optimisation as converged.
+    warm_start : bool, default=False
+        Start from the previous fit's kernel, inducing inputs, noise variance and jitter when
+        the data and the model have the same structure (otherwise fit afresh); ``n_iter_``
+        accumulates.
 
     Attributes
     ----------
@@ -156,7 +157,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
                  noise_variance_init=None, expectation="auto", gh_order=2, n_samples=32,
                  optimizer="lbfgs", positive_transform="log", max_iter=1000, tol=None,
                  normalize_y=False, jitter=1e-6, random_state=None, n_jobs=None, verbose=0,
-                 callback=None):
+                 callback=None, warm_start=False):
         self.kernel = kernel
         self.n_inducing = n_inducing
         self.inducing_inputs = inducing_inputs
@@ -175,6 +176,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.warm_start = warm_start
 
     # ------------------------------------------------------------------------------ checks
     def _check_params(self, X, y):
@@ -195,6 +197,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         if n < 2:
             raise ValueError(f"{name} needs at least 2 samples, got n_samples = {n}.")
         check_bool("optimize_inducing", self.optimize_inducing)
+        check_bool("warm_start", self.warm_start)
         check_float("noise_variance_init", self.noise_variance_init, min_value=0.0,
                     exclusive_min=True, allow_none=True)
         check_option("expectation", self.expectation, EXPECTATIONS)
@@ -269,48 +272,8 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
                                  None if self._kernel is not None else np.asarray(scales), bound)
 
     def _fit_moments(self, X, Yn, X_var, random_state, y_mean, y_std, var_y, scales, bound):
-        """The fit from the data's summary statistics and a chunked bound (in memory or Dask).
-
-        ``X`` is only read to pick the inducing inputs (``Yn`` may be ``None`` then).
-        """
-        N, Qx = X.shape
-        self.y_mean_, self.y_scale_ = y_mean, y_std
-        var_y = var_y if var_y > 0 else 1.0
-        kernel = (default_rbf(scales, var_y) if self._kernel is None
-                  else self._kernel).initialize(Qx, random_state)
-
-        fixed_Z = False
-        if self.inducing_inputs is not None:
-            Z0 = check_finite_array("inducing_inputs", self.inducing_inputs)
-        elif isinstance(self.n_inducing, str):  # "all": the exact GP
-            Z0, fixed_Z = X.copy(), True
-        else:
-            Z0 = select_inducing(X, self.n_inducing, random_state)
-        optimize_Z = self.optimize_inducing and not fixed_Z
-
-        if X_var is not None:
-            name, rule = make_rule(self.expectation, kernel, Qx, gh_order=self.gh_order,
-                                   n_samples=self.n_samples, random_state=random_state,
-                                   n_points=N)
-        else:
-            name, rule = None, "analytic"
-        self._predict_seed = int(random_state.randint(np.iinfo(np.int32).max))
-        noise0 = (float(self.noise_variance_init) if self.noise_variance_init is not None
-                  else 0.1 * var_y)
-        jitter = settled_jitter(kernel.K(Z0), self.jitter)
-
-        work, Z, s2, self.n_iter_ = optimise_hyperparameters(
-            self, kernel, X, Yn, X_var, Z0, optimize_Z, rule, jitter, noise0, var_y, bound)
-        F, _, post = sgpr_bound_and_grads(work, X, Yn, Z, s2, X_var=X_var, rule=rule,
-                                          jitter=jitter, max_tries=6, need_Z=False, bound=bound)
-        self.kernel_ = work
-        self.noise_variance_ = s2
-        self.inducing_inputs_ = np.array(Z, copy=True)
-        self.expectation_ = name
-        self.elbo_ = F
-        self._post = post
-        self._jitter = jitter
-        self._rules = {}
+        """The fit from the data's summary statistics and a chunked bound (in memory or Dask)."""
+        fit_from_moments(self, X, Yn, X_var, random_state, y_mean, y_std, var_y, scales, bound)
         return self
 
     # --------------------------------------------------------------------------- predict

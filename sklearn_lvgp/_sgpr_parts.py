@@ -10,7 +10,8 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ._engine import CollapsedKernelBound, CollapsedPsiBound
-from ._linalg import symmetrise
+from ._init import select_inducing
+from ._linalg import settled_jitter, symmetrise
 from ._objectives._collapsed import (
     _weight_matrices,
     predictive_moments,
@@ -19,9 +20,10 @@ from ._optimize import minimize_lbfgsb
 from ._params import ParamPacker, softplus_inverse
 from ._psi import EXPECTATIONS, make_rule, psi_statistics
 from ._validation import check_finite_array, check_option
+from .kernels._stationary import default_rbf
 
-__all__ = ["sgpr_bound_and_grads", "check_X_var", "optimise_hyperparameters", "rule_for",
-           "moments"]
+__all__ = ["sgpr_bound_and_grads", "check_X_var", "fit_from_moments",
+           "optimise_hyperparameters", "rule_for", "moments"]
 
 _PREDICT_CHUNK = 256
 
@@ -178,3 +180,60 @@ def moments(est, X, X_var, expectation, full_cov, random_state=None):
         means.append(m)
         variances.append(v)
     return np.vstack(means), np.vstack(variances)
+
+
+def fit_from_moments(est, X, Yn, X_var, random_state, y_mean, y_std, var_y, scales, bound):
+    """The fit of :class:`~sklearn_lvgp.SparseGPRegressor` from the data's summary statistics
+    and a chunked bound (in memory or Dask); ``X`` is only read to pick the inducing inputs
+    (``Yn`` may be ``None`` then). A ``warm_start`` fit of the same structure starts from the
+    previous kernel, inducing inputs, noise variance and jitter; ``n_iter_`` accumulates."""
+    N, Qx = X.shape
+    est.y_mean_, est.y_scale_ = y_mean, y_std
+    var_y = var_y if var_y > 0 else 1.0
+    fixed_Z = est.inducing_inputs is None and isinstance(est.n_inducing, str)
+    arch = (Qx, len(y_mean), repr(est.kernel), est.n_inducing, est.inducing_inputs is None,
+            X_var is None, est.expectation, bool(est.optimize_inducing),
+            N if fixed_Z else None)
+    continuing = est.warm_start and hasattr(est, "_post") and arch == est._arch
+    if continuing:
+        kernel = est.kernel_.clone()
+        Z0 = X.copy() if fixed_Z else est.inducing_inputs_
+    else:
+        kernel = (default_rbf(scales, var_y) if est._kernel is None
+                  else est._kernel).initialize(Qx, random_state)
+        if est.inducing_inputs is not None:
+            Z0 = check_finite_array("inducing_inputs", est.inducing_inputs)
+        elif fixed_Z:  # "all": the exact GP
+            Z0 = X.copy()
+        else:
+            Z0 = select_inducing(X, est.n_inducing, random_state)
+    optimize_Z = est.optimize_inducing and not fixed_Z
+
+    if X_var is not None:
+        name, rule = make_rule(est.expectation, kernel, Qx, gh_order=est.gh_order,
+                               n_samples=est.n_samples, random_state=random_state,
+                               n_points=N)
+    else:
+        name, rule = None, "analytic"
+    est._predict_seed = int(random_state.randint(np.iinfo(np.int32).max))
+    if continuing:
+        noise0, jitter, n_before = est.noise_variance_, est._jitter, est.n_iter_
+    else:
+        noise0 = (float(est.noise_variance_init) if est.noise_variance_init is not None
+                  else 0.1 * var_y)
+        jitter, n_before = settled_jitter(kernel.K(Z0), est.jitter), 0
+
+    work, Z, s2, n_iter = optimise_hyperparameters(
+        est, kernel, X, Yn, X_var, Z0, optimize_Z, rule, jitter, noise0, var_y, bound)
+    F, _, post = sgpr_bound_and_grads(work, X, Yn, Z, s2, X_var=X_var, rule=rule,
+                                      jitter=jitter, max_tries=6, need_Z=False, bound=bound)
+    est._arch = arch
+    est.n_iter_ = n_before + n_iter
+    est.kernel_ = work
+    est.noise_variance_ = s2
+    est.inducing_inputs_ = np.array(Z, copy=True)
+    est.expectation_ = name
+    est.elbo_ = F
+    est._post = post
+    est._jitter = jitter
+    est._rules = {}

@@ -326,3 +326,24 @@ def test_deterministic_bound_is_smooth_with_ill_conditioned_kuu():
     F_psi2, _ = collapsed_bound(Y, float(np.sum(kernel.Kdiag(X))), Kfu, Kfu.T @ Kfu, kernel.K(Z),
                                 0.66)
     assert abs(F_psi2 - F0) < 1.0
+
+
+# ----------------------------------------------------------------------------- warm start
+def test_warm_start_starts_from_the_previous_solution():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, size=(120, 2))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(120)
+    first = SparseGPRegressor(n_inducing=10, max_iter=15, random_state=0).fit(X, y)
+    warm = SparseGPRegressor(n_inducing=10, max_iter=15, warm_start=True, random_state=0)
+    warm.fit(X, y)
+    np.testing.assert_array_equal(warm.predict(X[:5]), first.predict(X[:5]))
+    theta, Z = warm.kernel_.theta.copy(), warm.inducing_inputs_.copy()
+    warm.set_params(max_iter=1000).fit(X, y)
+    # it went on from the first solution: more iterations counted, a bound at least as high
+    assert warm.n_iter_ > first.n_iter_
+    assert warm.elbo_ >= first.elbo_ - 1e-9
+    # a zero-iteration continuation would reproduce theta and Z: the continued fit moved them
+    assert not np.array_equal(warm.kernel_.theta, theta) or not np.array_equal(
+        warm.inducing_inputs_, Z)
+    # another number of features: a fresh fit
+    assert warm.fit(X[:, :1], y).n_iter_ <= 1000
