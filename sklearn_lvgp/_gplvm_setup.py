@@ -10,19 +10,28 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._engine import CollapsedPsiBound
 from ._engine._alternating import fit_alternating
-from ._init import select_inducing
+from ._init import pca_latents, select_inducing
 from ._linalg import settled_jitter
 from ._objectives._kl import standard_normal_kl_and_vjp
 from ._optimize import minimize_adam, minimize_lbfgsb
 from ._params import ParamPacker
 from ._psi import EXPECTATIONS, make_rule, monte_carlo_rule
 from ._scaling import NORMALIZE_OPTIONS
-from ._validation import check_float, check_int, check_n_inducing, check_option
+from ._validation import (
+    check_bool,
+    check_finite_array,
+    check_float,
+    check_int,
+    check_n_inducing,
+    check_option,
+)
 from ._warn import warn
 from .kernels import as_lvgp_kernel
 from .kernels._stationary import default_rbf
 
-__all__ = ["ALTERNATING_MIN_ROWS", "check_params", "elbo_and_grads", "global_bounds",
+__all__ = ["ALTERNATING_MIN_ROWS", "check_params", "continues_previous_fit", "initial_means",
+           "previous_solution",
+           "warm_start_key", "elbo_and_grads", "global_bounds",
            "initial_model", "joint_objective", "joint_packer", "optimise_joint",
            "run_alternating", "warn_if_not_ard"]
 
@@ -42,6 +51,7 @@ def check_params(est, X):
     check_float("noise_variance_init", est.noise_variance_init, 0.0, exclusive_min=True,
                 allow_none=True)
     check_option("normalize_X", est.normalize_X, NORMALIZE_OPTIONS)
+    check_bool("warm_start", est.warm_start)
     check_option("optimizer", est.optimizer, ("auto", "lbfgs", "alternating", "adam"))
     check_int("max_iter", est.max_iter, min_value=1)
     check_float("tol", est.tol, 0.0, allow_none=True)
@@ -185,3 +195,34 @@ def warn_if_not_ard(est):
              "about them. Pass an ARD kernel (e.g. length_scale=np.ones(n_components)) to rank "
              "the dimensions.", UserWarning)
 
+
+def initial_means(est, Y, Q, random_state):
+    """Initial latent means ``(N, Q)`` of ``est.init`` on the normalised data ``Y``."""
+    if isinstance(est.init, str):
+        if est.init == "random":
+            return 0.1 * random_state.standard_normal((Y.shape[0], Q))
+        X = pca_latents(Y, Q)
+        if est.init == "pca":
+            top = float(np.std(X[:, 0]))
+            X = X / top if top > 0 else X
+        return X
+    return check_finite_array("init", est.init, shape=(Y.shape[0], Q))
+
+
+def warm_start_key(est, X):
+    """What a ``warm_start`` fit must share with the previous fit to continue from it."""
+    return (X.shape, int(est.n_components), repr(est.kernel), est.n_inducing, est.expectation,
+            est.optimizer, est.normalize_X)
+
+
+def continues_previous_fit(est, X):
+    """Whether a fit of ``est`` on ``X`` is a ``warm_start`` continuation of the last one, and
+    the key the fit stores for the next one (``est._warm_key``)."""
+    key = warm_start_key(est, X)
+    return bool(est.warm_start and key == getattr(est, "_warm_key", None)), key
+
+
+def previous_solution(est):
+    """``(mu, S, Z, kernel, noise, jitter)`` of the previous fit, the start of a warm start."""
+    return (est.latent_mean_, est.latent_variance_, est.inducing_inputs_, est.kernel_.clone(),
+            est.noise_variance_, est._jitter)

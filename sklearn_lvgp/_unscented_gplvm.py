@@ -14,15 +14,17 @@ from ._gplvm_dask import fit_gplvm_dask
 from ._gplvm_predict import heldout_scores, latents_for, uncertain_moments
 from ._gplvm_setup import (
     check_params,
+    continues_previous_fit,
     elbo_and_grads,
+    initial_means,
     initial_model,
     joint_objective,
     joint_packer,
     optimise_joint,
+    previous_solution,
     run_alternating,
     warn_if_not_ard,
 )
-from ._init import pca_latents
 from ._objectives._collapsed import predictive_moments
 from ._parallel import threads
 from ._psi import PointRule, monte_carlo_rule
@@ -101,6 +103,10 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``objective`` (the
         bound or its minibatch estimate), ``elapsed`` seconds and, at held-out checks,
         ``validation_score``. Returning ``True`` stops that optimisation as converged.
+    warm_start : bool, default=False
+        Start from the previous fit's latent distributions, inducing inputs, kernel, noise and
+        normalisation when ``X`` and the model have the same shape (otherwise fit afresh);
+        ``n_iter_`` and ``elbo_history_`` accumulate.
 
     Attributes
     ----------
@@ -155,7 +161,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
                  gh_order=2, n_samples=32, init="pca", latent_variance_init=0.1,
                  noise_variance_init=None, normalize_X="center", optimizer="auto", max_iter=2000,
                  tol=None, learning_rate=0.01, transform_max_iter=200, jitter=1e-6,
-                 random_state=None, n_jobs=None, verbose=0, callback=None):
+                 random_state=None, n_jobs=None, verbose=0, callback=None, warm_start=False):
         self.n_components = n_components
         self.kernel = kernel
         self.expectation = expectation
@@ -176,6 +182,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.warm_start = warm_start
 
     # ----------------------------------------------------------------------------- checks
     def _check_params(self, X, y):
@@ -183,19 +190,13 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
 
     # -------------------------------------------------------------------------------- fit
     def _initial_means(self, Y, Q, random_state):
-        if isinstance(self.init, str):
-            if self.init == "random":
-                return 0.1 * random_state.standard_normal((Y.shape[0], Q))
-            X = pca_latents(Y, Q)
-            if self.init == "pca":
-                top = float(np.std(X[:, 0]))
-                X = X / top if top > 0 else X
-            return X
-        return check_finite_array("init", self.init, shape=(Y.shape[0], Q))
+        return initial_means(self, Y, Q, random_state)
 
     def _fit(self, X, y, random_state):
         Q = self.n_components
-        self.X_mean_, self.X_scale_ = normalization(X, self.normalize_X)
+        continuing, warm_key = continues_previous_fit(self, X)
+        if not continuing:
+            self.X_mean_, self.X_scale_ = normalization(X, self.normalize_X)
         Y = self._normalized(X)
         check_data_scale("X (after normalize_X)", Y)
         N, D = Y.shape
@@ -205,6 +206,8 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             mu0, column_scales(mu0) if self._kernel is None else None, var_y, random_state)
         stochastic = name == "monte_carlo"
         S0 = np.full((N, Q), float(self.latent_variance_init))
+        if continuing:
+            mu0, S0, Z0, kernel, noise0, jitter = previous_solution(self)
 
         packer = joint_packer(N, Q, Z0, kernel)
         x0 = packer.pack({"mu": mu0, "S": S0, "Z": Z0, "theta": kernel.theta, "noise": noise0})
@@ -229,8 +232,10 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         self.noise_variance_ = float(p["noise"])
         self.expectation_ = name
         self.optimizer_ = optimizer
-        self.n_iter_ = res.n_iter
-        self.elbo_history_ = -np.asarray(res.history)
+        self.n_iter_ = res.n_iter + (self.n_iter_ if continuing else 0)
+        self.elbo_history_ = np.concatenate([self.elbo_history_ if continuing else [],
+                                             -np.asarray(res.history)])
+        self._warm_key = warm_key
         self.relevance_ = work.relevance(Q)
         warn_if_not_ard(self)
         self._jitter = jitter

@@ -436,3 +436,21 @@ def test_usps_table2_full(usps):
     assert abs(ut_rbf - 39) <= 3 and abs(an_rbf - 36.5) <= 3
     assert ut_mlp - ut_rbf >= 20
     assert mc_mlp <= ut_mlp - 10
+
+
+# ----------------------------------------------------------------------------- warm start
+def test_warm_start_continues_from_the_previous_latents():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 5))
+    kw = dict(n_components=2, n_inducing=8, random_state=0)
+    first = UnscentedGPLVM(max_iter=10, **kw).fit(X)
+    warm = UnscentedGPLVM(max_iter=10, warm_start=True, **kw).fit(X)
+    np.testing.assert_array_equal(warm.latent_mean_, first.latent_mean_)
+    warm.set_params(max_iter=30).fit(X)
+    assert first.n_iter_ < warm.n_iter_ <= first.n_iter_ + 30
+    assert warm.elbo_history_.shape == (warm.n_iter_,)
+    assert warm.elbo_ >= first.elbo_ - 1e-8
+    # other data shapes, or no warm_start: a fresh fit
+    assert warm.fit(X[:50]).n_iter_ <= 30
+    again = UnscentedGPLVM(max_iter=10, **kw).fit(X).fit(X)
+    np.testing.assert_array_equal(again.latent_mean_, first.latent_mean_)
