@@ -13,17 +13,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._ldgd_parts import PRESETS
-from ._ldgd_parts._fit import (
-    class_latent_draws,
-    optimise,
-    path_settings,
-    store_fit,
-    training_problem,
-    warn_if_collapsed,
-)
+from ._ldgd_parts._fit import class_latent_draws, fit, path_settings
 from ._ldgd_parts._inference import infer_latents, log_proba, path_marginals
 from ._parallel import threads
-from ._scaling import NORMALIZE_OPTIONS, normalization
+from ._scaling import NORMALIZE_OPTIONS
 from ._validation import (
     check_bool,
     check_class_labels,
@@ -123,6 +116,10 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``objective`` (the
         bound or its minibatch estimate), ``elapsed`` seconds and, at held-out checks,
         ``validation_score``. Returning ``True`` stops that optimisation as converged.
+    warm_start : bool, default=False
+        Start from the previous fit's parameters and normalisation when the data, the classes
+        and the model have the same shape (otherwise fit afresh); Adam's moments restart, and
+        ``n_iter_`` and ``elbo_history_`` accumulate.
 
     Attributes
     ----------
@@ -183,7 +180,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
                  max_iter=2000, tol=1e-4, transform_max_iter=500, x_init="pca",
                  transform_init="nearest",
                  proba="plugin", normalize_X="standardize", gh_order=20, jitter=1e-6,
-                 random_state=None, n_jobs=None, verbose=0, callback=None):
+                 random_state=None, n_jobs=None, verbose=0, callback=None, warm_start=False):
         self.n_components = n_components
         self.n_inducing = n_inducing
         self.kernel = kernel
@@ -209,6 +206,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.warm_start = warm_start
 
     # ------------------------------------------------------------------------- validation
     def _validate_fit_data(self, X, y):
@@ -243,25 +241,14 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         check_option("normalize_X", self.normalize_X, NORMALIZE_OPTIONS)
         check_int("gh_order", self.gh_order, min_value=2)
         check_float("jitter", self.jitter, min_value=0.0)
+        check_bool("warm_start", self.warm_start)
 
     # -------------------------------------------------------------------------------- fit
     def _scale(self, X):
         return (X - self.X_mean_) / self.X_scale_
 
     def _fit(self, X, y, random_state):
-        N = X.shape[0]
-        K = self.classes_.size
-        self.X_mean_, self.X_scale_ = normalization(X, self.normalize_X)
-        Yr = self._scale(X)
-        Yc = np.zeros((N, K))
-        Yc[np.arange(N), y] = 1.0
-        prob, x0 = training_problem(self, Yr, Yc, random_state)
-        x, self.elbo_history_, self.n_iter_ = optimise(self, prob, x0, N, random_state)
-        store_fit(self, prob, x, y)
-        self.elbo_ = float(self.elbo_history_[-1]) if self.elbo_history_.size else np.nan
-        self.expectation_ = self.expectation
-        self._transform_seed = int(random_state.randint(np.iinfo(np.int32).max))
-        warn_if_collapsed(self, type(self).__name__)
+        fit(self, X, y, random_state)
         return self
 
     # ------------------------------------------------------------------------ model parts

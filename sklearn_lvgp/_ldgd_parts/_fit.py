@@ -12,6 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from .._psi._rules import unscented_rule
+from .._scaling import normalization
 from .._validation import check_int, check_n_inducing
 from .._warn import warn
 from ..kernels import RBF, as_lvgp_kernel
@@ -20,8 +21,8 @@ from ._inference import initial_values, path_marginals
 from ._objective import PRESETS
 from ._problem import TrainingProblem
 
-__all__ = ["class_latent_draws", "objectives", "optimise", "path_settings", "store_fit",
-           "training_problem", "warn_if_collapsed"]
+__all__ = ["class_latent_draws", "fit", "objectives", "optimise", "path_settings",
+           "store_fit", "training_problem", "warn_if_collapsed"]
 
 
 def path_settings(est, n_samples):
@@ -143,3 +144,37 @@ def class_latent_draws(est, label_index, n_samples, rs):
     mu = est.latent_mean_[est._y_train == label_index]
     cov = np.atleast_2d(np.cov(mu, rowvar=False)) + 1e-6 * np.eye(est.n_components)
     return rs.multivariate_normal(mu.mean(axis=0), cov, size=n_samples)
+
+
+def warm_start_key(est, X):
+    """What a ``warm_start`` fit must share with the previous fit to continue from it."""
+    return (X.shape, tuple(est.classes_), int(est.n_components), repr(est.n_inducing),
+            repr(est.kernel), est.elbo_weighting, bool(est.amortized),
+            tuple(est.encoder_hidden), est.normalize_X, float(est.jitter), int(est.gh_order))
+
+
+def fit(est, X, y, random_state):
+    """The whole fit of ``est`` on ``X`` and integer labels ``y``: normalisation, the training
+    problem, its start (fresh, or the previous parameters for a ``warm_start`` fit of the same
+    shape), the optimisation and the fitted attributes."""
+    N = X.shape[0]
+    K = est.classes_.size
+    key = warm_start_key(est, X)
+    continuing = est.warm_start and key == getattr(est, "_warm_key", None)
+    if not continuing:
+        est.X_mean_, est.X_scale_ = normalization(X, est.normalize_X)
+    Yr = (X - est.X_mean_) / est.X_scale_
+    Yc = np.zeros((N, K))
+    Yc[np.arange(N), y] = 1.0
+    prob, x0 = training_problem(est, Yr, Yc, random_state)
+    if continuing:
+        x0 = est._x_flat
+    x, history, n_iter = optimise(est, prob, x0, N, random_state)
+    est.elbo_history_ = np.concatenate([est.elbo_history_, history]) if continuing else history
+    est.n_iter_ = n_iter + (est.n_iter_ if continuing else 0)
+    est._x_flat, est._warm_key = x, key
+    store_fit(est, prob, x, y)
+    est.elbo_ = float(est.elbo_history_[-1]) if est.elbo_history_.size else np.nan
+    est.expectation_ = est.expectation
+    est._transform_seed = int(random_state.randint(np.iinfo(np.int32).max))
+    warn_if_collapsed(est, type(est).__name__)

@@ -344,3 +344,23 @@ def test_iris_full(mode):
     m = LDGD(n_components=7, n_inducing=10, random_state=0, **MODES[mode], **iters)
     m.fit(Xtr, ytr)
     assert m.score(Xte, yte) >= 0.9
+
+
+# ----------------------------------------------------------------------------- warm start
+def test_warm_start_continues_from_the_previous_parameters():
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    kw = dict(n_components=2, n_inducing=6, expectation="unscented", random_state=0)
+    first = LDGD(max_iter=20, **kw).fit(X, y)
+    warm = LDGD(max_iter=20, warm_start=True, **kw).fit(X, y)
+    np.testing.assert_array_equal(warm.latent_mean_, first.latent_mean_)
+    warm.set_params(max_iter=30).fit(X, y)
+    assert first.n_iter_ < warm.n_iter_ <= first.n_iter_ + 30
+    assert warm.elbo_history_.shape == (warm.n_iter_,)
+    assert warm.elbo_ >= first.elbo_ - 1e-8
+    np.testing.assert_array_equal(warm.X_mean_, first.X_mean_)
+    # other data shapes, or no warm_start: a fresh fit
+    assert warm.fit(X[:100], y[:100]).n_iter_ <= 30
+    again = LDGD(max_iter=20, **kw).fit(X, y).fit(X, y)
+    np.testing.assert_array_equal(again.latent_mean_, first.latent_mean_)
