@@ -14,7 +14,7 @@ from ._dvmgp_parts import (
     make_packer,
     sample_targets,
 )
-from ._objectives._collapsed import predictive_moments
+from ._objectives._collapsed import chunked_predictive_moments
 from ._objectives._dvmgp_bound import (
     latent_covariance,
     latent_moments,
@@ -37,9 +37,6 @@ from ._validation import (
 from .base import _BaseLVGPRegressor
 
 __all__ = ["DVMGP"]
-
-_PREDICT_CHUNK = 256
-
 
 class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _BaseLVGPRegressor):
     """Deep variational Mahalanobis Gaussian process regressor.
@@ -254,15 +251,11 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
     def _moments_normalised(self, Xs):
         """Mean and variance of y* (noise included) in normalised units (de Souza 2020, §4.3.1)."""
         h, eta = self._latent(Xs)
-        means, variances = [], []
-        for a in range(0, Xs.shape[0], _PREDICT_CHUNK):
-            b = min(Xs.shape[0], a + _PREDICT_CHUNK)
-            stats, _ = output_psi(self.inducing_inputs_, h[a:b], eta[a:b], self.signal_std_,
-                                  per_point=True)
-            m, v = predictive_moments(self._post, stats.psi0, stats.Psi1, stats.Psi2)
-            means.append(m)
-            variances.append(v + self.noise_variance_)
-        return np.vstack(means), np.vstack(variances)
+        mean, var = chunked_predictive_moments(
+            self._post, lambda a, b: output_psi(self.inducing_inputs_, h[a:b], eta[a:b],
+                                                self.signal_std_, per_point=True)[0],
+            Xs.shape[0])
+        return mean, var + self.noise_variance_
 
     def predict(self, X, return_std=False, return_cov=False):
         """Predictive mean (and standard deviation or joint covariance) of y at new inputs.

@@ -11,7 +11,11 @@ import numpy as np
 from ._engine._alternating import local_step
 from ._engine._collapsed import psi_row_cost, rule_rows
 from ._engine._executor import ChunkExecutor, plan_chunks
-from ._objectives._collapsed import heldout_bound, predictive_moments
+from ._objectives._collapsed import (
+    PREDICT_CHUNK_ROWS,
+    chunked_predictive_moments,
+    heldout_bound,
+)
 from ._objectives._kl import gaussian_kl
 from ._parallel import threads
 from ._psi import psi_statistics
@@ -36,7 +40,6 @@ def _nearest_rows(Y, refs):
 
 
 #: Rows per block of the Ψ-statistics in ``score_samples`` and ``predict_uncertain``.
-_PREDICT_CHUNK = 256
 
 
 def infer_latents(est, Ystar):
@@ -92,8 +95,8 @@ def heldout_scores(est, X, mu, S):
     rule = est._rule_shared()
     out = np.empty(X.shape[0])
     with threads(est.n_jobs):
-        for a in range(0, X.shape[0], _PREDICT_CHUNK):
-            b = min(X.shape[0], a + _PREDICT_CHUNK)
+        for a in range(0, X.shape[0], PREDICT_CHUNK_ROWS):
+            b = min(X.shape[0], a + PREDICT_CHUNK_ROWS)
             stats, _ = psi_statistics(est.kernel_, est.inducing_inputs_, mu[a:b], S[a:b],
                                       rule, per_point=True)
             values, _ = heldout_bound(Ystar[a:b], stats.psi0, stats.Psi1, stats.Psi2,
@@ -106,18 +109,12 @@ def uncertain_moments(est, mean, var, full_cov, include_noise):
     """Data-space predictive mean and (co)variance at Gaussian latent inputs
     ``N(mean, diag var)`` (Girard et al. 2003), in original units."""
     rule = est._rule_shared()
-    means, variances = [], []
     with threads(est.n_jobs):
-        for a in range(0, mean.shape[0], _PREDICT_CHUNK):
-            b = min(mean.shape[0], a + _PREDICT_CHUNK)
-            stats, _ = psi_statistics(est.kernel_, est.inducing_inputs_, mean[a:b],
-                                      var[a:b], rule, per_point=True)
-            m, v = predictive_moments(est._post, stats.psi0, stats.Psi1, stats.Psi2,
-                                      full_cov=full_cov)
-            means.append(m)
-            variances.append(v)
-    m = np.vstack(means) * est.X_scale_ + est.X_mean_
-    v = np.concatenate(variances, axis=0)
+        m, v = chunked_predictive_moments(
+            est._post, lambda a, b: psi_statistics(est.kernel_, est.inducing_inputs_, mean[a:b],
+                                                   var[a:b], rule, per_point=True)[0],
+            mean.shape[0], full_cov=full_cov)
+    m = m * est.X_scale_ + est.X_mean_
     if include_noise:
         if full_cov:
             D = v.shape[1]

@@ -14,6 +14,7 @@ from ._init import select_inducing
 from ._linalg import settled_jitter, symmetrise
 from ._objectives._collapsed import (
     _weight_matrices,
+    chunked_predictive_moments,
     predictive_moments,
 )
 from ._optimize import minimize_lbfgsb
@@ -25,7 +26,6 @@ from .kernels._stationary import default_rbf
 __all__ = ["sgpr_bound_and_grads", "check_X_var", "fit_from_moments",
            "optimise_hyperparameters", "rule_for", "moments"]
 
-_PREDICT_CHUNK = 256
 
 
 def sgpr_bound_and_grads(kernel, X, Y, Z, noise_variance, *, X_var=None, rule="analytic",
@@ -172,14 +172,9 @@ def moments(est, X, X_var, expectation, full_cov, random_state=None):
             return mean, symmetrise(cov)
         return predictive_moments(post, kernel.Kdiag(X), Ksu, None)
     rule = rule_for(est, expectation, random_state)
-    means, variances = [], []
-    for a in range(0, X.shape[0], _PREDICT_CHUNK):
-        b = min(X.shape[0], a + _PREDICT_CHUNK)
-        stats, _ = psi_statistics(kernel, Z, X[a:b], X_var[a:b], rule, per_point=True)
-        m, v = predictive_moments(post, stats.psi0, stats.Psi1, stats.Psi2)
-        means.append(m)
-        variances.append(v)
-    return np.vstack(means), np.vstack(variances)
+    return chunked_predictive_moments(
+        post, lambda a, b: psi_statistics(kernel, Z, X[a:b], X_var[a:b], rule,
+                                          per_point=True)[0], X.shape[0])
 
 
 def fit_from_moments(est, X, Yn, X_var, random_state, y_mean, y_std, var_y, scales, bound):

@@ -18,8 +18,12 @@ from .._blas_numba import DTRSM
 from .._linalg import cholesky_jitter, solve_upper, symmetrise
 from . import _collapsed_numba as _nb
 
-__all__ = ["BoundVJP", "StatsVJP", "collapsed_bound", "collapsed_bound_from_stats",
-           "collapsed_bound_vjp", "collapsed_stats_vjp", "heldout_bound", "predictive_moments"]
+__all__ = ["BoundVJP", "StatsVJP", "PREDICT_CHUNK_ROWS", "chunked_predictive_moments",
+           "collapsed_bound", "collapsed_bound_from_stats", "collapsed_bound_vjp",
+           "collapsed_stats_vjp", "heldout_bound", "predictive_moments"]
+
+#: Test rows per chunk of the uncertain-input predictions: per-point Ψ2 is (rows, M, M).
+PREDICT_CHUNK_ROWS = 256
 
 
 class BoundVJP(NamedTuple):
@@ -300,3 +304,35 @@ def predictive_moments(post, psi0, Psi1, Psi2=None, full_cov=False):
         else:
             var = np.einsum("md,nmd->nd", G, P2G) - mean * mean + shared[:, None]
     return mean, np.maximum(var, 0.0) if not full_cov else var
+
+
+def chunked_predictive_moments(post, stats_of, n_rows, full_cov=False):
+    """:func:`predictive_moments` at ``n_rows`` uncertain test inputs, in row chunks.
+
+    The per-point Ψ2 of a chunk is ``(rows, M, M)``, so the rows go through in chunks of
+    :data:`PREDICT_CHUNK_ROWS` and the memory stays bounded in the number of test rows.
+
+    Parameters
+    ----------
+    post : CollapsedPosterior
+        The fitted model.
+    stats_of : callable
+        ``stats_of(start, stop)``: the per-point Ψ-statistics (``psi0``, ``Psi1``, ``Psi2``)
+        of test rows ``start:stop``.
+    n_rows : int
+        Number of test rows.
+    full_cov : bool, default=False
+        As in :func:`predictive_moments`.
+
+    Returns
+    -------
+    mean : ndarray of shape (n_rows, D)
+    var : ndarray of shape (n_rows, D) or (n_rows, D, D)
+    """
+    means, variances = [], []
+    for a in range(0, n_rows, PREDICT_CHUNK_ROWS):
+        stats = stats_of(a, min(n_rows, a + PREDICT_CHUNK_ROWS))
+        m, v = predictive_moments(post, stats.psi0, stats.Psi1, stats.Psi2, full_cov=full_cov)
+        means.append(m)
+        variances.append(v)
+    return np.concatenate(means, axis=0), np.concatenate(variances, axis=0)
