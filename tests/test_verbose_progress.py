@@ -29,7 +29,7 @@ def test_adam_and_lbfgs_fits_log_progress_lines(caplog):
     with caplog.at_level(logging.INFO, logger="sklearn_lvgp"), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         DeepGP(n_inducing=5, max_iter=200, tol=None, verbose=1, random_state=0).fit(X, y)
-        SparseGPRegressor(n_inducing=5, max_iter=60, tol=1e-300, verbose=1).fit(X, y)
+        SparseGPRegressor(n_inducing=5, max_iter=60, tol=1e-300, verbose=10).fit(X, y)
     lines = _lines(caplog)
     adam = [line for line in lines if line.startswith("[DeepGP] iter")]
     assert [re.search(r"iter (\d+)/200", line).group(1) for line in adam] == ["100", "200"]
