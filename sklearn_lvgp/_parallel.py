@@ -10,13 +10,14 @@ several Python threads at once (lmcinnes/umap issue #665). Use process-based par
 default ``loky`` backend) around estimators instead.
 """
 
+import ctypes
 import os
 import threading
 from contextlib import contextmanager
 
 import numba
 from joblib import effective_n_jobs
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController, threadpool_limits
 
 __all__ = ["threads", "resolve_n_jobs", "current_threads", "serial_section", "mark_serial_thread"]
 
@@ -70,18 +71,36 @@ def threads(n_jobs):
 
 #: The process-wide BLAS limit is shared by every Python thread: it is set by the first fit that
 #: enters :func:`threads` and restored by the last one to leave (a per-fit save and restore let
-#: two overlapping fits in two threads leave BLAS at one thread for good).
+#: two overlapping fits in two threads leave BLAS at one thread for good). OpenBLAS ignores
+#: ``openblas_set_num_threads`` (threadpoolctl's call) from a thread other than the one that
+#: started its thread pool, so the limit is also set through ``openblas_set_num_threads_local``
+#: (OpenBLAS >= 0.3.27), which takes effect from any thread: without it a fit in a worker
+#: thread ran BLAS on all cores and differed from the same fit in the main thread in the last
+#: bits.
 _blas_lock = threading.Lock()
 _blas_users = 0
 _blas_limiter = None
+_blas_restore = ()
+
+
+def _openblas_local_setters():
+    """``openblas_set_num_threads_local`` of every loaded OpenBLAS that has it."""
+    setters = []
+    for lib in ThreadpoolController().select(user_api="blas").lib_controllers:
+        fn = getattr(getattr(lib, "dynlib", None), "openblas_set_num_threads_local", None)
+        if fn is not None:
+            fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_int]
+            setters.append(fn)
+    return setters
 
 
 @contextmanager
 def _one_blas_thread():
-    global _blas_users, _blas_limiter
+    global _blas_users, _blas_limiter, _blas_restore
     with _blas_lock:
         if _blas_users == 0:
             _blas_limiter = threadpool_limits(limits=1, user_api="blas")
+            _blas_restore = tuple((fn, fn(1)) for fn in _openblas_local_setters())
         _blas_users += 1
     try:
         yield
@@ -89,14 +108,16 @@ def _one_blas_thread():
         with _blas_lock:
             _blas_users -= 1
             if _blas_users == 0:
+                for fn, value in reversed(_blas_restore):
+                    fn(value)
                 _blas_limiter.restore_original_limits()
-                _blas_limiter = None
+                _blas_limiter, _blas_restore = None, ()
 
 
 def _reset_blas_users():
     """A forked child has none of the parent's fits running (nor their lock holders)."""
-    global _blas_lock, _blas_users, _blas_limiter
-    _blas_lock, _blas_users, _blas_limiter = threading.Lock(), 0, None
+    global _blas_lock, _blas_users, _blas_limiter, _blas_restore
+    _blas_lock, _blas_users, _blas_limiter, _blas_restore = threading.Lock(), 0, None, ()
 
 
 if hasattr(os, "register_at_fork"):
