@@ -11,6 +11,7 @@ default ``loky`` backend) around estimators instead.
 """
 
 import ctypes
+import functools
 import os
 import threading
 from contextlib import contextmanager
@@ -83,15 +84,17 @@ _blas_limiter = None
 _blas_restore = ()
 
 
+@functools.lru_cache(maxsize=1)
 def _openblas_local_setters():
-    """``openblas_set_num_threads_local`` of every loaded OpenBLAS that has it."""
+    """``openblas_set_num_threads_local`` of every OpenBLAS that has it, looked up once (the
+    BLAS libraries are loaded with numpy and scipy, before the first fit)."""
     setters = []
     for lib in ThreadpoolController().select(user_api="blas").lib_controllers:
         fn = getattr(getattr(lib, "dynlib", None), "openblas_set_num_threads_local", None)
         if fn is not None:
             fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_int]
             setters.append(fn)
-    return setters
+    return tuple(setters)
 
 
 @contextmanager
