@@ -183,7 +183,8 @@ class _DSVI:
         kl : float
             Sum of the layers' KL terms.
         tape : list
-            Input of :meth:`backward`.
+            Per layer ``(cache, step, moment_match)`` (see
+            :func:`~sklearn_lvgp._engine._dsvi.propagate_layers`), for a backward pass.
         """
         L = self.n_layers
         ws = [None] * L if workspaces is None else workspaces

@@ -135,7 +135,7 @@ def fit_parameters(est, X, Y, random_state):
     m_u, m_v = int(est.n_inducing), int(est.n_inducing_projection)
     arch = (D, Y.shape[1], Q, m_u, m_v, est.qv_covariance, est.normalize_X,
             bool(est.normalize_y))
-    continuing = est.warm_start and hasattr(est, "_params") and arch == est._arch
+    continuing = est._continues_fit(arch)
     if not continuing:
         est.X_mean_, est.X_scale_ = normalization(X, est.normalize_X)
         est.y_mean_, est.y_scale_ = est._target_moments(Y)
@@ -160,7 +160,7 @@ def fit_parameters(est, X, Y, random_state):
         x = packer.pack(params0)
         history, n_iter = [], 0
         phases = [(int(est.n_iter_fixed_noise), True), (int(est.max_iter), False)]
-    est._arch, est._shapes = arch, (Q, D, m_u, m_v)
+    est._shapes = (Q, D, m_u, m_v)
     for budget, fix_noise in phases:
         if budget == 0:
             continue

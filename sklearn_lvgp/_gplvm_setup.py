@@ -29,8 +29,7 @@ from ._warn import warn
 from .kernels import as_lvgp_kernel
 from .kernels._stationary import default_rbf
 
-__all__ = ["ALTERNATING_MIN_ROWS", "check_params", "continues_previous_fit", "initial_means",
-           "previous_solution",
+__all__ = ["ALTERNATING_MIN_ROWS", "check_params", "initial_means", "previous_solution",
            "warm_start_key", "elbo_and_grads", "global_bounds",
            "initial_model", "joint_objective", "joint_packer", "optimise_joint",
            "run_alternating", "warn_if_not_ard"]
@@ -213,13 +212,6 @@ def warm_start_key(est, X):
     """What a ``warm_start`` fit must share with the previous fit to continue from it."""
     return (X.shape, int(est.n_components), repr(est.kernel), est.n_inducing, est.expectation,
             est.optimizer, est.normalize_X)
-
-
-def continues_previous_fit(est, X):
-    """Whether a fit of ``est`` on ``X`` is a ``warm_start`` continuation of the last one, and
-    the key the fit stores for the next one (``est._warm_key``)."""
-    key = warm_start_key(est, X)
-    return bool(est.warm_start and key == getattr(est, "_warm_key", None)), key
 
 
 def previous_solution(est):

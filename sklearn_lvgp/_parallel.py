@@ -5,9 +5,10 @@ skinny (``(N·K, M)`` with M in the tens to hundreds), which OpenBLAS barely spe
 spinning worker threads compete with numba's for the same cores and make a bound + gradient several
 times slower (``doc/developers.rst``, "Thread control and thread safety").
 
-The numba ``workqueue`` threading layer is not thread-safe: do not enter jitted parallel code from
-several Python threads at once (lmcinnes/umap issue #665). Use process-based parallelism (joblib's
-default ``loky`` backend) around estimators instead.
+Fits may run in several Python threads at once: one numba parallel region runs at a time
+(:mod:`sklearn_lvgp._jit`), which the not thread-safe ``workqueue`` layer needs (lmcinnes/umap
+issue #665), and the BLAS limit is shared by reference count. For throughput, prefer processes
+(joblib's default ``loky`` backend) around estimators.
 """
 
 import ctypes

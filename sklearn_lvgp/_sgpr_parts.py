@@ -189,7 +189,7 @@ def fit_from_moments(est, X, Yn, X_var, random_state, y_mean, y_std, var_y, scal
     arch = (Qx, len(y_mean), repr(est.kernel), est.n_inducing, est.inducing_inputs is None,
             X_var is None, est.expectation, bool(est.optimize_inducing),
             N if fixed_Z else None)
-    continuing = est.warm_start and hasattr(est, "_post") and arch == est._arch
+    continuing = est._continues_fit(arch)
     if continuing:
         kernel = est.kernel_.clone()
         Z0 = X.copy() if fixed_Z else est.inducing_inputs_
@@ -222,7 +222,6 @@ def fit_from_moments(est, X, Yn, X_var, random_state, y_mean, y_std, var_y, scal
         est, kernel, X, Yn, X_var, Z0, optimize_Z, rule, jitter, noise0, var_y, bound)
     F, _, post = sgpr_bound_and_grads(work, X, Yn, Z, s2, X_var=X_var, rule=rule,
                                       jitter=jitter, max_tries=6, need_Z=False, bound=bound)
-    est._arch = arch
     est.n_iter_ = n_before + n_iter
     est.kernel_ = work
     est.noise_variance_ = s2

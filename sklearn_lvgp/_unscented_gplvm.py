@@ -14,7 +14,6 @@ from ._gplvm_dask import fit_gplvm_dask
 from ._gplvm_predict import heldout_scores, latents_for, uncertain_moments
 from ._gplvm_setup import (
     check_params,
-    continues_previous_fit,
     elbo_and_grads,
     initial_means,
     initial_model,
@@ -23,6 +22,7 @@ from ._gplvm_setup import (
     optimise_joint,
     previous_solution,
     run_alternating,
+    warm_start_key,
     warn_if_not_ard,
 )
 from ._objectives._collapsed import predictive_moments
@@ -194,7 +194,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
 
     def _fit(self, X, y, random_state):
         Q = self.n_components
-        continuing, warm_key = continues_previous_fit(self, X)
+        continuing = self._continues_fit(warm_start_key(self, X))
         if not continuing:
             self.X_mean_, self.X_scale_ = normalization(X, self.normalize_X)
         Y = self._normalized(X)
@@ -235,7 +235,6 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         self.n_iter_ = res.n_iter + (self.n_iter_ if continuing else 0)
         self.elbo_history_ = np.concatenate([self.elbo_history_ if continuing else [],
                                              -np.asarray(res.history)])
-        self._warm_key = warm_key
         self.relevance_ = work.relevance(Q)
         warn_if_not_ard(self)
         self._jitter = jitter

@@ -89,6 +89,15 @@ class _BaseLVGP(BaseEstimator):
         self._warn_at_bounds()
         return self
 
+    def _continues_fit(self, key):
+        """Whether this fit is a ``warm_start`` continuation of the previous one: ``key`` (the
+        data's shapes and the structural parameters) must equal the previous fit's. Remembers
+        ``key`` for the next fit; a fit that fails is rolled back with it (``_all_or_nothing``).
+        """
+        continuing = bool(self.warm_start) and key == getattr(self, "_warm_key", None)
+        self._warm_key = key
+        return continuing
+
     def _optimise(self, optimizer, x0, bounds, *, full=None, minibatch=None, n_data=None,
                   batch_size=None, random_state=None, name=None, max_iter=None,
                   **adam_options):

@@ -214,7 +214,7 @@ def fit(est, X, Y, random_state):
     standardisation, the early-stopping split, a fresh model or the previous one
     (``warm_start`` with the same data shape and structure), then :func:`run`."""
     arch = architecture(est, *X.shape, Y.shape[1])
-    continuing = est.warm_start and hasattr(est, "_x") and arch == est._arch
+    continuing = est._continues_fit(arch)
     if not continuing:
         est.X_mean_, est.X_scale_ = column_moments(X)
         est.y_mean_, est.y_scale_ = est._target_moments(Y)
@@ -229,5 +229,5 @@ def fit(est, X, Y, random_state):
     else:
         model, x0 = build(est, Xs, Ys, random_state)
         est._state = AdamState(x0.size)
-    est._model, est._arch = model, arch
+    est._model = model
     run(est, model, x0, Xs, Ys, random_state, held_out, continuing)

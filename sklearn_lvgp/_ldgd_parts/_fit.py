@@ -159,8 +159,7 @@ def fit(est, X, y, random_state):
     shape), the optimisation and the fitted attributes."""
     N = X.shape[0]
     K = est.classes_.size
-    key = warm_start_key(est, X)
-    continuing = est.warm_start and key == getattr(est, "_warm_key", None)
+    continuing = est._continues_fit(warm_start_key(est, X))
     if not continuing:
         est.X_mean_, est.X_scale_ = normalization(X, est.normalize_X)
     Yr = (X - est.X_mean_) / est.X_scale_
@@ -172,7 +171,7 @@ def fit(est, X, y, random_state):
     x, history, n_iter = optimise(est, prob, x0, N, random_state)
     est.elbo_history_ = np.concatenate([est.elbo_history_, history]) if continuing else history
     est.n_iter_ = n_iter + (est.n_iter_ if continuing else 0)
-    est._x_flat, est._warm_key = x, key
+    est._x_flat = x
     store_fit(est, prob, x, y)
     est.elbo_ = float(est.elbo_history_[-1]) if est.elbo_history_.size else np.nan
     est.expectation_ = est.expectation
