@@ -185,7 +185,7 @@ def _our_steps(X, y, N, M, depths, rs):
     runners, sanity = {}, {}
     for L in depths:
         m = DeepGP(tol=None, n_layers=L, n_inducing=M, max_iter=SANITY_STEPS, batch_size=N,
-                   learning_rate=0.01, random_state=0).fit(X, y)
+                   learning_rate=0.01, inner_layer_init="collapsed", random_state=0).fit(X, y)
         model, x0 = m._model, m._x.copy()
         Xs = (X - m.X_mean_) / m.X_scale_
         Ys = ((y - m.y_mean_) / m.y_scale_)[:, None]

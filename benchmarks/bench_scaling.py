@@ -260,7 +260,7 @@ def run_gpcde(args):
     X, y = load_diabetes(return_X_y=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = GPCDE(gh_order=100, max_iter=2, random_state=0).fit(X, y)
+        m = GPCDE(gh_order=100, max_iter=2, optimizer="adam", random_state=0).fit(X, y)
     Xs = (X - m.X_mean_) / m.X_scale_
     Ys = (y[:, None] - m.y_mean_) / m.y_scale_
     rows = np.arange(X.shape[0])

@@ -144,7 +144,8 @@ def main(argv=None):
     model = DeepGP(tol=None, n_layers=args.layers, n_inducing=100, learning_rate=0.01,
                    batch_size=10000, max_iter=N_ITER, n_samples=1, n_predict_samples=100,
                    learning_rate_schedule=args.schedule, natgrad_gamma=gamma,
-                   early_stopping=args.early_stopping, random_state=0)
+                   early_stopping=args.early_stopping, inner_layer_init="collapsed",
+                   random_state=0)
     snaps, elbo, outcome = {}, [], {}
     original = deep_gp_module.run_adam
     deep_gp_module.run_adam = recording_run_adam(

@@ -73,6 +73,7 @@ for s in range(N_SPLITS):
     results["exact GP"].append(exact_gp_ll(X, y, Xt, yt))
     for L in (1, 2, 3):
         model = DeepGP(tol=None, n_layers=L, n_inducing=100, max_iter=N_ITER, natgrad_gamma=0.1,
+                       learning_rate=0.01, inner_layer_init="collapsed",
                        random_state=s).fit(X, y)
         results["SGP" if L == 1 else f"DGP {L}"].append(
             float(model.predict_log_density(Xt, yt).mean()))

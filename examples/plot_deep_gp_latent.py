@@ -120,6 +120,7 @@ for seed in SEEDS:
         t0 = time.perf_counter()
         model = DeepGP(tol=None, n_inducing=50, noise_variance_init=0.01, max_iter=N_ITER,
                        batch_size=None, natgrad_gamma=0.1, n_predict_samples=200,
+                       learning_rate=0.01, inner_layer_init="collapsed",
                        random_state=seed, **kw)
         model.fit(X, y)
         results[seed][name] = float(model.predict_log_density(Xt, yt).mean())
@@ -203,7 +204,8 @@ for name in UCI:
             model = DeepGP(tol=None, n_inducing=128, noise_variance_init=0.01, max_iter=UCI_ITERS,
                            batch_size=512, learning_rate=5e-3, natgrad_gamma=0.01,
                            learning_rate_schedule="staircase", n_predict_samples=200,
-                           random_state=split, **kw).fit(Xa[~te], ya[~te])
+                           inner_layer_init="collapsed", random_state=split,
+                           **kw).fit(Xa[~te], ya[~te])
             ll = float(model.predict_log_density(Xa[te], ya[te]).mean() + np.log(sy))
             uci.setdefault(name, {}).setdefault(mname, []).append(ll)
             print(f"{name} split {split} {mname:9s} LL (standardised) {ll: .3f} "

@@ -75,7 +75,8 @@ def make_model(depth, gamma=None):
     """DeepGP with the settings of the notebook's DGP cells."""
     return DeepGP(tol=None, n_layers=depth, n_inducing=100, whiten=False, noise_variance_init=1.0,
                   n_samples=5, n_predict_samples=100, batch_size=1000, learning_rate=0.01,
-                  natgrad_gamma=gamma, warm_start=True, random_state=0)
+                  natgrad_gamma=gamma, warm_start=True, inner_layer_init="collapsed",
+                  random_state=0)
 
 
 def evaluate(model):

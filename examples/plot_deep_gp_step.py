@@ -58,7 +58,7 @@ def deep_gp(n_layers, seed):
     """Settings of our reproduction protocol for the step function (after the DSDGP demo)."""
     return DeepGP(tol=None, n_layers=n_layers, n_inducing=25, kernel=RBF(length_scale=0.2),
                   noise_variance_init=0.01, n_samples=10, max_iter=N_ITER, batch_size=None,
-                  random_state=seed)
+                  learning_rate=0.01, inner_layer_init="collapsed", random_state=seed)
 
 
 # %%

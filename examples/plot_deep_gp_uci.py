@@ -121,7 +121,8 @@ def make_model(name):
                   learning_rate=0.01, learning_rate_schedule=SCHEDULE, batch_size=BATCH,
                   max_iter=N_ITER, n_samples=1, n_predict_samples=100,
                   expectation="unscented" if name.startswith("UT") else "monte_carlo",
-                  natgrad_gamma=None if GAMMA is None else float(GAMMA), random_state=0)
+                  natgrad_gamma=None if GAMMA is None else float(GAMMA),
+                  inner_layer_init="collapsed", random_state=0)
 
 
 # %%

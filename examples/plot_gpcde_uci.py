@@ -75,7 +75,7 @@ def make_model(name):
             return GPCDE(n_inducing=M, gh_order=N_QUAD, optimizer="lbfgs",
                          natgrad_gamma=None, max_iter=N_LBFGS, random_state=0)
         return GPCDE(tol=None, n_inducing=M, gh_order=N_QUAD, max_iter=N_ITER, batch_size=512,
-                     random_state=0)
+                     optimizer="adam", random_state=0)
     return GPCDE(tol=None, gh_order=N_QUAD, q_w="amortized", n_inducing=M, max_iter=N_ITER,
                  batch_size=512, random_state=0)
 

@@ -48,7 +48,12 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     kernel : Kernel or sequence of Kernel, default=None
         Covariance of each layer: one template cloned for every layer, or one per layer.
         ``None`` is an ARD :class:`~sklearn_lvgp.kernels.RBF` with unit length scales and
-        variance (Salimbeni 2020, §2.4).
+        variance (Salimbeni 2020, §2.4), 0.05 on inner layers under ``inner_layer_init="prior"``.
+    inner_layer_init : {"prior", "collapsed"}, default="prior"
+        How the inner layers start close to their mean functions: ``q(u)`` at the prior (no
+        KL) under a default kernel variance of 0.05, or collapsed to ``1e-10`` times the prior
+        covariance under unit variance (the authors' code; Adam then needs ~10⁴ steps to
+        undo it). A kernel of your own is used as given (user guide).
     n_inducing : int, default=100
         Inducing inputs per layer (k-means centres of the standardised inputs). It may exceed
         the number of samples: the stochastic bound does not tie inducing inputs to data, so
@@ -70,8 +75,8 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         ``"lbfgs"`` uses the full batch and needs a deterministic objective
         (``expectation="unscented"`` or ``n_layers=1``); it starts from the last layer's optimal
         ``q(u)`` for the initial hyperparameters (one natural-gradient step with γ = 1).
-    learning_rate : float, default=0.01
-        Adam step size.
+    learning_rate : float, default=0.03
+        Adam step size (the papers' experiments: 0.01 with ``inner_layer_init="collapsed"``).
     learning_rate_schedule : {"constant", "staircase", "cosine"}, default="constant"
         ``"staircase"`` multiplies the learning rate and ``natgrad_gamma`` by 0.98 every 1000
         steps. ``"cosine"`` anneals both along half a cosine from their initial values at the
@@ -84,11 +89,10 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     max_iter : int, default=10000
         Optimiser iterations (Adam steps or L-BFGS iterations).
     tol : float or None, default=1e-4
-        Stopping tolerance of Adam. Without early stopping the fit stops when the mean ELBO
-        estimate over the last 100 steps improves by less than ``tol`` (relative to its
-        magnitude) on the 100 steps before; with early stopping a held-out check must improve
-        by more than ``tol`` (relative) to count. ``None`` runs all ``max_iter`` steps (the fixed
-        budgets of the papers' experiments; with early stopping it means ``1e-4``).
+        Stop when the bound (Adam: its mean over 100 steps against the 100 before; L-BFGS-B:
+        over its last 100 iterations) improves by less than ``tol`` relative to its magnitude;
+        with early stopping, the relative gain a held-out check needs. ``None``: all
+        ``max_iter`` Adam steps (the papers' fixed budgets; 1e-4 for early stopping).
     natgrad_gamma : float, tuple (gamma0, gamma1, K) or None, default=None
         If set, the last layer's ``q(u)`` is updated by natural-gradient steps of this size
         (alternating with the Adam steps, which then leave it alone); a tuple is a log-linear
@@ -171,11 +175,9 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
 
     Notes
     -----
-    Adam keeps its last iterate. When the fitted noise is very small, a constant learning rate
-    can make the path leave the optimum for a few steps and come back, and the last iterate can
-    land in such an excursion. ``early_stopping=True`` keeps the state with the best held-out
-    score instead; ``learning_rate_schedule="cosine"`` removes the excursions (measurements in
-    the user guide).
+    Adam keeps its last iterate. With a very small fitted noise, a constant learning rate makes
+    short excursions from the optimum and the last iterate can land in one;
+    ``early_stopping=True`` or ``learning_rate_schedule="cosine"`` avoid that (user guide).
 
     References
     ----------
@@ -196,9 +198,10 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     (3,)
     """
 
-    def __init__(self, n_layers=2, hidden_dims=None, kernel=None, n_inducing=100, whiten=True,
+    def __init__(self, n_layers=2, hidden_dims=None, kernel=None, inner_layer_init="prior",
+                 n_inducing=100, whiten=True,
                  noise_variance_init=0.05, n_samples=1, n_predict_samples=100,
-                 expectation="monte_carlo", optimizer="adam", learning_rate=0.01,
+                 expectation="monte_carlo", optimizer="adam", learning_rate=0.03,
                  learning_rate_schedule="constant", batch_size=10000, max_iter=10000, tol=1e-4,
                  natgrad_gamma=None, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=5, normalize_y=True, positive_transform="softplus",
@@ -208,6 +211,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         self.n_layers = n_layers
         self.hidden_dims = hidden_dims
         self.kernel = kernel
+        self.inner_layer_init = inner_layer_init
         self.n_inducing = n_inducing
         self.whiten = whiten
         self.noise_variance_init = noise_variance_init

@@ -65,6 +65,7 @@ def check_params(est, X):
     check_float("jitter", est.jitter, 0.0)
     check_bool("warm_start", est.warm_start)
     est._kernels = layer_kernels(est.kernel, est.n_layers)
+    check_option("inner_layer_init", est.inner_layer_init, ("prior", "collapsed"))
     if (est.optimizer == "lbfgs" and est.expectation == "monte_carlo"
             and est.n_layers > 1):
         raise ValueError("optimizer='lbfgs' needs a deterministic objective: use "
@@ -79,6 +80,7 @@ def architecture(est, n_features, n_targets):
     return (int(est.n_layers), tuple(hidden_widths(est.hidden_dims, est.n_layers, n_features)),
             int(n_features), int(n_targets), int(est.n_inducing), bool(est.whiten),
             est.expectation, est.positive_transform, float(est.jitter), repr(est.kernel),
+            est.inner_layer_init,
             est._latent(), est.inference, int(est.n_importance),
             tuple(int(h) for h in est.encoder_hidden))
 
@@ -92,7 +94,7 @@ def build(est, Xs, n_targets, random_state):
             + [n_targets])
     layers = initial_layers(Xs, dims, est._kernels if len(est._kernels) == L
                             else est._kernels * L, est.n_inducing, bool(est.whiten),
-                            float(est.jitter), Dw, random_state)
+                            float(est.jitter), Dw, random_state, est.inner_layer_init)
     latent = ((Dw, est.encoder_hidden, est.inference, est.n_importance) if Dw else None)
     return build_model(layers, dims, est.get_params(), latent, random_state, LatentDSVI)
 

@@ -34,13 +34,17 @@ __all__ = ["_DSVI", "initial_layers", "build_model", "sample_outputs", "predicti
            "path_components", "kde_rows", "mean_log_density", "mixture_log_density",
            "layer_joint", "joint_predictive", "objectives", "layer_kernels",
            "check_latent_options", "hidden_widths",
-           "DELTA", "INNER_SQRT_SCALE", "MIN_NOISE", "PREDICT_POINTS"]
+           "DELTA", "INNER_PRIOR_VARIANCE", "INNER_SQRT_SCALE", "MIN_NOISE", "PREDICT_POINTS"]
 
 #: Variance floor of the reparameterised samples, h = mu + eps sqrt(v + delta)
 #: (Salimbeni 2020, eqs. 2.10-2.18).
 DELTA = 1e-6
-#: Inner layers' q_sqrt start this small (near-deterministic start, as the authors' code).
+#: ``inner_layer_init="collapsed"``: inner layers' q_sqrt start this small (near-deterministic
+#: start, as the authors' code).
 INNER_SQRT_SCALE = 1e-5
+#: ``inner_layer_init="prior"``: variance of the default inner-layer kernel (a small GP
+#: deviation from the linear mean function at the start, with q(u) at its prior).
+INNER_PRIOR_VARIANCE = 0.05
 #: Noise-variance floor of the softplus-mapped positive parameters (GPflow 1.x convention).
 MIN_NOISE = 1e-6
 
@@ -259,13 +263,17 @@ class _DSVI:
         return mu[None], var[None], noise
 
 
-def initial_layers(Xs, dims, templates, n_inducing, whiten, jitter, n_latent, random_state):
+def initial_layers(Xs, dims, templates, n_inducing, whiten, jitter, n_latent, random_state,
+                   inner_init="prior"):
     """Kernels, mean functions and layers at the start of a fit.
 
-    Inducing inputs from k-means of the (propagated) inputs, linear mean functions on the
-    inner layers and near-deterministic inner ``q(u)`` (Salimbeni & Deisenroth 2017, §5);
-    with latent covariates, their columns of ``Z`` start at ``N(0, 1)`` draws and the first
-    layer's mean function ignores them (Salimbeni et al. 2019).
+    Inducing inputs from k-means of the (propagated) inputs and linear mean functions on the
+    inner layers (Salimbeni & Deisenroth 2017, §5). The inner layers start close to their mean
+    functions in one of two ways: ``inner_init="prior"``, ``q(u)`` equal to its prior (no KL)
+    under a default kernel of small variance (:data:`INNER_PRIOR_VARIANCE`); or
+    ``"collapsed"``, ``q(u)`` with covariance ``1e-10`` times the prior's under a unit-variance
+    kernel (the authors' code). With latent covariates, their columns of ``Z`` start at
+    ``N(0, 1)`` draws and the first layer's mean function ignores them (Salimbeni et al. 2019).
 
     Parameters
     ----------
@@ -281,6 +289,8 @@ def initial_layers(Xs, dims, templates, n_inducing, whiten, jitter, n_latent, ra
     n_latent : int
         Latent covariate dimension (0 for none).
     random_state : numpy.random.RandomState
+    inner_init : {"prior", "collapsed"}, default="prior"
+        Start of the inner layers' ``q(u)`` (see above).
 
     Returns
     -------
@@ -297,13 +307,15 @@ def initial_layers(Xs, dims, templates, n_inducing, whiten, jitter, n_latent, ra
     for ell in range(n_layers):
         d_in, d_out = dims[ell], dims[ell + 1]
         t = templates[ell]
+        inner = ell < n_layers - 1
+        variance = INNER_PRIOR_VARIANCE if inner and inner_init == "prior" else 1.0
         if t is not None:
             k = t.initialize(d_in, random_state)
         elif n_latent:
             # length scales sqrt(D_in), as the importance-weighted DGP code
-            k = RBF(length_scale=np.full(d_in, np.sqrt(d_in)), variance=1.0)
+            k = RBF(length_scale=np.full(d_in, np.sqrt(d_in)), variance=variance)
         else:
-            k = RBF(length_scale=np.ones(d_in), variance=1.0)
+            k = RBF(length_scale=np.ones(d_in), variance=variance)
         mean = inner_mean(X_run, d_out) if ell < n_layers - 1 else ZeroMean(d_out)
         Z = Z_run.copy()
         if n_latent and ell == 0:
@@ -319,8 +331,9 @@ def initial_layers(Xs, dims, templates, n_inducing, whiten, jitter, n_latent, ra
         else:
             base = prior_factor(k, Z, jitter).Lu
         q_sqrt = np.repeat(base[None], d_out, axis=0)
-        if ell < n_layers - 1:
-            q_sqrt *= INNER_SQRT_SCALE
+        if inner:
+            if inner_init == "collapsed":
+                q_sqrt *= INNER_SQRT_SCALE
             if n_latent and ell == 0:
                 X_run, Z_run = x_mean(X_run), x_mean(Z_run)
             else:

@@ -85,7 +85,8 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
     tol : float or None, default=1e-4
         Adam stops when the mean bound over the last 100 steps improves by less than ``tol``
         (relative to its magnitude) on the 100 steps before; ``None`` runs all ``max_iter``
-        steps (the fixed budgets of the paper's experiments). L-BFGS-B keeps scipy's tests.
+        steps (the fixed budgets of the paper's experiments). L-BFGS-B stops when the bound
+        has improved by less than ``tol`` over its last 100 iterations, or by scipy's tests.
     transform_max_iter : int, default=500
         Adam steps of the test-time inference of ``q(x*)`` (non-amortised model).
     x_init : {"pca", "random"}, default="pca"

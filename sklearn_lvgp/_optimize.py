@@ -75,8 +75,16 @@ def _no_finite_point(guard, name):
         "of a regressor) or increase jitter.")
 
 
+def _flat(history, stop_tol, window):
+    """Whether ``history`` improved by less than ``stop_tol`` (relative) over ``window``."""
+    if stop_tol is None or len(history) <= window:
+        return False
+    before = history[-window - 1]
+    return before - history[-1] <= stop_tol * max(1.0, abs(before))
+
+
 def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0, name="objective",
-                    warn_unconverged=True):
+                    warn_unconverged=True, stop_tol=None, window=100):
     """Minimise a deterministic objective with scipy's L-BFGS-B (``jac=True``).
 
     Parameters
@@ -98,6 +106,13 @@ def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0,
     warn_unconverged : bool, default=True
         Emit ``ConvergenceWarning`` when ``max_iter`` is reached (``False`` for the bounded
         inner steps of an outer loop, which judges convergence itself).
+    stop_tol : float or None, default=None
+        Also stop (as converged) when the objective has decreased by less than ``stop_tol``
+        (relative to ``max(1, |f|)``) over the last ``window`` iterations: the rule the Adam
+        fits use (:func:`sklearn_lvgp._stochastic.run_adam`), for a bound that creeps on
+        long after it stopped mattering. ``None`` keeps scipy's tests only.
+    window : int, default=100
+        Iterations of the ``stop_tol`` rule.
 
     Returns
     -------
@@ -118,7 +133,7 @@ def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0,
         if verbose and len(history) % every == 0:
             progress(iteration_line(name, len(history), max_iter, "objective", guard.best_f,
                                     time.perf_counter() - t0))
-        if report("lbfgs", -guard.best_f):
+        if report("lbfgs", -guard.best_f) or _flat(history, stop_tol, window):
             stopped.append(True)
             raise StopIteration  # scipy ends the run and returns the current iterate
 

@@ -140,7 +140,7 @@ class _BaseLVGP(BaseEstimator):
         max_iter = self.max_iter if max_iter is None else max_iter
         if optimizer == "lbfgs":
             res = minimize_lbfgsb(full, x0, bounds=bounds, max_iter=max_iter,
-                                  verbose=self.verbose, name=name)
+                                  verbose=self.verbose, name=name, stop_tol=self.tol)
             return res.x, -np.asarray(res.history, dtype=np.float64), int(res.n_iter), None
         adam_options.setdefault("stop_tol", self.tol)
         res = run_adam(minibatch, x0, n_data=n_data, batch_size=batch_size, max_iter=max_iter,

@@ -68,7 +68,7 @@ def test_callback_must_be_callable(est):
 
 def test_gpcde_stops_when_the_bound_stops_improving():
     common = {"n_inducing": 5, "gh_order": 5, "max_iter": 3000, "learning_rate": 0.05,
-              "init": "prior", "random_state": 0}
+              "init": "prior", "optimizer": "adam", "random_state": 0}
     quick = _fit(GPCDE(**common))
     assert quick.n_iter_ < 3000 and quick.n_iter_ % 100 == 0
     full = _fit(GPCDE(**common, tol=None))
@@ -77,6 +77,26 @@ def test_gpcde_stops_when_the_bound_stops_improving():
     n = quick.n_iter_
     # at the stop the last window improved the bound by less than tol on the one before
     assert h[n - 100:n].mean() - h[n - 200:n - 100].mean() <= 1e-4 * abs(h[n - 200:n - 100].mean())
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # tol=None: 3000
+def test_lbfgs_stops_when_the_bound_stops_improving():
+    """GPCDE's default on one full batch is L-BFGS-B; ``tol`` ends it once 100 iterations have
+    improved the bound by less than ``tol`` (relative), long before scipy's own tests do."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (80, 1))
+    y = np.sin(2 * X[:, 0]) + 0.1 * rng.standard_normal(80)
+    common = {"n_inducing": 10, "gh_order": 5, "max_iter": 3000, "init": "prior",
+              "random_state": 0}
+    quick = GPCDE(**common).fit(X, y)
+    assert quick.optimizer_ == "lbfgs"
+    scipy_only = GPCDE(**common, tol=None).fit(X, y)
+    n = quick.n_iter_
+    assert 100 < n < scipy_only.n_iter_
+    h = quick.elbo_history_
+    assert h[-1] - h[-101] <= 1e-4 * abs(h[-101])
+    assert h[-2] - h[-102] > 1e-4 * abs(h[-102])  # the rule, not scipy, ended it
+    assert quick.elbo_ >= scipy_only.elbo_ - 1e-3 * abs(scipy_only.elbo_)
 
 
 def test_one_adam_loop_retries_or_raises_on_non_finite_steps():

@@ -40,6 +40,7 @@ VARIANTS = {
         {"learning_rate_schedule": "staircase", "n_layers": 2, "whiten": False},
     ],
     "GPCDE": [
+        {"optimizer": "adam"},
         {"q_w": "amortized", "latent_dim": 3, "n_predict_samples": 20},
         {"q_w": "gaussian", "expectation": "unscented", "optimizer": "lbfgs"},
         {"input_projection_dim": 2, "output_mixing_dim": 2, "whiten": False,

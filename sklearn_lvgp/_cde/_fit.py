@@ -28,7 +28,8 @@ from ._init import initial_values
 from ._predict import component_chunks, mixture_log_density, prediction_nodes
 from ._warm_start import full_bound, gp_init_possible, gp_warm_start
 
-__all__ = ["architecture", "build", "check_params", "fit", "heldout_log_density", "objectives",
+__all__ = ["architecture", "build", "check_params", "deterministic_bound", "fit",
+           "heldout_log_density", "objectives", "resolve_optimizer",
            "run"]
 
 
@@ -52,7 +53,7 @@ def check_params(est, X):
     check_int("n_inducing", est.n_inducing, min_value=1)
     check_bool("whiten", est.whiten)
     check_float("noise_variance_init", est.noise_variance_init, 0.0, exclusive_min=True)
-    check_option("optimizer", est.optimizer, ("adam", "lbfgs"))
+    check_option("optimizer", est.optimizer, ("auto", "adam", "lbfgs"))
     check_natgrad_gamma(est.natgrad_gamma)
     check_float("learning_rate", est.learning_rate, 0.0, exclusive_min=True)
     check_option("learning_rate_schedule", est.learning_rate_schedule,
@@ -62,7 +63,7 @@ def check_params(est, X):
     check_float("tol", est.tol, 0.0, allow_none=True)
     check_bool("warm_start", est.warm_start)
     check_early_stopping(est, X.shape[0])
-    if est.early_stopping and est.optimizer != "adam":
+    if est.early_stopping and est.optimizer == "lbfgs":
         raise ValueError("early_stopping applies to optimizer='adam' (L-BFGS-B stops on its "
                          "own tests); got optimizer='lbfgs'.")
     check_layer_widths("encoder_hidden", est.encoder_hidden)
@@ -77,9 +78,7 @@ def check_params(est, X):
             "or output_mixing_dim; use init='prior'.")
     check_float("jitter", est.jitter, 0.0)
     if est.optimizer == "lbfgs":
-        deterministic = est.input_projection_dim is None and (
-            est.q_w == "quadrature" or Dw == 0 or est.expectation == "unscented")
-        if not deterministic:
+        if not deterministic_bound(est):
             raise ValueError(
                 "optimizer='lbfgs' needs a deterministic objective: q_w='quadrature', or "
                 "q_w='gaussian'/'amortized' with expectation='unscented', and no "
@@ -92,6 +91,22 @@ def check_params(est, X):
                 f"n_inducing={est.n_inducing} is larger than the {n_train} rows left for "
                 f"training after holding out validation_fraction={est.validation_fraction} "
                 "for early stopping; lower n_inducing or validation_fraction.")
+
+
+def deterministic_bound(est):
+    """Whether the bound of ``est`` is deterministic (no sampling: L-BFGS-B can optimise it)."""
+    return est.input_projection_dim is None and (
+        est.q_w == "quadrature" or int(est.latent_dim) == 0 or est.expectation == "unscented")
+
+
+def resolve_optimizer(est, n_rows):
+    """``optimizer="auto"``: L-BFGS-B for a deterministic bound on one full batch without early
+    stopping, Adam with natural gradients otherwise."""
+    if est.optimizer != "auto":
+        return est.optimizer
+    full_batch = est.batch_size is None or int(est.batch_size) >= n_rows
+    return ("lbfgs" if deterministic_bound(est) and full_batch and not est.early_stopping
+            else "adam")
 
 
 def build(est, Xs, Ys, random_state):
@@ -165,6 +180,7 @@ def run(est, model, x0, Xs, Ys, rs, held_out=None, continuing=False):
     state ``est._state``): no start-up, iterations and bound history accumulate."""
     N = Xs.shape[0]
     bs = N if est.batch_size is None else min(int(est.batch_size), N)
+    optimizer = est.optimizer_
     all_rows = np.arange(N)
     gp_start = est.init == "gp" and not continuing
     # "auto" starts from the prior but, as "gp", keeps the switched-off fit if it is better
@@ -173,17 +189,17 @@ def run(est, model, x0, Xs, Ys, rs, held_out=None, continuing=False):
     if not continuing:
         est.gp_elbo_, est.latent_used_ = None, True
     if compare:
-        n_warm = est.max_iter if est.optimizer == "lbfgs" else min(est.max_iter, 1000)
+        n_warm = est.max_iter if optimizer == "lbfgs" else min(est.max_iter, 1000)
         x_gp, x_off, est.gp_elbo_ = gp_warm_start(model, x0, Xs, Ys, rs, n_warm, est.q_w,
-                                                  est.verbose)
+                                                  est.verbose, est.tol)
         if gp_start:
             x0 = x_gp
-    if est.optimizer == "lbfgs" and not gp_start and not continuing:
+    if optimizer == "lbfgs" and not gp_start and not continuing:
         x0 = model.natgrad(x0, Xs, Ys, all_rows, 1.0, 1.0, rs)
 
     full, minibatch, natgrad = objectives(model, Xs, Ys, rs)
     use_ngd = est.natgrad_gamma is not None
-    adam = {} if est.optimizer == "lbfgs" else {
+    adam = {} if optimizer == "lbfgs" else {
         "schedule": est.learning_rate_schedule, "gamma": est.natgrad_gamma,
         "natgrad": natgrad if use_ngd else None, "frozen": model.q_mask() if use_ngd else None,
         "state": est._state, "horizon": est.max_iter}
@@ -193,13 +209,13 @@ def run(est, model, x0, Xs, Ys, rs, held_out=None, continuing=False):
                     n_iter_no_change=est.n_iter_no_change,
                     tol=1e-4 if est.tol is None else est.tol)
     est._x, history, n_iter, est.validation_scores_ = est._optimise(
-        est.optimizer, x0, model.bounds(), full=full, minibatch=minibatch, n_data=N,
+        optimizer, x0, model.bounds(), full=full, minibatch=minibatch, n_data=N,
         batch_size=bs, random_state=rs, **adam)
     est.elbo_history_ = (np.concatenate([est.elbo_history_, history]) if continuing
                          else history)
     est.n_iter_ = est.n_iter_ + n_iter if continuing else n_iter
     # L-BFGS-B: the bound at the end; Adam: the mean of the last 100 minibatch estimates
-    est.elbo_ = float(np.mean(history[-(1 if est.optimizer == "lbfgs" else 100):]))
+    est.elbo_ = float(np.mean(history[-(1 if optimizer == "lbfgs" else 100):]))
     if compare:
         final = (est.elbo_ if model.deterministic
                  else full_bound(model, est._x, Xs, Ys, rs))
@@ -215,6 +231,7 @@ def fit(est, X, Y, random_state):
     (``warm_start`` with the same data shape and structure), then :func:`run`."""
     arch = architecture(est, *X.shape, Y.shape[1])
     continuing = est._continues_fit(arch)
+    est.optimizer_ = resolve_optimizer(est, X.shape[0])
     if not continuing:
         est.X_mean_, est.X_scale_ = column_moments(X)
         est.y_mean_, est.y_scale_ = est._target_moments(Y)

@@ -31,7 +31,7 @@ def gp_init_possible(est, Dw):
             and not isinstance(k.length_scale_bounds, str))
 
 
-def gp_warm_start(model, x0, Xs, Ys, rs, max_iter, q_w, verbose=0):
+def gp_warm_start(model, x0, Xs, Ys, rs, max_iter, q_w, verbose=0, stop_tol=None):
     """``init="gp"``: the switched-off fit and the two starts derived from it.
 
     Returns ``(x_start, x_off, bound_off)``: the full model started from the SVGP solution
@@ -68,7 +68,8 @@ def gp_warm_start(model, x0, Xs, Ys, rs, max_iter, q_w, verbose=0):
         # a stage of the fit: the full model's optimiser reports on convergence
         warnings.simplefilter("ignore", ConvergenceWarning)
         res = minimize_lbfgsb(profiled, xo[free], bounds=bounds, max_iter=max_iter,
-                              verbose=verbose, name="GPCDE (latent switched off)")
+                              verbose=verbose, name="GPCDE (latent switched off)",
+                              stop_tol=stop_tol)
     xo[free] = res.x
     xo = off.natgrad(xo, Xs, Ys, rows, 1.0, 1.0, rs)
     po = off.unpack(xo)

@@ -228,7 +228,7 @@ def test_bimodal_latent_models_beat_svgp():
     """
     X, y, Xt, yt = bimodal(0, n_test=400)
     common = dict(tol=None, n_inducing=30, noise_variance_init=0.01, max_iter=600, batch_size=None,
-                  natgrad_gamma=0.1, n_predict_samples=100, random_state=0)
+                  learning_rate=0.01, natgrad_gamma=0.1, n_predict_samples=100, random_state=0)
     ll = {"sgpr": SparseGPRegressor(n_inducing=30, random_state=0).fit(X, y)
           .predict_log_density(Xt, yt).mean()}
     for name, kw in (("svgp", dict(n_layers=1)),

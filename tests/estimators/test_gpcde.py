@@ -20,7 +20,7 @@ from sklearn_lvgp.kernels import RBF
 from sklearn_lvgp.metrics import neg_log_predictive_density
 
 FAST = {"n_inducing": 8, "gh_order": 20, "max_iter": 40, "learning_rate": 0.05,
-        "random_state": 0}
+        "optimizer": "adam", "random_state": 0}
 
 
 @pytest.fixture(scope="module")
@@ -257,7 +257,7 @@ def test_bimodal_spec_protocol(seed):
     ll = {}
     for q_w in ("quadrature", "amortized"):
         m = GPCDE(tol=None, gh_order=100, q_w=q_w, n_inducing=50, max_iter=1500,
-                  random_state=seed).fit(X, y)
+                  optimizer="adam", random_state=seed).fit(X, y)
         ll[q_w] = m.predict_log_density(Xt, yt).mean()
     assert ll["quadrature"] >= gp + 0.3
     assert ll["amortized"] >= gp + 0.3
@@ -406,7 +406,8 @@ def test_warm_start_continues_the_previous_fit_exactly():
     rng = np.random.default_rng(0)
     X = rng.uniform(-2, 2, size=(200, 1))
     y = np.sin(2 * X[:, 0]) + 0.1 * rng.standard_normal(200)
-    kw = dict(n_inducing=10, tol=None, random_state=0, init="prior", batch_size=None, gh_order=5)
+    kw = dict(n_inducing=10, tol=None, random_state=0, init="prior", batch_size=None, gh_order=5,
+              optimizer="adam")
     once = GPCDE(max_iter=400, **kw).fit(X, y)
     twice = GPCDE(max_iter=200, warm_start=True, **kw).fit(X, y)
     twice.fit(X, y)
@@ -419,3 +420,19 @@ def test_warm_start_continues_the_previous_fit_exactly():
     # without warm_start a refit starts afresh too
     cold = GPCDE(max_iter=200, **kw).fit(X, y)
     assert cold.fit(X, y).n_iter_ == 200
+
+
+# ------------------------------------------------------------------------------- optimiser
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("params, expected", [
+    ({}, "lbfgs"),
+    ({"batch_size": 16}, "adam"),
+    ({"q_w": "amortized"}, "adam"),
+    ({"q_w": "gaussian", "expectation": "unscented"}, "lbfgs"),
+    ({"early_stopping": True, "validation_fraction": 0.2}, "adam"),
+    ({"input_projection_dim": 1}, "adam"),
+    ({"optimizer": "adam"}, "adam"),
+])
+def test_auto_optimizer_is_lbfgs_for_a_deterministic_full_batch(data, params, expected):
+    kw = {**FAST, "optimizer": "auto", "max_iter": 5, "n_predict_samples": 5, **params}
+    assert GPCDE(**kw).fit(*data).optimizer_ == expected
