@@ -10,18 +10,13 @@ from ._dvmgp_parts import (
     _chol,
     _elbo_and_grads,
     fit_parameters,
+    latent_points,
     length_scale_init,
     make_packer,
+    output_moments,
     sample_targets,
 )
-from ._objectives._collapsed import chunked_predictive_moments
-from ._objectives._dvmgp_bound import (
-    latent_covariance,
-    latent_moments,
-    output_psi,
-    projection_forward,
-    projection_kernels,
-)
+from ._objectives._dvmgp_bound import latent_covariance, projection_kernels
 from ._objectives._joint_uncertain import rbf_joint_moments
 from ._parallel import threads
 from ._scaling import NORMALIZE_OPTIONS
@@ -29,6 +24,7 @@ from ._svgp._likelihoods import gaussian_log_density
 from ._validation import (
     check_bool,
     check_data_scale,
+    check_early_stopping,
     check_float,
     check_int,
     check_n_inducing,
@@ -69,6 +65,19 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         max_iter=5000``. ``0`` skips the first phase.
     max_iter : int, default=1000
         Iterations of the second phase.
+    tol : float or None, default=None
+        Second phase: Adam stops when the mean bound over 100 steps improves by less than
+        ``tol`` (relative) on the 100 before, L-BFGS-B when 100 iterations improved it by less;
+        with early stopping, the relative gain a held-out check needs (``None``: 1e-4).
+        ``None``: the fixed Adam budget and scipy's tests for L-BFGS-B.
+    early_stopping : bool, default=False
+        Adam only: hold out ``validation_fraction`` of the rows and end the second phase when
+        their mean log predictive density has not improved for ``n_iter_no_change`` checks
+        (every 100 steps), keeping the best checked state.
+    validation_fraction : float, default=0.1
+        Held-out fraction for early stopping.
+    n_iter_no_change : int, default=5
+        Patience of early stopping, in checks.
     learning_rate : float, default=0.01
         Adam step size.
     noise_variance_init : float, default=0.01
@@ -128,6 +137,9 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         Bound after each iteration of both phases.
     n_iter_ : int
         Total optimiser iterations.
+    validation_scores_ : ndarray or None
+        Held-out mean log predictive density (normalised targets) at each check of the second
+        phase with ``early_stopping=True``; ``None`` without early stopping.
     X_mean_, X_scale_ : ndarray of shape (n_features,)
         Input normalisation, ``(X - X_mean_) / X_scale_``.
     y_mean_, y_scale_ : ndarray of shape (n_targets,)
@@ -157,6 +169,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
 
     def __init__(self, n_components=None, n_inducing=50, n_inducing_projection=25,
                  qv_covariance="diag", optimizer="lbfgs", n_iter_fixed_noise=100, max_iter=1000,
+                 tol=None, early_stopping=False, validation_fraction=0.1, n_iter_no_change=5,
                  learning_rate=0.01, noise_variance_init=0.01,
                  projection_length_scale_init=None, normalize_X="standardize",
                  normalize_y=True, jitter=1e-6, random_state=None, n_jobs=None, verbose=0,
@@ -168,6 +181,10 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         self.optimizer = optimizer
         self.n_iter_fixed_noise = n_iter_fixed_noise
         self.max_iter = max_iter
+        self.tol = tol
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
         self.learning_rate = learning_rate
         self.noise_variance_init = noise_variance_init
         self.projection_length_scale_init = projection_length_scale_init
@@ -196,6 +213,17 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         check_option("optimizer", self.optimizer, ("lbfgs", "adam"))
         check_int("n_iter_fixed_noise", self.n_iter_fixed_noise, min_value=0)
         check_int("max_iter", self.max_iter, min_value=1)
+        check_float("tol", self.tol, 0.0, allow_none=True)
+        check_early_stopping(self, X.shape[0])
+        if self.early_stopping and self.optimizer != "adam":
+            raise ValueError("early_stopping applies to optimizer='adam' (L-BFGS-B stops on its "
+                             f"own tests); got optimizer={self.optimizer!r}.")
+        n_train = X.shape[0] - max(1, int(round(self.validation_fraction * X.shape[0])))
+        if self.early_stopping and max(self.n_inducing, M) > n_train:
+            raise ValueError(
+                f"early_stopping leaves {n_train} training rows, fewer than n_inducing="
+                f"{self.n_inducing} or n_inducing_projection={M}; lower them or "
+                "validation_fraction.")
         check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
         check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True)
         check_float("projection_length_scale_init", self.projection_length_scale_init, 0.0,
@@ -243,19 +271,11 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         return Xs
 
     def _latent(self, Xs):
-        p = self._params
-        a, b, _, _ = projection_forward(Xs, p["Xi"], p["mu"], _chol(p, self.qv_covariance),
-                                        projection_kernels(p["wtheta"]), self._jitter)
-        return latent_moments(a, b, Xs)
+        return latent_points(self._params, self.qv_covariance, self._jitter, Xs)
 
     def _moments_normalised(self, Xs):
         """Mean and variance of y* (noise included) in normalised units (de Souza 2020, §4.3.1)."""
-        h, eta = self._latent(Xs)
-        mean, var = chunked_predictive_moments(
-            self._post, lambda a, b: output_psi(self.inducing_inputs_, h[a:b], eta[a:b],
-                                                self.signal_std_, per_point=True)[0],
-            Xs.shape[0])
-        return mean, var + self.noise_variance_
+        return output_moments(self._params, self._post, self.qv_covariance, self._jitter, Xs)
 
     def predict(self, X, return_std=False, return_cov=False):
         """Predictive mean (and standard deviation or joint covariance) of y at new inputs.

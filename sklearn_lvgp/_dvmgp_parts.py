@@ -9,6 +9,7 @@ the draws of :meth:`~sklearn_lvgp.DVMGP.sample_y`. The W-layer's formulas are in
 
 import numbers
 import warnings
+from functools import partial
 
 import numpy as np
 from sklearn.cluster import KMeans
@@ -18,14 +19,23 @@ from threadpoolctl import threadpool_limits
 
 from ._engine._dvmgp import dvmgp_elbo_and_grads
 from ._linalg import settled_jitter
-from ._objectives._collapsed import predictive_moments
-from ._objectives._dvmgp_bound import output_kernel
+from ._objectives._collapsed import chunked_predictive_moments, predictive_moments
+from ._objectives._dvmgp_bound import (
+    latent_moments,
+    output_kernel,
+    output_psi,
+    projection_forward,
+    projection_kernels,
+)
 from ._optimize import minimize_adam, minimize_lbfgsb
 from ._params import ParamPacker
 from ._scaling import normalization
+from ._stochastic import run_adam
+from ._svgp._likelihoods import gaussian_log_density
 
-__all__ = ["fit_parameters", "initial_params", "length_scale_init", "make_packer",
-           "optimise_phase", "sample_targets"]
+__all__ = ["fit_parameters", "heldout_log_density", "initial_params", "latent_points",
+           "length_scale_init", "make_packer", "optimise_phase", "output_moments",
+           "sample_targets"]
 
 #: K-means restarts of the initial inducing inputs (K-means as in de Souza 2020, §4.4).
 _KMEANS_N_INIT = 100
@@ -91,9 +101,39 @@ def make_packer(qv_covariance, Q, D, m_u, m_v):
     return ParamPacker(blocks)
 
 
-def optimise_phase(est, packer, x0, Xs, Ys, jitter, budget, fix_noise, var_y):
+def latent_points(p, qv_covariance, jitter, Xs):
+    """Means and variances of the latent points ``W(x) x`` at standardised inputs ``Xs``."""
+    a, b, _, _ = projection_forward(Xs, p["Xi"], p["mu"], _chol(p, qv_covariance),
+                                    projection_kernels(p["wtheta"]), jitter)
+    return latent_moments(a, b, Xs)
+
+
+def output_moments(p, post, qv_covariance, jitter, Xs):
+    """Mean and variance of y* (noise included) in normalised units (de Souza 2020, §4.3.1)."""
+    h, eta = latent_points(p, qv_covariance, jitter, Xs)
+    signal_std = float(np.ravel(p["signal_std"])[0])
+    mean, var = chunked_predictive_moments(
+        post, lambda a, b: output_psi(p["zeta"], h[a:b], eta[a:b], signal_std,
+                                      per_point=True)[0],
+        Xs.shape[0])
+    return mean, var + float(np.ravel(p["noise"])[0])
+
+
+def heldout_log_density(packer, qv_covariance, jitter, Xs, Ys, Xv, Yv, x):
+    """Mean log predictive density of held-out normalised rows ``(Xv, Yv)`` at parameters
+    ``x`` fitted on ``(Xs, Ys)`` (the early-stopping score)."""
+    p = packer.unpack(x)
+    _, _, post = _elbo_and_grads(Xs, Ys, p, jitter, qv_covariance)
+    mean, var = output_moments(p, post, qv_covariance, jitter, Xv)
+    return float(np.mean(gaussian_log_density(Yv, mean, var).sum(axis=1)))
+
+
+def optimise_phase(est, packer, x0, Xs, Ys, jitter, budget, fix_noise, var_y, held_out=None):
     """One optimiser phase of ``budget`` iterations (the noise held at its start if
-    ``fix_noise``); returns the optimiser's result."""
+    ``fix_noise``); ``held_out``: the normalised ``(X, Y)`` of early stopping, or ``None``.
+
+    Returns the parameters, the minimised objective at every iteration, the iterations run and
+    the held-out scores (``None`` without early stopping)."""
     noise_slice = packer.slice("noise")
 
     def objective(flat):
@@ -105,9 +145,24 @@ def optimise_phase(est, packer, x0, Xs, Ys, jitter, budget, fix_noise, var_y):
         return -value, g
 
     name = type(est).__name__ + (" (noise fixed)" if fix_noise else "")
+    tol = None if fix_noise else est.tol  # the first phase is a fixed budget
+    if est.optimizer == "adam" and held_out is not None:
+        score = partial(heldout_log_density, packer, est.qv_covariance, jitter, Xs, Ys,
+                        *held_out)
+        res = run_adam(lambda flat, idx: objective(flat), x0, n_data=1, batch_size=1,
+                       max_iter=budget, learning_rate=est.learning_rate,
+                       random_state=np.random.RandomState(0), validation=score,
+                       n_iter_no_change=est.n_iter_no_change,
+                       tol=1e-4 if est.tol is None else est.tol, verbose=est.verbose,
+                       name=name, on_nonfinite="retry")
+        return res.x, res.history, res.n_iter, res.validation_history
     if est.optimizer == "adam":
-        return minimize_adam(objective, x0, learning_rate=est.learning_rate,
-                             max_iter=budget, tol=None, verbose=est.verbose, name=name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # the budget is the user's
+            res = minimize_adam(objective, x0, learning_rate=est.learning_rate,
+                                max_iter=budget, tol=tol, window=100, verbose=est.verbose,
+                                name=name)
+        return res.x, res.history, res.n_iter, None
     bounds = np.full((packer.size, 2), [-np.inf, np.inf])
     wt = packer.slice("wtheta")
     bounds[wt] = np.log([1e-5, 1e5])
@@ -117,8 +172,9 @@ def optimise_phase(est, packer, x0, Xs, Ys, jitter, budget, fix_noise, var_y):
         if fix_noise:
             # the first phase is a fixed budget, not a convergence target
             warnings.simplefilter("ignore", ConvergenceWarning)
-        return minimize_lbfgsb(objective, x0, bounds=bounds, max_iter=budget,
-                               verbose=est.verbose, name=name)
+        res = minimize_lbfgsb(objective, x0, bounds=bounds, max_iter=budget,
+                              verbose=est.verbose, name=name, stop_tol=tol)
+    return res.x, res.history, res.n_iter, None
 
 
 def fit_parameters(est, X, Y, random_state):
@@ -134,13 +190,17 @@ def fit_parameters(est, X, Y, random_state):
     Q = D if est.n_components is None else int(est.n_components)
     m_u, m_v = int(est.n_inducing), int(est.n_inducing_projection)
     arch = (D, Y.shape[1], Q, m_u, m_v, est.qv_covariance, est.normalize_X,
-            bool(est.normalize_y))
+            bool(est.normalize_y), bool(est.early_stopping), float(est.validation_fraction))
     continuing = est._continues_fit(arch)
     if not continuing:
         est.X_mean_, est.X_scale_ = normalization(X, est.normalize_X)
         est.y_mean_, est.y_scale_ = est._target_moments(Y)
     Xs = (X - est.X_mean_) / est.X_scale_
     Ys = (Y - est.y_mean_) / est.y_scale_
+    held_out = None
+    if est.early_stopping:
+        Xs, Ys, Xv, Yv = est._validation_split(Xs, Ys, random_state)
+        held_out = (Xv, Yv)
     var_y = float(np.mean(np.var(Ys, axis=0)))
     var_y = var_y if var_y > 0 else 1.0
     packer = make_packer(est.qv_covariance, Q, D, m_u, m_v)
@@ -161,13 +221,16 @@ def fit_parameters(est, X, Y, random_state):
         history, n_iter = [], 0
         phases = [(int(est.n_iter_fixed_noise), True), (int(est.max_iter), False)]
     est._shapes = (Q, D, m_u, m_v)
+    est.validation_scores_ = None
     for budget, fix_noise in phases:
         if budget == 0:
             continue
-        res = optimise_phase(est, packer, x, Xs, Ys, jitter, budget, fix_noise, var_y)
-        x = res.x
-        history.append(-np.asarray(res.history))
-        n_iter += res.n_iter
+        x, hist, n, checks = optimise_phase(est, packer, x, Xs, Ys, jitter, budget, fix_noise,
+                                            var_y, None if fix_noise else held_out)
+        history.append(-np.asarray(hist))
+        n_iter += n
+        if checks is not None:
+            est.validation_scores_ = np.asarray(checks)
     history = np.concatenate(history) if history else np.zeros(0)
     return x, packer, jitter, history, n_iter, Xs, Ys
 

@@ -26,7 +26,9 @@ FAST_PARAMS = {
 #: Extra configurations whose code paths differ from the defaults.
 VARIANTS = {
     "DVMGP": [{"qv_covariance": "full", "optimizer": "adam", "learning_rate": 0.05},
-              {"max_iter": 50}],
+              {"max_iter": 50},
+              {"optimizer": "adam", "learning_rate": 0.05, "max_iter": 300, "tol": 1e-3,
+               "early_stopping": True, "n_iter_no_change": 1}],
     "DeepGP": [
         {"n_layers": 1, "optimizer": "lbfgs"},
         {"n_layers": 3, "expectation": "unscented", "whiten": False, "positive_transform": "log"},

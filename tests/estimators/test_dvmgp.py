@@ -503,3 +503,46 @@ def test_warm_start_continues_from_the_previous_parameters():
     # other shapes, or no warm_start: a fresh fit
     assert DVMGP(max_iter=30, warm_start=True, **kw).fit(X, y).fit(X[:, :1], y).n_iter_ <= 50
     assert DVMGP(max_iter=30, **kw).fit(X, y).fit(X, y).n_iter_ == first.n_iter_
+
+
+# ------------------------------------------------------------------ tol and early stopping
+def _sine_data(n=150):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, 2))
+    return X, np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+
+
+ADAM = {"n_inducing": 10, "n_inducing_projection": 5, "optimizer": "adam",
+        "learning_rate": 0.05, "max_iter": 3000, "random_state": 0}
+
+
+def test_adam_early_stopping_keeps_the_best_checked_state():
+    X, y = _sine_data()
+    m = DVMGP(**ADAM, early_stopping=True).fit(X, y)
+    scores = m.validation_scores_
+    n_second = m.n_iter_ - m.n_iter_fixed_noise
+    assert n_second < 3000 and scores.shape == (n_second // 100,)
+    # stopped after n_iter_no_change checks without a gain over the best
+    best = int(np.argmax(scores))
+    assert scores.size - 1 - best == m.n_iter_no_change
+    assert DVMGP(**ADAM).fit(X, y).validation_scores_ is None  # no checks without it
+
+
+def test_tol_ends_the_adam_phase_when_the_bound_is_flat():
+    X, y = _sine_data()
+    quick = DVMGP(**ADAM, tol=1e-4).fit(X, y)
+    full = DVMGP(**ADAM).fit(X, y)
+    assert quick.n_iter_ < full.n_iter_ == 100 + 3000
+    h = quick.elbo_history_
+    assert h[-100:].mean() - h[-200:-100].mean() <= 1e-4 * abs(h[-200:-100].mean())
+
+
+def test_early_stopping_parameter_errors():
+    X, y = _sine_data(30)
+    with pytest.raises(ValueError, match="optimizer='adam'"):
+        DVMGP(n_inducing=5, n_inducing_projection=4, early_stopping=True).fit(X, y)
+    with pytest.raises(ValueError, match="training rows"):
+        DVMGP(**{**ADAM, "n_inducing": 29}, early_stopping=True,
+              validation_fraction=0.5).fit(X, y)
+    with pytest.raises(ValueError, match="validation_fraction"):
+        DVMGP(**ADAM, early_stopping=True, validation_fraction=1.0).fit(X, y)
