@@ -197,10 +197,7 @@ def fit_parameters(est, X, Y, random_state):
         est.y_mean_, est.y_scale_ = est._target_moments(Y)
     Xs = (X - est.X_mean_) / est.X_scale_
     Ys = (Y - est.y_mean_) / est.y_scale_
-    held_out = None
-    if est.early_stopping:
-        Xs, Ys, Xv, Yv = est._validation_split(Xs, Ys, random_state)
-        held_out = (Xv, Yv)
+    Xs, Ys, held_out = est._held_out(Xs, Ys, random_state)
     var_y = float(np.mean(np.var(Ys, axis=0)))
     var_y = var_y if var_y > 0 else 1.0
     packer = make_packer(est.qv_covariance, Q, D, m_u, m_v)

@@ -258,6 +258,14 @@ class _BaseLVGPRegressor(_BaseLVGP):
         n_val = max(1, int(round(self.validation_fraction * X.shape[0])))
         return X[perm[n_val:]], Y[perm[n_val:]], X[perm[:n_val]], Y[perm[:n_val]]
 
+    def _held_out(self, X, Y, random_state):
+        """``(X_train, Y_train, held_out)``: with ``early_stopping`` the rows of
+        :meth:`_validation_split` and ``held_out = (X_val, Y_val)``, else all rows and ``None``."""
+        if not self.early_stopping:
+            return X, Y, None
+        X_train, Y_train, X_val, Y_val = self._validation_split(X, Y, random_state)
+        return X_train, Y_train, (X_val, Y_val)
+
     def _targets_2d(self, y):
         """``y`` as ``(n_samples, n_targets)``, remembering whether it was 1-D."""
         self._y_ndim = np.ndim(y)

@@ -237,10 +237,7 @@ def fit(est, X, Y, random_state):
         est.y_mean_, est.y_scale_ = est._target_moments(Y)
     Xs = (X - est.X_mean_) / est.X_scale_
     Ys = (Y - est.y_mean_) / est.y_scale_
-    held_out = None
-    if est.early_stopping:
-        Xs, Ys, Xv, Yv = est._validation_split(Xs, Ys, random_state)
-        held_out = (Xv, Yv)
+    Xs, Ys, held_out = est._held_out(Xs, Ys, random_state)
     if continuing:
         model, x0 = est._model, est._x
     else:
