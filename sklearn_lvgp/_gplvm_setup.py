@@ -4,6 +4,7 @@ of the packed parameters, and the optimisers (joint L-BFGS-B or Adam, and the al
 shared with the Dask fit of :mod:`sklearn_lvgp._gplvm_dask`)."""
 
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -17,8 +18,10 @@ from ._optimize import minimize_adam, minimize_lbfgsb
 from ._params import ParamPacker
 from ._psi import EXPECTATIONS, make_rule, monte_carlo_rule
 from ._scaling import NORMALIZE_OPTIONS
+from ._stochastic import run_adam
 from ._validation import (
     check_bool,
+    check_early_stopping,
     check_finite_array,
     check_float,
     check_int,
@@ -57,6 +60,15 @@ def check_params(est, X):
     check_float("learning_rate", est.learning_rate, 0.0, exclusive_min=True)
     check_int("transform_max_iter", est.transform_max_iter, min_value=1)
     check_float("jitter", est.jitter, 0.0)
+    check_early_stopping(est, X.shape[0])
+    if est.early_stopping and est.optimizer in ("lbfgs", "alternating"):
+        raise ValueError("early_stopping applies to the Adam path (optimizer='adam' or 'auto'); "
+                         f"got optimizer={est.optimizer!r}.")
+    if est.early_stopping and est.n_inducing > X.shape[0] - max(
+            1, int(round(est.validation_fraction * X.shape[0]))):
+        raise ValueError(f"n_inducing={est.n_inducing} is larger than the rows left for "
+                         "training after holding out validation_fraction for early stopping; "
+                         "lower n_inducing or validation_fraction.")
     est._kernel = as_lvgp_kernel(est.kernel, input_dim=est.n_components)
     if isinstance(est.init, str):
         check_option("init", est.init, ("pca", "pca_unscaled", "random"))
@@ -86,7 +98,7 @@ def initial_model(est, mu0, latent_scales, var_y, random_state):
                            n_samples=est.n_samples, random_state=random_state, n_points=N)
     optimizer = est.optimizer
     if optimizer == "auto":
-        optimizer = ("adam" if name == "monte_carlo" else
+        optimizer = ("adam" if name == "monte_carlo" or est.early_stopping else
                      "alternating" if N >= ALTERNATING_MIN_ROWS else "lbfgs")
     Z0 = select_inducing(mu0, est.n_inducing, random_state)
     noise0 = (float(est.noise_variance_init) if est.noise_variance_init is not None
@@ -142,8 +154,18 @@ def joint_objective(est, packer, work, Y, rule, jitter, bound, mc_state, stochas
     return objective
 
 
-def optimise_joint(est, optimizer, objective, x0, packer, work, var_y):
-    """Joint optimisation of all parameters: L-BFGS-B within :func:`global_bounds` or Adam."""
+def optimise_joint(est, optimizer, objective, x0, packer, work, var_y, validation=None):
+    """Joint optimisation of all parameters: L-BFGS-B within :func:`global_bounds` or Adam
+    (with early stopping on ``validation(flat) -> score`` when given)."""
+    if validation is not None:
+        res = run_adam(lambda flat, idx: objective(flat), x0, n_data=1, batch_size=1,
+                       max_iter=est.max_iter, learning_rate=est.learning_rate,
+                       random_state=np.random.RandomState(0), validation=validation,
+                       n_iter_no_change=est.n_iter_no_change,
+                       tol=1e-4 if est.tol is None else est.tol, verbose=est.verbose,
+                       name=type(est).__name__, on_nonfinite="retry")
+        return SimpleNamespace(x=res.x, n_iter=res.n_iter, history=res.history,
+                               validation=res.validation_history)
     if optimizer == "lbfgs":
         bounds = global_bounds(packer, work, var_y)
         return minimize_lbfgsb(objective, x0, bounds=bounds, max_iter=est.max_iter,
@@ -211,10 +233,14 @@ def initial_means(est, Y, Q, random_state):
 def warm_start_key(est, X):
     """What a ``warm_start`` fit must share with the previous fit to continue from it."""
     return (X.shape, int(est.n_components), repr(est.kernel), est.n_inducing, est.expectation,
-            est.optimizer, est.normalize_X)
+            est.optimizer, est.normalize_X, bool(est.early_stopping),
+            float(est.validation_fraction))
 
 
-def previous_solution(est):
-    """``(mu, S, Z, kernel, noise, jitter)`` of the previous fit, the start of a warm start."""
-    return (est.latent_mean_, est.latent_variance_, est.inducing_inputs_, est.kernel_.clone(),
-            est.noise_variance_, est._jitter)
+def previous_solution(est, rows=None):
+    """``(mu, S, Z, kernel, noise, jitter)`` of the previous fit, the start of a warm start
+    (the latents of ``rows`` only, when given: the training rows of early stopping)."""
+    mu, S = est.latent_mean_, est.latent_variance_
+    if rows is not None:
+        mu, S = mu[rows], S[rows]
+    return mu, S, est.inducing_inputs_, est.kernel_.clone(), est.noise_variance_, est._jitter

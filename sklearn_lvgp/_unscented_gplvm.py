@@ -1,35 +1,25 @@
 """UnscentedGPLVM: Bayesian GPLVM whose Ψ-statistics work for any kernel (de Souza et al. 2021)."""
 
-from types import SimpleNamespace
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._engine import CollapsedPsiBound
-from ._engine._alternating import InMemoryLocals, heldout_objective
+from ._engine._alternating import heldout_objective
 from ._engine._dask import is_dask_collection, map_row_blocks
 from ._gplvm_dask import fit_gplvm_dask
+from ._gplvm_fit import fit_in_memory
 from ._gplvm_predict import heldout_scores, latents_for, uncertain_moments
 from ._gplvm_setup import (
     check_params,
     elbo_and_grads,
     initial_means,
-    initial_model,
-    joint_objective,
-    joint_packer,
-    optimise_joint,
-    previous_solution,
-    run_alternating,
-    warm_start_key,
-    warn_if_not_ard,
 )
 from ._objectives._collapsed import predictive_moments
 from ._parallel import threads
 from ._psi import PointRule, monte_carlo_rule
-from ._scaling import column_scales, normalization
-from ._validation import check_data_scale, check_finite_array
+from ._validation import check_finite_array
 from .base import _BaseLVGP
 
 __all__ = ["UnscentedGPLVM"]
@@ -85,6 +75,16 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
     tol : float, default=None
         Optimiser tolerance (L-BFGS-B ``ftol``/``gtol``; Adam windowed relative change).
         ``None`` keeps scipy's defaults, and runs Adam for exactly ``max_iter`` steps.
+    early_stopping : bool, default=False
+        Adam only (``"auto"`` then means Adam): hold out ``validation_fraction`` of the rows
+        and stop when their mean held-out bound (``score_samples``, their ``q(x*)`` inferred
+        as ``transform`` does) has not improved for ``n_iter_no_change`` checks (every 100
+        steps), keeping the best checked state; the held-out rows' latents are then inferred
+        with the final model.
+    validation_fraction : float, default=0.1
+        Held-out fraction for early stopping.
+    n_iter_no_change : int, default=5
+        Patience of early stopping, in checks.
     learning_rate : float, default=0.01
         Adam step size.
     transform_max_iter : int, default=200
@@ -130,6 +130,8 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         Best bound after each optimiser iteration.
     n_iter_ : int
         Number of optimiser iterations.
+    validation_scores_ : ndarray or None
+        Mean held-out bound at each check with ``early_stopping=True``; ``None`` without.
     relevance_ : ndarray of shape (n_components,)
         Per-latent-dimension relevance (inverse ARD length scales where defined). A kernel with
         one length scale for all dimensions gives equal relevances, and ``fit`` warns.
@@ -160,7 +162,8 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
     def __init__(self, n_components=2, kernel=None, expectation="auto", n_inducing=20,
                  gh_order=2, n_samples=32, init="pca", latent_variance_init=0.1,
                  noise_variance_init=None, normalize_X="center", optimizer="auto", max_iter=2000,
-                 tol=None, learning_rate=0.01, transform_max_iter=200, jitter=1e-6,
+                 tol=None, early_stopping=False, validation_fraction=0.1, n_iter_no_change=5,
+                 learning_rate=0.01, transform_max_iter=200, jitter=1e-6,
                  random_state=None, n_jobs=None, verbose=0, callback=None, warm_start=False):
         self.n_components = n_components
         self.kernel = kernel
@@ -175,6 +178,9 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         self.optimizer = optimizer
         self.max_iter = max_iter
         self.tol = tol
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
         self.learning_rate = learning_rate
         self.transform_max_iter = transform_max_iter
         self.jitter = jitter
@@ -193,60 +199,11 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         return initial_means(self, Y, Q, random_state)
 
     def _fit(self, X, y, random_state):
-        Q = self.n_components
-        continuing = self._continues_fit(warm_start_key(self, X))
-        if not continuing:
-            self.X_mean_, self.X_scale_ = normalization(X, self.normalize_X)
-        Y = self._normalized(X)
-        check_data_scale("X (after normalize_X)", Y)
-        N, D = Y.shape
-        mu0 = self._initial_means(Y, Q, random_state)
-        var_y = float(np.mean(np.var(Y, axis=0)))
-        kernel, name, rule, optimizer, Z0, noise0, jitter, var_y = initial_model(self,
-            mu0, column_scales(mu0) if self._kernel is None else None, var_y, random_state)
-        stochastic = name == "monte_carlo"
-        S0 = np.full((N, Q), float(self.latent_variance_init))
-        if continuing:
-            mu0, S0, Z0, kernel, noise0, jitter = previous_solution(self)
-
-        packer = joint_packer(N, Q, Z0, kernel)
-        x0 = packer.pack({"mu": mu0, "S": S0, "Z": Z0, "theta": kernel.theta, "noise": noise0})
-        work = kernel.clone()
-        mc_state = check_random_state(random_state.randint(np.iinfo(np.int32).max))
-        bound = CollapsedPsiBound(Y)  # chunked map-reduce; keeps its buffers across evaluations
-        objective = joint_objective(self, packer, work, Y, rule, jitter, bound, mc_state,
-                                    stochastic)
-        if optimizer == "alternating":
-            out, g = run_alternating(self, InMemoryLocals(bound, mu0.copy(), S0.copy()), work,
-                                           Z0, noise0, rule, jitter, var_y)
-            res = SimpleNamespace(x=packer.pack({"mu": out.mu, "S": out.S, **g}),
-                                  n_iter=out.n_rounds, history=-out.history)
-        else:
-            res = optimise_joint(self, optimizer, objective, x0, packer, work, var_y)
-        p = packer.unpack(res.x)
-        work.theta = p["theta"]
-        self.kernel_ = work
-        self.latent_mean_ = p["mu"]
-        self.latent_variance_ = p["S"]
-        self.inducing_inputs_ = p["Z"]
-        self.noise_variance_ = float(p["noise"])
-        self.expectation_ = name
-        self.optimizer_ = optimizer
-        self.n_iter_ = res.n_iter + (self.n_iter_ if continuing else 0)
-        self.elbo_history_ = np.concatenate([self.elbo_history_ if continuing else [],
-                                             -np.asarray(res.history)])
-        self.relevance_ = work.relevance(Q)
-        warn_if_not_ard(self)
-        self._jitter = jitter
-        # deterministic rule for prediction and the final posterior (MC: one frozen draw)
-        self._rule = (monte_carlo_rule(self.n_samples, Q, mc_state) if stochastic else rule)
-        self._Y = Y
-        self._row_index = {row.tobytes(): i for i, row in enumerate(X)}
-        self._transform_seed = int(random_state.randint(np.iinfo(np.int32).max))
-        self._finalise(Y, bound)
-        return self
+        return fit_in_memory(self, X, random_state)
 
     def _fit_dask(self, X, y, random_state):
+        if self.early_stopping:
+            raise ValueError("early_stopping is not available for a Dask array input.")
         return fit_gplvm_dask(self, X, random_state)
 
     def _elbo_and_grads(self, kernel, Y, p, rule, jitter, max_tries=0, bound=None):

@@ -71,6 +71,8 @@ VARIANTS = {
         {"optimizer": "alternating", "max_iter": 3},
         {"optimizer": "adam", "learning_rate": 0.05},
         {"expectation": "gauss_hermite", "kernel": Matern32(), "n_components": 1},
+        {"optimizer": "adam", "learning_rate": 0.05, "max_iter": 300, "early_stopping": True,
+         "n_iter_no_change": 1},
     ],
 }
 

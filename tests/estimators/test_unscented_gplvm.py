@@ -454,3 +454,46 @@ def test_warm_start_continues_from_the_previous_latents():
     assert warm.fit(X[:50]).n_iter_ <= 30
     again = UnscentedGPLVM(max_iter=10, **kw).fit(X).fit(X)
     np.testing.assert_array_equal(again.latent_mean_, first.latent_mean_)
+
+
+# ------------------------------------------------------------------------ early stopping
+@pytest.fixture(scope="module")
+def digits300():
+    from sklearn.datasets import load_digits
+
+    return load_digits().data[:300]
+
+
+def test_early_stopping_on_held_out_rows(digits300):
+    """The Adam path stops n_iter_no_change checks after its best held-out bound, and the
+    held-out rows get latents too (inferred with the final model, as transform does)."""
+    X = digits300
+    m = UnscentedGPLVM(n_components=2, n_inducing=15, optimizer="adam", learning_rate=0.05,
+                       max_iter=3000, early_stopping=True, random_state=0).fit(X)
+    scores = m.validation_scores_
+    assert m.n_iter_ < 3000 and scores.shape == (m.n_iter_ // 100,)
+    assert _checks_since_last_gain(scores) == m.n_iter_no_change
+    assert m.latent_mean_.shape == (300, 2) and np.all(m.latent_variance_ > 0)
+    np.testing.assert_array_equal(m.transform(X), m.latent_mean_)
+    assert UnscentedGPLVM(n_components=2, n_inducing=15, max_iter=5,
+                          random_state=0).fit(X).validation_scores_ is None
+
+
+def test_early_stopping_options(digits300):
+    X = digits300[:60]
+    auto = UnscentedGPLVM(n_components=2, n_inducing=5, max_iter=200, early_stopping=True,
+                          random_state=0).fit(X)
+    assert auto.optimizer_ == "adam" and auto.validation_scores_.shape == (2,)
+    with pytest.raises(ValueError, match="Adam path"):
+        UnscentedGPLVM(optimizer="lbfgs", early_stopping=True, n_inducing=5).fit(X)
+    with pytest.raises(ValueError, match="validation_fraction"):
+        UnscentedGPLVM(early_stopping=True, validation_fraction=0.95, n_inducing=5).fit(X)
+
+
+def _checks_since_last_gain(scores, tol=1e-4):
+    """Checks after the last one that beat the best by more than ``tol`` (relative)."""
+    best, last = scores[0], 0
+    for i, s in enumerate(scores[1:], start=1):
+        if s > best + tol * max(1.0, abs(best)):
+            best, last = s, i
+    return len(scores) - 1 - last
