@@ -17,17 +17,7 @@ from ._gplvm_predict import heldout_scores, infer_latents
 from ._progress import fit_progress
 from ._psi import monte_carlo_rule
 
-__all__ = ["fill_held_out_rows", "held_out_score", "split_rows"]
-
-
-def split_rows(est, n_rows, random_state):
-    """``(train, held_out)`` row indices with ``early_stopping``, else ``(None, None)`` (no
-    random numbers drawn, so fits without early stopping are unchanged)."""
-    if not est.early_stopping:
-        return None, None
-    perm = random_state.permutation(n_rows)
-    n_val = max(1, int(round(est.validation_fraction * n_rows)))
-    return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+__all__ = ["fill_held_out_rows", "held_out_score"]
 
 
 def _state_at(est, p, kernel, Y_train, rule, jitter):

@@ -12,7 +12,7 @@ from sklearn.utils import check_random_state
 
 from ._engine import CollapsedPsiBound
 from ._engine._alternating import InMemoryLocals
-from ._gplvm_early_stopping import fill_held_out_rows, held_out_score, split_rows
+from ._gplvm_early_stopping import fill_held_out_rows, held_out_score
 from ._gplvm_setup import (
     initial_model,
     joint_objective,
@@ -38,7 +38,7 @@ def fit_in_memory(est, X, random_state):
         est.X_mean_, est.X_scale_ = normalization(X, est.normalize_X)
     Y_all = est._normalized(X)
     check_data_scale("X (after normalize_X)", Y_all)
-    train, held_out = split_rows(est, X.shape[0], random_state)
+    train, held_out = est._held_out_rows(X.shape[0], random_state)
     Y = Y_all if train is None else Y_all[train]
     N, D = Y.shape
     mu0 = est._initial_means(Y, Q, random_state)

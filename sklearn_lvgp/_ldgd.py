@@ -21,6 +21,7 @@ from ._validation import (
     check_bool,
     check_class_labels,
     check_data_scale,
+    check_early_stopping,
     check_float,
     check_int,
     check_layer_widths,
@@ -87,6 +88,14 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         (relative to its magnitude) on the 100 steps before; ``None`` runs all ``max_iter``
         steps (the fixed budgets of the paper's experiments). L-BFGS-B stops when the bound
         has improved by less than ``tol`` over its last 100 iterations, or by scipy's tests.
+    early_stopping : bool, default=False
+        Adam only (``"auto"`` then means Adam): stop when the mean log probability of the
+        held-out rows' labels (``predict_proba``) has not improved for ``n_iter_no_change``
+        checks (every 100 steps), keeping the best checked state (user guide).
+    validation_fraction : float, default=0.1
+        Held-out fraction for early stopping.
+    n_iter_no_change : int, default=5
+        Patience of early stopping, in checks.
     transform_max_iter : int, default=500
         Adam steps of the test-time inference of ``q(x*)`` (non-amortised model).
     x_init : {"pca", "random"}, default="pca"
@@ -113,21 +122,20 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
     verbose : int, default=0
         Progress messages of the optimisers.
     callback : callable or None, default=None
-        ``callback(estimator, info)`` after every optimiser iteration of ``fit``; ``info`` is a
-        dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``objective`` (the
-        bound or its minibatch estimate), ``elapsed`` seconds and, at held-out checks,
-        ``validation_score``. Returning ``True`` stops that optimisation as converged.
+        ``callback(estimator, info)`` after every optimiser iteration of ``fit`` (``info``:
+        ``iteration``, ``stage``, ``objective``, ``elapsed``, at held-out checks
+        ``validation_score``); returning ``True`` stops that optimisation as converged.
     warm_start : bool, default=False
-        Start from the previous fit's parameters and normalisation when the data, the classes
-        and the model have the same shape (otherwise fit afresh); Adam's moments restart, and
-        ``n_iter_`` and ``elbo_history_`` accumulate.
+        Start from the previous fit's parameters and normalisation when the data, classes and
+        model have the same shape (else afresh); ``n_iter_`` and ``elbo_history_`` accumulate.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
         Class labels.
     latent_mean_ : ndarray of shape (n_samples, n_components)
-        Means ``μ_i`` of the training rows (encoder output when amortised).
+        Means ``μ_i`` of the training rows (encoder output when amortised; held-out rows of
+        early stopping inferred with the final model).
     latent_variance_ : ndarray of shape (n_samples, n_components)
         Variances ``σ_i²``.
     kernel_reg_, kernel_cls_ : Kernel
@@ -150,6 +158,8 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         Last value of ``elbo_history_``.
     n_iter_ : int
         Optimiser iterations.
+    validation_scores_ : ndarray or None
+        Held-out mean log label probability at each check (``early_stopping``), else ``None``.
     expectation_ : str
         The expectation used.
     X_mean_, X_scale_ : ndarray of shape (n_features,)
@@ -178,10 +188,11 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
     def __init__(self, n_components=7, n_inducing=10, kernel=None, elbo_weighting="paper",
                  reg_weight=1.0, cls_weight=1.0, expectation="monte_carlo", optimizer="auto",
                  amortized=False, encoder_hidden=(50, 20), batch_size=100, learning_rate=0.01,
-                 max_iter=2000, tol=1e-4, transform_max_iter=500, x_init="pca",
-                 transform_init="nearest",
-                 proba="plugin", normalize_X="standardize", gh_order=20, jitter=1e-6,
-                 random_state=None, n_jobs=None, verbose=0, callback=None, warm_start=False):
+                 max_iter=2000, tol=1e-4, early_stopping=False, validation_fraction=0.1,
+                 n_iter_no_change=5, transform_max_iter=500, x_init="pca",
+                 transform_init="nearest", proba="plugin", normalize_X="standardize",
+                 gh_order=20, jitter=1e-6, random_state=None, n_jobs=None, verbose=0,
+                 callback=None, warm_start=False):
         self.n_components = n_components
         self.n_inducing = n_inducing
         self.kernel = kernel
@@ -196,6 +207,9 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         self.learning_rate = learning_rate
         self.max_iter = max_iter
         self.tol = tol
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
         self.transform_max_iter = transform_max_iter
         self.x_init = x_init
         self.transform_init = transform_init
@@ -235,6 +249,10 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         check_float("learning_rate", self.learning_rate, min_value=0.0, exclusive_min=True)
         check_int("max_iter", self.max_iter, min_value=1)
         check_float("tol", self.tol, 0.0, allow_none=True)
+        check_early_stopping(self, X.shape[0])
+        if self.early_stopping and self.optimizer == "lbfgs":
+            raise ValueError("early_stopping applies to the Adam path (optimizer='adam' or "
+                             "'auto'); got optimizer='lbfgs'.")
         check_int("transform_max_iter", self.transform_max_iter, min_value=0)
         check_option("x_init", self.x_init, ("pca", "random"))
         check_option("transform_init", self.transform_init, ("nearest", "random"))
@@ -376,11 +394,9 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         """
         check_is_fitted(self)
         H = np.asarray(X, dtype=np.float64)
-        if H.ndim != 2 or H.shape[1] != self.n_components:
-            raise ValueError(f"X must have shape (n, {self.n_components}) (latent points), got "
-                             f"{H.shape}.")
-        if not np.all(np.isfinite(H)):
-            raise ValueError("X contains NaN or infinity.")
+        if H.ndim != 2 or H.shape[1] != self.n_components or not np.all(np.isfinite(H)):
+            raise ValueError(f"X must be finite latent points of shape (n, "
+                             f"{self.n_components}), got shape {H.shape}.")
         with threads(self.n_jobs):
             m, v = self._path_marginals(H, "reg")
         mean = m * self.X_scale_ + self.X_mean_

@@ -230,6 +230,16 @@ class _BaseLVGP(BaseEstimator):
     def _fit(self, X, y, random_state):
         raise NotImplementedError
 
+    def _held_out_rows(self, n_rows, random_state):
+        """Sorted ``(train, held_out)`` row indices with ``early_stopping`` (models with one
+        latent per row: the held-out rows get none during the fit), else ``(None, None)``, no
+        random numbers drawn, so fits without early stopping are unchanged."""
+        if not self.early_stopping:
+            return None, None
+        perm = random_state.permutation(n_rows)
+        n_val = max(1, int(round(self.validation_fraction * n_rows)))
+        return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+
 
 class _BaseLVGPRegressor(_BaseLVGP):
     """Template for the regressors: numeric (multi-output) targets, checked the same way."""

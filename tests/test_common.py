@@ -59,6 +59,8 @@ VARIANTS = {
         {"amortized": True, "encoder_hidden": (8,), "n_inducing": (5, 4), "max_iter": 100,
          "learning_rate": 0.02, "elbo_weighting": "ref-2024-03", "proba": "marginal",
          "normalize_X": "none"},
+        {"early_stopping": True, "max_iter": 300, "learning_rate": 0.05, "batch_size": 50,
+         "n_iter_no_change": 1},
     ],
     "SparseGPRegressor": [
         {"kernel": Matern32(), "positive_transform": "softplus", "normalize_y": True},

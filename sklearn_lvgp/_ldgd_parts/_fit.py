@@ -7,22 +7,26 @@ final parameters, the warning when the classification path has collapsed to a fl
 and the class-conditional latent draws of :meth:`~sklearn_lvgp.LDGD.sample`.
 """
 
+import copy
+import warnings
+
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
+from .._progress import fit_progress
 from .._psi._rules import unscented_rule
 from .._scaling import normalization
 from .._validation import check_int, check_n_inducing
 from .._warn import warn
 from ..kernels import RBF, as_lvgp_kernel
 from ._encoder import encoder_shapes
-from ._inference import initial_values, path_marginals
+from ._inference import infer_latents, initial_values, path_marginals
 from ._objective import PRESETS
 from ._problem import TrainingProblem
 
-__all__ = ["class_latent_draws", "fit", "objectives", "optimise", "path_settings",
-           "store_fit", "training_problem", "warn_if_collapsed"]
+__all__ = ["class_latent_draws", "fill_held_out_rows", "fit", "held_out_score", "objectives",
+           "optimise", "path_settings", "store_fit", "training_problem", "warn_if_collapsed"]
 
 
 def path_settings(est, n_samples):
@@ -86,22 +90,56 @@ def objectives(prob, N, Q, stochastic, noise_rs):
     return full, minibatch
 
 
-def optimise(est, prob, x0, N, random_state):
-    """Run the optimiser from ``x0`` (``optimizer="auto"``: Adam for a sampled objective or an
-    amortised ``q(x)``, else L-BFGS-B); returns ``x``, the bound's history and the iterations."""
+def optimise(est, prob, x0, N, random_state, validation=None):
+    """Run the optimiser from ``x0`` (``optimizer="auto"``: Adam for a sampled objective, an
+    amortised ``q(x)`` or early stopping, else L-BFGS-B); returns ``x``, the bound's history,
+    the iterations and the held-out scores of ``validation(x)`` (``None`` without)."""
     Q = est.n_components
     stochastic = est.expectation == "monte_carlo"
     # amortised + L-BFGS tends to posterior collapse (q(x) = p(x)) in its first steps
     optimizer = est.optimizer if est.optimizer != "auto" else (
-        "adam" if stochastic or est.amortized else "lbfgs")
+        "adam" if stochastic or est.amortized or est.early_stopping else "lbfgs")
+    adam = {} if validation is None else {
+        "validation": validation, "n_iter_no_change": est.n_iter_no_change,
+        "tol": 1e-4 if est.tol is None else est.tol}
     noise_rs = check_random_state(random_state.randint(np.iinfo(np.int32).max))
     bounds = prob.bounds()
     name = type(est).__name__
     full, minibatch = objectives(prob, N, Q, stochastic, noise_rs)
-    x, history, n_iter, _ = est._optimise(
-        optimizer, x0, bounds, full=full, minibatch=minibatch, n_data=N,
-        batch_size=min(est.batch_size, N), random_state=random_state, name=name)
-    return x, history, n_iter
+    return est._optimise(optimizer, x0, bounds, full=full, minibatch=minibatch, n_data=N,
+                         batch_size=min(est.batch_size, N), random_state=random_state,
+                         name=name, **adam)
+
+
+def held_out_score(est, prob, y_train, X_val, y_val):
+    """``score(flat)``: mean log probability of the held-out labels ``y_val`` (indices) at the
+    raw rows ``X_val`` under the model of ``flat`` fitted on labels ``y_train``: ``q(x*)``
+    inferred as ``transform`` does, then ``predict_proba``."""
+    def score(flat):
+        tmp = copy.copy(est)
+        store_fit(tmp, prob, flat, y_train)
+        tmp._transform_seed = 0
+        with fit_progress(est, None), warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # the inference's budget
+            proba = tmp.predict_proba(X_val)
+        return float(np.mean(np.log(np.maximum(proba[np.arange(y_val.size), y_val], 1e-300))))
+
+    return score
+
+
+def fill_held_out_rows(est, Yr, y, train, held_out):
+    """After a fit on rows ``train``: ``q(x*)`` of the ``held_out`` rows inferred with the final
+    model, so ``latent_mean_``, ``latent_variance_`` and the labels cover every row."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        mu_v, sigma_v = infer_latents(est, Yr[held_out])
+    mu = np.empty((y.size, est.n_components))
+    var = np.empty_like(mu)
+    mu[train], var[train] = est.latent_mean_, est.latent_variance_
+    mu[held_out], var[held_out] = mu_v, sigma_v ** 2
+    est.latent_mean_, est.latent_variance_, est._y_train = mu, var, y
+    m, v = path_marginals(est, mu, "reg")
+    est._rec_mean, est._rec_var = m, v + est.noise_variance_
 
 
 def store_fit(est, prob, x, y):
@@ -150,7 +188,8 @@ def warm_start_key(est, X):
     """What a ``warm_start`` fit must share with the previous fit to continue from it."""
     return (X.shape, tuple(est.classes_), int(est.n_components), repr(est.n_inducing),
             repr(est.kernel), est.elbo_weighting, bool(est.amortized),
-            tuple(est.encoder_hidden), est.normalize_X, float(est.jitter), int(est.gh_order))
+            tuple(est.encoder_hidden), est.normalize_X, float(est.jitter), int(est.gh_order),
+            bool(est.early_stopping), float(est.validation_fraction))
 
 
 def fit(est, X, y, random_state):
@@ -165,15 +204,22 @@ def fit(est, X, y, random_state):
     Yr = (X - est.X_mean_) / est.X_scale_
     Yc = np.zeros((N, K))
     Yc[np.arange(N), y] = 1.0
-    prob, x0 = training_problem(est, Yr, Yc, random_state)
+    train, held_out = est._held_out_rows(N, random_state)
+    rows = slice(None) if train is None else train
+    prob, x0 = training_problem(est, Yr[rows], Yc[rows], random_state)
     if continuing:
         x0 = est._x_flat
-    x, history, n_iter = optimise(est, prob, x0, N, random_state)
+    score = None if train is None else held_out_score(est, prob, y[train], X[held_out],
+                                                      y[held_out])
+    x, history, n_iter, est.validation_scores_ = optimise(est, prob, x0, Yr[rows].shape[0],
+                                                          random_state, score)
     est.elbo_history_ = np.concatenate([est.elbo_history_, history]) if continuing else history
     est.n_iter_ = n_iter + (est.n_iter_ if continuing else 0)
     est._x_flat = x
-    store_fit(est, prob, x, y)
+    est._transform_seed = int(random_state.randint(np.iinfo(np.int32).max))
+    store_fit(est, prob, x, y[rows])
+    if train is not None:
+        fill_held_out_rows(est, Yr, y, train, held_out)
     est.elbo_ = float(est.elbo_history_[-1]) if est.elbo_history_.size else np.nan
     est.expectation_ = est.expectation
-    est._transform_seed = int(random_state.randint(np.iinfo(np.int32).max))
     warn_if_collapsed(est, type(est).__name__)

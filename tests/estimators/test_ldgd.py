@@ -364,3 +364,43 @@ def test_warm_start_continues_from_the_previous_parameters():
     assert warm.fit(X[:100], y[:100]).n_iter_ <= 30
     again = LDGD(max_iter=20, **kw).fit(X, y).fit(X, y)
     np.testing.assert_array_equal(again.latent_mean_, first.latent_mean_)
+
+
+# ------------------------------------------------------------------------ early stopping
+def _checks_since_last_gain(scores, tol=1e-4):
+    """Checks after the last one that beat the best by more than ``tol`` (relative)."""
+    best, last = scores[0], 0
+    for i, s in enumerate(scores[1:], start=1):
+        if s > best + tol * max(1.0, abs(best)):
+            best, last = s, i
+    return len(scores) - 1 - last
+
+
+def test_early_stopping_on_held_out_labels():
+    """Adam stops n_iter_no_change checks after the last gain in the held-out mean log label
+    probability; the held-out rows then get latents from the final model."""
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    yb = (y > np.median(y)).astype(int)
+    m = LDGD(max_iter=6000, early_stopping=True, random_state=0).fit(X, yb)
+    scores = m.validation_scores_
+    assert m.n_iter_ < 6000 and scores.shape == (m.n_iter_ // 100,)
+    assert _checks_since_last_gain(scores) == m.n_iter_no_change
+    assert np.all(scores < 0)  # log probabilities
+    assert m.latent_mean_.shape == (442, 7) and np.all(m.latent_variance_ > 0)
+    assert LDGD(max_iter=5, random_state=0).fit(X, yb).validation_scores_ is None
+
+
+def test_early_stopping_options():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 4))
+    y = (X[:, 0] > 0).astype(int)
+    auto = LDGD(n_components=2, n_inducing=5, expectation="unscented", max_iter=200,
+                early_stopping=True, random_state=0).fit(X, y)
+    assert auto.validation_scores_.shape == (2,)  # Adam ("auto" is L-BFGS-B without it)
+    with pytest.raises(ValueError, match="Adam path"):
+        LDGD(optimizer="lbfgs", expectation="unscented", early_stopping=True,
+             n_inducing=5).fit(X, y)
+    with pytest.raises(ValueError, match="validation_fraction"):
+        LDGD(early_stopping=True, validation_fraction=1.5, n_inducing=5).fit(X, y)
