@@ -22,6 +22,7 @@ from ._validation import (
     check_class_labels,
     check_data_scale,
     check_early_stopping,
+    check_finite_array,
     check_float,
     check_int,
     check_layer_widths,
@@ -92,10 +93,8 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         Adam only (``"auto"`` then means Adam): stop when the mean log probability of the
         held-out rows' labels (``predict_proba``) has not improved for ``n_iter_no_change``
         checks (every 100 steps), keeping the best checked state (user guide).
-    validation_fraction : float, default=0.1
-        Held-out fraction for early stopping.
-    n_iter_no_change : int, default=5
-        Patience of early stopping, in checks.
+    validation_fraction, n_iter_no_change : float, int, default=0.1, 5
+        Held-out fraction and patience (in checks) of early stopping.
     transform_max_iter : int, default=500
         Adam steps of the test-time inference of ``q(x*)`` (non-amortised model).
     x_init : {"pca", "random"}, default="pca"
@@ -393,10 +392,10 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
             Predictive standard deviation; only if ``return_std``.
         """
         check_is_fitted(self)
-        H = np.asarray(X, dtype=np.float64)
-        if H.ndim != 2 or H.shape[1] != self.n_components or not np.all(np.isfinite(H)):
-            raise ValueError(f"X must be finite latent points of shape (n, "
-                             f"{self.n_components}), got shape {H.shape}.")
+        H = check_finite_array("X", X)
+        if H.ndim != 2 or H.shape[1] != self.n_components:
+            raise ValueError(f"X must be latent points of shape (n, {self.n_components}), got "
+                             f"{H.shape}.")
         with threads(self.n_jobs):
             m, v = self._path_marginals(H, "reg")
         mean = m * self.X_scale_ + self.X_mean_
