@@ -9,6 +9,8 @@ and the bound is evaluated chunk by chunk by :func:`sklearn_lvgp._engine._dsvi.d
 import numpy as np
 from scipy.special import logsumexp
 
+from . import _blocks as blocks
+from ._blocks import row_blocks
 from ._engine._dsvi import dsvi_elbo, propagate_layers
 from ._init import kmeans_inducing
 from ._linalg import cholesky_jitter, solve_lower, solve_upper
@@ -34,7 +36,7 @@ __all__ = ["_DSVI", "initial_layers", "build_model", "sample_outputs", "predicti
            "path_components", "kde_rows", "mean_log_density", "mixture_log_density",
            "layer_joint", "joint_predictive", "objectives", "layer_kernels",
            "check_latent_options", "hidden_widths",
-           "DELTA", "INNER_PRIOR_VARIANCE", "INNER_SQRT_SCALE", "MIN_NOISE", "PREDICT_POINTS"]
+           "DELTA", "INNER_PRIOR_VARIANCE", "INNER_SQRT_SCALE", "MIN_NOISE"]
 
 #: Variance floor of the reparameterised samples, h = mu + eps sqrt(v + delta)
 #: (Salimbeni 2020, eqs. 2.10-2.18).
@@ -344,10 +346,6 @@ def initial_layers(Xs, dims, templates, n_inducing, whiten, jitter, n_latent, ra
     return kernels, means, layers
 
 
-#: Stacked evaluation points per prediction chunk.
-PREDICT_POINTS = 20000
-
-
 def prediction_paths(dims, n_latent, rs, S):
     """``S`` paths of standard-normal draws shared by all test rows, so each row's prediction
     depends on that row only: the latent covariates (from their prior, Salimbeni et al. 2019)
@@ -359,10 +357,9 @@ def prediction_paths(dims, n_latent, rs, S):
 def path_components(model, x, Xs, paths):
     """Last-layer means and variances along every path, ``(S, n, D)``, and the noise."""
     S, eps = paths
-    chunk = max(1, PREDICT_POINTS // S)
     mus, vs = [], []
-    for start in range(0, Xs.shape[0], chunk):
-        mu, var, noise = model.predict_components(x, Xs[start:start + chunk], S, eps)
+    for rows in row_blocks(Xs.shape[0], S):
+        mu, var, noise = model.predict_components(x, Xs[rows], S, eps)
         mus.append(mu)
         vs.append(var)
     return np.concatenate(mus, axis=1), np.concatenate(vs, axis=1), noise
@@ -374,10 +371,9 @@ def kde_rows(sample, X, y, n_kde_samples, rs, n_layers):
     ``sample(rows, rs)`` returns ``(len(rows), n_kde_samples)`` draws; with one layer each row
     is propagated once, deeper models stack ``S`` copies per row, hence the chunk sizes.
     """
-    rows = max(1, PREDICT_POINTS * (50 if n_layers == 1 else 1) // int(n_kde_samples))
     out = np.empty(X.shape[0])
-    for start in range(0, X.shape[0], rows):
-        sl = slice(start, start + rows)
+    budget = blocks.PREDICT_POINTS * (50 if n_layers == 1 else 1)
+    for sl in row_blocks(X.shape[0], int(n_kde_samples), budget):
         ys = sample(X[sl], rs)
         out[sl] = kde_log_density(ys.reshape(ys.shape[0], -1), y[sl])
     return out

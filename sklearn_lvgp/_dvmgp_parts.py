@@ -17,6 +17,7 @@ from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
+from ._blocks import row_blocks
 from ._engine._dvmgp import dvmgp_elbo_and_grads
 from ._linalg import settled_jitter
 from ._objectives._collapsed import chunked_predictive_moments, predictive_moments
@@ -239,9 +240,8 @@ def sample_targets(post, zeta, signal_std, noise_variance, h, eta, n_samples, n_
     S = n_samples
     out = np.empty((n, S, n_targets))
     kern = output_kernel(signal_std, Q)
-    step = max(1, 4096 // S)
-    for a in range(0, n, step):
-        b = min(n, a + step)
+    for rows in row_blocks(n, S, 4096):
+        a, b = rows.start, rows.stop
         z = (h[a:b, None, :] + np.sqrt(eta[a:b, None, :])
              * rs.standard_normal((b - a, S, Q))).reshape(-1, Q)
         m, v = predictive_moments(post, kern.Kdiag(z), kern.K(z, zeta), None)

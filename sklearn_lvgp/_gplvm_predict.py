@@ -8,6 +8,7 @@ predictive at Gaussian latent inputs (Girard et al. 2003), in chunks of rows.
 
 import numpy as np
 
+from ._blocks import row_blocks
 from ._engine._alternating import local_step
 from ._engine._collapsed import psi_row_cost, rule_rows
 from ._engine._executor import ChunkExecutor, plan_chunks
@@ -95,8 +96,8 @@ def heldout_scores(est, X, mu, S):
     rule = est._rule_shared()
     out = np.empty(X.shape[0])
     with threads(est.n_jobs):
-        for a in range(0, X.shape[0], PREDICT_CHUNK_ROWS):
-            b = min(X.shape[0], a + PREDICT_CHUNK_ROWS)
+        for rows in row_blocks(X.shape[0], 1, PREDICT_CHUNK_ROWS):
+            a, b = rows.start, rows.stop
             stats, _ = psi_statistics(est.kernel_, est.inducing_inputs_, mu[a:b], S[a:b],
                                       rule, per_point=True)
             values, _ = heldout_bound(Ystar[a:b], stats.psi0, stats.Psi1, stats.Psi2,

@@ -166,10 +166,10 @@ def test_log_density_kde_matches_smoothed_mixture(svgp_1d):
 
 
 def test_log_density_kde_chunks_rows(svgp_1d, monkeypatch):
-    import sklearn_lvgp._deep_gp_model as dgp
+    import sklearn_lvgp._blocks as blocks
 
     model, Xt, yt = svgp_1d
-    monkeypatch.setattr(dgp, "PREDICT_POINTS", 10)  # one row per chunk
+    monkeypatch.setattr(blocks, "PREDICT_POINTS", 1)  # one row per block (50 samples, 1 layer)
     out = model.predict_log_density(Xt[:7], yt[:7], method="kde", n_kde_samples=50, random_state=0)
     assert out.shape == (7,) and np.all(np.isfinite(out))
 

@@ -11,6 +11,7 @@ processed in row chunks; each chunk's backward runs right after its forward, so 
 import numpy as np
 from scipy.special import expit
 
+from .._blocks import row_blocks
 from .._engine._dsvi import FLOPS_PER_WORK
 from .._engine._executor import ChunkExecutor, plan_chunks
 from .._objectives._kl import gaussian_kl_std, gaussian_kl_std_vjp
@@ -338,9 +339,9 @@ class CDEModel:
         p = self.unpack(x)
         prior = prior_factor(p["kernel"], p["Z"], self.jitter)
         mus, vs = [], []
-        for start in range(0, H.shape[0], CHUNK_POINTS):
+        for rows in row_blocks(H.shape[0], 1, CHUNK_POINTS):
             mu, var, _ = marginals(p["kernel"], p["Z"], p["q_mu"], p["q_sqrt_full"],
-                                   H[start:start + CHUNK_POINTS], prior.Lu, None, self.whiten)
+                                   H[rows], prior.Lu, None, self.whiten)
             mus.append(mu)
             vs.append(var)
         return np.concatenate(mus), np.concatenate(vs)

@@ -15,6 +15,7 @@ The diagonal is the mixture variance of each row (law of total variance, noise i
 
 import numpy as np
 
+from .._blocks import row_blocks
 from .._linalg import solve_lower, solve_upper
 from .._svgp import prior_factor
 
@@ -65,9 +66,8 @@ def latent_cross_covariance(kernel, Z, q_sqrt, jitter, whiten, Xs, nodes, log_we
     L = q_sqrt.shape[0]
     cov = np.empty((n, n, L))
     k_bar = np.empty((n, n))
-    rows = max(1, _BLOCK_ENTRIES // max(1, J * J * n))
-    for start in range(0, n, rows):
-        stop = min(n, start + rows)
+    for block in row_blocks(n, J * J * n, _BLOCK_ENTRIES):
+        start, stop = block.start, block.stop
         K = kernel.K(points[start * J:stop * J], points)  # (bJ, nJ)
         K = K.reshape(stop - start, J, n, J)
         k_bar[start:stop] = np.einsum("iajb,a,b->ij", K, w, w)

@@ -9,6 +9,7 @@ the draws of ``sample_y`` (``w ~ N(0, I)``, ``A ~ q(A)``, ``f ~ q(f)``, then the
 import numpy as np
 from scipy.special import logsumexp
 
+from .._blocks import row_blocks
 from .._parallel import threads
 from .._psi._rules import gauss_hermite_rule
 from ._bound import CHUNK_POINTS
@@ -35,11 +36,8 @@ def prediction_nodes(model, gh_order, n_predict_samples, A_mean, A_std, rs):
 
 def component_chunks(model, x, Xs, nodes, A_draws, n_jobs):
     """``(rows, mu, var)`` of the latent marginals at every node, in row chunks."""
-    J = nodes.shape[0]
-    rows = max(1, CHUNK_POINTS // J)
     with threads(n_jobs):
-        for start in range(0, Xs.shape[0], rows):
-            sl = slice(start, min(start + rows, Xs.shape[0]))
+        for sl in row_blocks(Xs.shape[0], nodes.shape[0], CHUNK_POINTS):
             mu, var = model.predict_components(x, Xs[sl], nodes, A_draws)
             yield sl, mu, var
 

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._blas_numba import DTRSM
+from .._blocks import row_blocks
 from .._linalg import cholesky_jitter, solve_upper, symmetrise
 from . import _collapsed_numba as _nb
 
@@ -330,8 +331,8 @@ def chunked_predictive_moments(post, stats_of, n_rows, full_cov=False):
     var : ndarray of shape (n_rows, D) or (n_rows, D, D)
     """
     means, variances = [], []
-    for a in range(0, n_rows, PREDICT_CHUNK_ROWS):
-        stats = stats_of(a, min(n_rows, a + PREDICT_CHUNK_ROWS))
+    for rows in row_blocks(n_rows, 1, PREDICT_CHUNK_ROWS):
+        stats = stats_of(rows.start, rows.stop)
         m, v = predictive_moments(post, stats.psi0, stats.Psi1, stats.Psi2, full_cov=full_cov)
         means.append(m)
         variances.append(v)
