@@ -276,3 +276,12 @@ def exact_gp_log_density(X, y, Xt, yt):
     m, s = gp.predict((Xt - mu) / sd, return_std=True)
     return float(np.mean(-0.5 * np.log(2 * np.pi * s ** 2) - 0.5 * (yt - m) ** 2 / s ** 2))
 
+
+def checks_since_last_gain(scores, tol=1e-4):
+    """Held-out checks after the last one that beat the best so far by more than ``tol``
+    (relative): the early-stopping rule's count (``sklearn_lvgp._stochastic.run_adam``)."""
+    best, last = scores[0], 0
+    for i, s in enumerate(scores[1:], start=1):
+        if s > best + tol * max(1.0, abs(best)):
+            best, last = s, i
+    return len(scores) - 1 - last

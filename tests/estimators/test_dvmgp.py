@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from reference import checks_since_last_gain  # tests/ is on sys.path
 
 from sklearn_lvgp._dvmgp import DVMGP
 from sklearn_lvgp._dvmgp_parts import _elbo_and_grads
@@ -523,7 +524,7 @@ def test_adam_early_stopping_keeps_the_best_checked_state():
     n_second = m.n_iter_ - m.n_iter_fixed_noise
     assert n_second < 3000 and scores.shape == (n_second // 100,)
     # stopped after n_iter_no_change checks without a gain over the best
-    assert _checks_since_last_gain(scores) == m.n_iter_no_change
+    assert checks_since_last_gain(scores) == m.n_iter_no_change
     assert DVMGP(**ADAM).fit(X, y).validation_scores_ is None  # no checks without it
 
 
@@ -545,12 +546,3 @@ def test_early_stopping_parameter_errors():
               validation_fraction=0.5).fit(X, y)
     with pytest.raises(ValueError, match="validation_fraction"):
         DVMGP(**ADAM, early_stopping=True, validation_fraction=1.0).fit(X, y)
-
-
-def _checks_since_last_gain(scores, tol=1e-4):
-    """Checks after the last one that beat the best by more than ``tol`` (relative)."""
-    best, last = scores[0], 0
-    for i, s in enumerate(scores[1:], start=1):
-        if s > best + tol * max(1.0, abs(best)):
-            best, last = s, i
-    return len(scores) - 1 - last

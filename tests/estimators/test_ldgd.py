@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+from reference import checks_since_last_gain  # tests/ is on sys.path
 from sklearn.base import clone
 from sklearn.datasets import load_iris, make_blobs
 from sklearn.metrics import f1_score
@@ -367,13 +368,6 @@ def test_warm_start_continues_from_the_previous_parameters():
 
 
 # ------------------------------------------------------------------------ early stopping
-def _checks_since_last_gain(scores, tol=1e-4):
-    """Checks after the last one that beat the best by more than ``tol`` (relative)."""
-    best, last = scores[0], 0
-    for i, s in enumerate(scores[1:], start=1):
-        if s > best + tol * max(1.0, abs(best)):
-            best, last = s, i
-    return len(scores) - 1 - last
 
 
 def test_early_stopping_on_held_out_labels():
@@ -386,7 +380,7 @@ def test_early_stopping_on_held_out_labels():
     m = LDGD(max_iter=6000, early_stopping=True, random_state=0).fit(X, yb)
     scores = m.validation_scores_
     assert m.n_iter_ < 6000 and scores.shape == (m.n_iter_ // 100,)
-    assert _checks_since_last_gain(scores) == m.n_iter_no_change
+    assert checks_since_last_gain(scores) == m.n_iter_no_change
     assert np.all(scores < 0)  # log probabilities
     assert m.latent_mean_.shape == (442, 7) and np.all(m.latent_variance_ > 0)
     assert LDGD(max_iter=5, random_state=0).fit(X, yb).validation_scores_ is None

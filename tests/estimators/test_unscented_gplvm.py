@@ -8,6 +8,7 @@ import warnings
 import numba
 import numpy as np
 import pytest
+from reference import checks_since_last_gain  # tests/ is on sys.path
 from sklearn.base import clone
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
@@ -472,7 +473,7 @@ def test_early_stopping_on_held_out_rows(digits300):
                        max_iter=3000, early_stopping=True, random_state=0).fit(X)
     scores = m.validation_scores_
     assert m.n_iter_ < 3000 and scores.shape == (m.n_iter_ // 100,)
-    assert _checks_since_last_gain(scores) == m.n_iter_no_change
+    assert checks_since_last_gain(scores) == m.n_iter_no_change
     assert m.latent_mean_.shape == (300, 2) and np.all(m.latent_variance_ > 0)
     np.testing.assert_array_equal(m.transform(X), m.latent_mean_)
     assert UnscentedGPLVM(n_components=2, n_inducing=15, max_iter=5,
@@ -488,12 +489,3 @@ def test_early_stopping_options(digits300):
         UnscentedGPLVM(optimizer="lbfgs", early_stopping=True, n_inducing=5).fit(X)
     with pytest.raises(ValueError, match="validation_fraction"):
         UnscentedGPLVM(early_stopping=True, validation_fraction=0.95, n_inducing=5).fit(X)
-
-
-def _checks_since_last_gain(scores, tol=1e-4):
-    """Checks after the last one that beat the best by more than ``tol`` (relative)."""
-    best, last = scores[0], 0
-    for i, s in enumerate(scores[1:], start=1):
-        if s > best + tol * max(1.0, abs(best)):
-            best, last = s, i
-    return len(scores) - 1 - last
