@@ -31,7 +31,6 @@ from ._objectives._dvmgp_bound import (
 from ._optimize import minimize_adam, minimize_lbfgsb
 from ._params import ParamPacker
 from ._scaling import normalization
-from ._stochastic import run_adam
 from ._svgp._likelihoods import gaussian_log_density
 
 __all__ = ["fit_parameters", "heldout_log_density", "initial_params", "latent_points",
@@ -147,23 +146,17 @@ def optimise_phase(est, packer, x0, Xs, Ys, jitter, budget, fix_noise, var_y, he
 
     name = type(est).__name__ + (" (noise fixed)" if fix_noise else "")
     tol = None if fix_noise else est.tol  # the first phase is a fixed budget
-    if est.optimizer == "adam" and held_out is not None:
-        score = partial(heldout_log_density, packer, est.qv_covariance, jitter, Xs, Ys,
-                        *held_out)
-        res = run_adam(lambda flat, idx: objective(flat), x0, n_data=1, batch_size=1,
-                       max_iter=budget, learning_rate=est.learning_rate,
-                       random_state=np.random.RandomState(0), validation=score,
-                       n_iter_no_change=est.n_iter_no_change,
-                       tol=1e-4 if est.tol is None else est.tol, verbose=est.verbose,
-                       name=name, on_nonfinite="retry")
-        return res.x, res.history, res.n_iter, res.validation_history
     if est.optimizer == "adam":
+        score = None if held_out is None else partial(
+            heldout_log_density, packer, est.qv_covariance, jitter, Xs, Ys, *held_out)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # the budget is the user's
             res = minimize_adam(objective, x0, learning_rate=est.learning_rate,
-                                max_iter=budget, tol=tol, window=100, verbose=est.verbose,
-                                name=name)
-        return res.x, res.history, res.n_iter, None
+                                max_iter=budget, tol=None if score else tol, window=100,
+                                verbose=est.verbose, name=name, validation=score,
+                                n_iter_no_change=est.n_iter_no_change,
+                                validation_tol=1e-4 if est.tol is None else est.tol)
+        return res.x, res.history, res.n_iter, res.validation_history
     bounds = np.full((packer.size, 2), [-np.inf, np.inf])
     wt = packer.slice("wtheta")
     bounds[wt] = np.log([1e-5, 1e5])

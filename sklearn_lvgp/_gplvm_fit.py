@@ -86,7 +86,7 @@ def fit_in_memory(est, X, random_state):
     est._Y = Y
     est._row_index = {row.tobytes(): i for i, row in enumerate(X)}
     est._transform_seed = int(random_state.randint(np.iinfo(np.int32).max))
-    est.validation_scores_ = getattr(res, "validation", None)
+    est.validation_scores_ = getattr(res, "validation_history", None)
     est._finalise(Y, bound)
     if train is not None:
         fill_held_out_rows(est, X, Y_all, train, held_out)

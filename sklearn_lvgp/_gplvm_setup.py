@@ -4,7 +4,6 @@ of the packed parameters, and the optimisers (joint L-BFGS-B or Adam, and the al
 shared with the Dask fit of :mod:`sklearn_lvgp._gplvm_dask`)."""
 
 import warnings
-from types import SimpleNamespace
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -18,7 +17,6 @@ from ._optimize import minimize_adam, minimize_lbfgsb
 from ._params import ParamPacker
 from ._psi import EXPECTATIONS, make_rule, monte_carlo_rule
 from ._scaling import NORMALIZE_OPTIONS
-from ._stochastic import run_adam
 from ._validation import (
     check_bool,
     check_early_stopping,
@@ -157,22 +155,15 @@ def joint_objective(est, packer, work, Y, rule, jitter, bound, mc_state, stochas
 def optimise_joint(est, optimizer, objective, x0, packer, work, var_y, validation=None):
     """Joint optimisation of all parameters: L-BFGS-B within :func:`global_bounds` or Adam
     (with early stopping on ``validation(flat) -> score`` when given)."""
-    if validation is not None:
-        res = run_adam(lambda flat, idx: objective(flat), x0, n_data=1, batch_size=1,
-                       max_iter=est.max_iter, learning_rate=est.learning_rate,
-                       random_state=np.random.RandomState(0), validation=validation,
-                       n_iter_no_change=est.n_iter_no_change,
-                       tol=1e-4 if est.tol is None else est.tol, verbose=est.verbose,
-                       name=type(est).__name__, on_nonfinite="retry")
-        return SimpleNamespace(x=res.x, n_iter=res.n_iter, history=res.history,
-                               validation=res.validation_history)
     if optimizer == "lbfgs":
         bounds = global_bounds(packer, work, var_y)
         return minimize_lbfgsb(objective, x0, bounds=bounds, max_iter=est.max_iter,
                                tol=est.tol, verbose=est.verbose, name=type(est).__name__)
     return minimize_adam(objective, x0, learning_rate=est.learning_rate,
-                         max_iter=est.max_iter, tol=est.tol, verbose=est.verbose,
-                         name=type(est).__name__)
+                         max_iter=est.max_iter, tol=None if validation else est.tol,
+                         verbose=est.verbose, name=type(est).__name__, validation=validation,
+                         n_iter_no_change=est.n_iter_no_change,
+                         validation_tol=1e-4 if est.tol is None else est.tol)
 
 
 def run_alternating(est, state, work, Z0, noise0, rule, jitter, var_y):

@@ -32,6 +32,7 @@ class OptimizeResult(NamedTuple):
     converged: bool
     history: np.ndarray
     message: str
+    validation_history: np.ndarray = None
 
 
 class _GuardedObjective:
@@ -159,7 +160,8 @@ def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0,
 
 
 def minimize_adam(fun, x0, *, learning_rate=0.01, max_iter=1000, tol=None, beta1=0.9,
-                  beta2=0.999, eps=1e-8, window=50, verbose=0, name="objective"):
+                  beta2=0.999, eps=1e-8, window=50, verbose=0, name="objective",
+                  validation=None, n_iter_no_change=5, validation_tol=1e-4):
     """Minimise a stochastic objective with Adam.
 
     Convergence is declared when the mean objective over the last ``window`` iterations improves
@@ -185,18 +187,24 @@ def minimize_adam(fun, x0, *, learning_rate=0.01, max_iter=1000, tol=None, beta1
         ``> 0`` prints progress.
     name : str
         Used in messages.
+    validation, n_iter_no_change, validation_tol
+        Early stopping on ``validation(x) -> score`` (see
+        :func:`sklearn_lvgp._stochastic.run_adam`); the checks are returned as
+        ``validation_history``.
 
     Returns
     -------
     OptimizeResult
-        ``x`` is the final iterate (the stochastic objective makes "best" meaningless).
+        ``x`` is the final iterate (the stochastic objective makes "best" meaningless), or the
+        best checked one with ``validation``.
     """
     res = run_adam(lambda x, idx: fun(x), x0, n_data=1, batch_size=1, max_iter=max_iter,
                    learning_rate=learning_rate, random_state=np.random.RandomState(0),
                    beta1=beta1, beta2=beta2, eps=eps, verbose=verbose, name=name,
-                   stop_tol=tol, window=window, on_nonfinite="retry")
+                   stop_tol=tol, window=window, on_nonfinite="retry", validation=validation,
+                   n_iter_no_change=n_iter_no_change, tol=validation_tol)
     history = res.history
-    if tol is not None and not res.converged:
+    if tol is not None and not res.converged and not res.stopped_early:
         warn(
             f"{name}: Adam did not meet tol={tol:g} within {max_iter} steps. "
             "Increase max_iter or learning_rate.",
@@ -204,4 +212,5 @@ def minimize_adam(fun, x0, *, learning_rate=0.01, max_iter=1000, tol=None, beta1
         )
     final = history[np.isfinite(history)]
     return OptimizeResult(res.x, float(final[-1]) if final.size else np.nan, res.n_iter,
-                          res.converged or tol is None, history, "adam")
+                          res.converged or tol is None, history, "adam",
+                          res.validation_history if validation is not None else None)
