@@ -20,7 +20,7 @@ import numba
 
 from ._parallel import current_threads
 
-__all__ = ["twin_jit", "PARALLEL_MIN_WORK"]
+__all__ = ["twin_jit", "twin_jit_per_value", "PARALLEL_MIN_WORK"]
 
 #: Estimated inner-loop iterations below which the serial twin is used.
 PARALLEL_MIN_WORK = 100_000
@@ -29,10 +29,10 @@ PARALLEL_MIN_WORK = 100_000
 _PARALLEL_REGION = threading.Lock()
 
 
-def _renamed(fn, suffix):
-    g = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + suffix,
+def _renamed(fn, name, suffix):
+    g = types.FunctionType(fn.__code__, fn.__globals__, name + suffix,
                            fn.__defaults__, fn.__closure__)
-    g.__qualname__ = fn.__qualname__ + suffix
+    g.__qualname__ = name + suffix
     g.__doc__ = fn.__doc__
     return g
 
@@ -40,9 +40,12 @@ def _renamed(fn, suffix):
 class _Twins:
     """Callable pair: ``serial`` and ``parallel`` dispatchers plus a work estimate."""
 
-    def __init__(self, fn, work):
-        self.serial = numba.njit(parallel=False, cache=True, nogil=True)(_renamed(fn, "_serial"))
-        self.parallel = numba.njit(parallel=True, cache=True, nogil=True)(_renamed(fn, "_parallel"))
+    def __init__(self, fn, work, name=None):
+        name = fn.__qualname__ if name is None else name
+        self.serial = numba.njit(parallel=False, cache=True, nogil=True)(
+            _renamed(fn, name, "_serial"))
+        self.parallel = numba.njit(parallel=True, cache=True, nogil=True)(
+            _renamed(fn, name, "_parallel"))
         self.work = work
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
@@ -76,5 +79,78 @@ def twin_jit(work):
     """
     def decorate(fn):
         return _Twins(fn, work)
+
+    return decorate
+
+
+class _TwinsPerValue:
+    """Twins compiled once per value of one argument, which is a compile-time constant in each.
+
+    ``make(value)`` returns the function without that argument (a closure over ``value``);
+    numba freezes closure variables as constants, so branches on ``value`` are pruned before
+    type inference and each compilation holds only the code of its own value. The pair for a
+    value is created at its first call. ``serial`` and ``parallel`` take the full argument list,
+    like the call itself.
+    """
+
+    def __init__(self, make, position, work, names):
+        self._make = make
+        self._position = position
+        self._work = work
+        self._names = names
+        self._twins = {}
+        self.__doc__ = make.__doc__
+        self.__name__ = make.__name__
+
+    def for_value(self, value):
+        """The :class:`_Twins` of ``value`` (created, not compiled, on first use)."""
+        twins = self._twins.get(value)
+        if twins is None:
+            twins = _Twins(self._make(value), self._work,
+                           name=f"{self.__name__}_{self._names[value]}")
+            self._twins[value] = twins  # a concurrent creation only makes a second, equal pair
+        return twins
+
+    def _split(self, args):
+        p = self._position
+        return self.for_value(args[p]), args[:p] + args[p + 1:]
+
+    def __call__(self, *args):
+        twins, rest = self._split(args)
+        return twins(*rest)
+
+    def serial(self, *args):
+        """The serial twin of ``args``' value, called with the other arguments."""
+        twins, rest = self._split(args)
+        return twins.serial(*rest)
+
+    def parallel(self, *args):
+        """The parallel twin of ``args``' value, called with the other arguments."""
+        twins, rest = self._split(args)
+        return twins.parallel(*rest)
+
+
+def twin_jit_per_value(position, names, work):
+    """Decorator of a factory: :func:`twin_jit` twins compiled per value of one argument.
+
+    Parameters
+    ----------
+    position : int
+        Index of the argument that selects the compilation (a small integer code, such as a
+        kernel profile) in the call's argument list.
+    names : dict
+        Name of each allowed value; it suffixes the compiled functions' names (and so their
+        files in numba's on-disk cache).
+    work : callable
+        As for :func:`twin_jit`, called with the arguments other than the selecting one.
+
+    Returns
+    -------
+    decorator : callable
+        Turns ``make(value) -> function`` into a callable with the selecting argument in
+        ``position``.
+    """
+    def decorate(make):
+        return _TwinsPerValue(make, position, work, names)
 
     return decorate

@@ -77,6 +77,7 @@ def cholesky_jitter(A, jitter=1e-6, max_tries=5, name="K", parameter="jitter", i
     A = np.asarray(A, dtype=np.float64)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"{name} must be a square matrix, got shape {A.shape}.")
+    A = np.asfortranarray(A)  # one layout: LAPACK's, and one compilation of potrf_lower
     rel = float(jitter)
     for attempt in range(max_tries + 1):
         # one jitted call: copy, jitter, LAPACK potrf and the finiteness checks (at small M,

@@ -87,7 +87,7 @@ _C = tuple(1.0 / math.factorial(i) for i in range(13))
 _C0, _C1, _C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9, _C10, _C11, _C12 = _C
 
 
-@nb.njit(inline="always")
+@nb.njit(cache=True, nogil=True)
 def vexp(x):
     """``exp(x)`` for float64 ``x`` in branch-free arithmetic (see the module docstring)."""
     y = min(max(x, -746.0), 710.0)  # outside: exact 0 / inf after the scaling below

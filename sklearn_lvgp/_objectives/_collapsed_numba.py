@@ -70,7 +70,11 @@ def collapsed_solves(trsm, L, LB, PY, s2):
     c = _fortran_copy(PY)
     trsm_left(trsm, L, c, False)
     trsm_left(trsm, LB, c, False)
-    c /= s2
+    cc = 0.0
+    for j in range(c.shape[1]):
+        for i in range(M):
+            c[i, j] /= s2
+            cc += c[i, j] * c[i, j]
     LBtc = _fortran_copy(c)
     trsm_left(trsm, LB, LBtc, True)
     G = _fortran_copy(LBtc)
@@ -84,7 +88,7 @@ def collapsed_solves(trsm, L, LB, PY, s2):
     logdet = 0.0
     for i in range(M):
         logdet += np.log(LB[i, i])
-    return c, LBtc, G, Binv, 2.0 * logdet, np.sum(c * c)
+    return c, LBtc, G, Binv, 2.0 * logdet, cc
 
 
 @nb.njit(cache=True, nogil=True)
@@ -127,7 +131,15 @@ def collapsed_adjoints(trsm, L, LB, G, Binv, LBtc, PY, N, D, s2, YY, psi0, trE, 
     trBinv = 0.0
     for i in range(M):
         trBinv += Binv[i, i]
+    GPY = 0.0
+    for i in range(M):
+        for j in range(G.shape[1]):
+            GPY += G[i, j] * PY[i, j]
+    tt = 0.0
+    for j in range(LBtc.shape[1]):
+        for i in range(M):
+            tt += LBtc[i, j] * LBtc[i, j]
     dnoise = (-D * (N - M) / (2.0 * s2) - D * trBinv / (2.0 * s2)
-              + (YY - np.sum(G * PY) + D * psi0 - D * s2 * trE) / (2.0 * s2 * s2)
-              - np.sum(LBtc * LBtc) / (2.0 * s2))
+              + (YY - GPY + D * psi0 - D * s2 * trE) / (2.0 * s2 * s2)
+              - tt / (2.0 * s2))
     return dPsi2, dKu, dnoise

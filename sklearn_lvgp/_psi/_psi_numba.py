@@ -72,7 +72,9 @@ def _precision_rows(S, tau, offset, scale):
     N, Q = S.shape
     P = np.empty((N, Q))
     L = np.empty((N, Q))
-    inv_tau = 1.0 / tau
+    inv_tau = np.empty(Q)
+    for q in range(Q):
+        inv_tau[q] = 1.0 / tau[q]
     for n in range(N):
         for q in range(Q):
             P[n, q] = 1.0 / (tau[q] + S[n, q])
@@ -100,7 +102,8 @@ def _column_means(A):
         for j in range(C):
             out[j] += A[i, j]
     if R:
-        out /= R
+        for j in range(C):
+            out[j] /= R
     return out
 
 
@@ -259,16 +262,21 @@ def two_rbf_pair_terms(lam_a, lam_b, log_c, Z, S, I, J, sym):
     """
     Q = Z.shape[1]
     P = I.shape[0]
-    if sym:
-        u = 2.0 * lam_a
-        tau = 0.5 * lam_a
-        wa = np.full(Q, 0.5)
-        wb = wa
-    else:
-        u = lam_a + lam_b
-        tau = lam_a * lam_b / u
-        wa = lam_b / u
-        wb = lam_a / u
+    u = np.empty(Q)
+    tau = np.empty(Q)
+    wa = np.empty(Q)
+    wb = np.empty(Q)
+    for q in range(Q):
+        if sym:
+            u[q] = 2.0 * lam_a[q]
+            tau[q] = 0.5 * lam_a[q]
+            wa[q] = 0.5
+            wb[q] = 0.5
+        else:
+            u[q] = lam_a[q] + lam_b[q]
+            tau[q] = lam_a[q] * lam_b[q] / u[q]
+            wa[q] = lam_b[q] / u[q]
+            wb[q] = lam_a[q] / u[q]
     cmidT = np.empty((Q, P))
     DuT = np.empty((Q, P))
     quad = np.zeros(P)
@@ -281,7 +289,9 @@ def two_rbf_pair_terms(lam_a, lam_b, log_c, Z, S, I, J, sym):
             cmidT[q, p] = wa[q] * za + wb[q] * zb
             DuT[q, p] = du
             quad[p] += d * du
-    pconst = log_c - 0.5 * quad
+    pconst = np.empty(P)
+    for p in range(P):
+        pconst[p] = log_c - 0.5 * quad[p]
     E, logk2 = _precision_rows(S, tau, 0.0, -0.5)
     return E, logk2, cmidT, DuT, pconst, tau, wa, wb
 

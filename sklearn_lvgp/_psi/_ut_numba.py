@@ -19,8 +19,13 @@ results do not depend on the thread count.
 import numba as nb
 import numpy as np
 
-from .._jit import twin_jit
-from ..kernels._kernels_numba import _profile_row, slope_weight_row, sum_block_partials
+from .._jit import twin_jit_per_value
+from ..kernels._kernels_numba import (
+    PROFILE_NAMES,
+    _profile_row,
+    slope_weight_row,
+    sum_block_partials,
+)
 
 __all__ = ["ut_stationary_K", "ut_stationary_vjp", "UT_BLOCK"]
 
@@ -50,28 +55,33 @@ def _point_r2(base, D, q, s, wq, dq, row):
         row[m] = max(base[m] + wq * dq * (2.0 * s * D[q, m] + dq), 0.0)
 
 
-@twin_jit(work=lambda mu, delta, ZT, w, variance, kind, alpha, Ks: Ks.size * 4)
-def ut_stationary_K(mu, delta, ZT, w, variance, kind, alpha, Ks):
+@twin_jit_per_value(position=5, names=PROFILE_NAMES,
+                    work=lambda mu, delta, ZT, w, variance, alpha, Ks: Ks.size * 4)
+def ut_stationary_K(kind):
     """Kernel rows of the ``2Q`` unscented points of every row, written into ``Ks`` (N, 2Q, M).
 
     ``w`` holds the inverse squared length scales (Q,). Per point, one vectorised pass forms
     ``r2`` from the centre's distances and one applies the profile (as ``stationary_K`` does).
     """
-    N, Q = mu.shape
-    for b in nb.prange((N + UT_BLOCK - 1) // UT_BLOCK):
-        D = np.empty((Q, ZT.shape[1]))
-        base = np.empty(ZT.shape[1])
-        for n in range(b * UT_BLOCK, min(N, (b + 1) * UT_BLOCK)):
-            _centre_rows(mu, n, ZT, w, D, base)
-            for q in range(Q):
-                for half in range(2):
-                    row = Ks[n, q + half * Q]
-                    _point_r2(base, D, q, 1.0 - 2.0 * half, w[q], delta[n, q], row)
-                    _profile_row(kind, row, variance, alpha)
+    def ut_stationary_K(mu, delta, ZT, w, variance, alpha, Ks):
+        N, Q = mu.shape
+        for b in nb.prange((N + UT_BLOCK - 1) // UT_BLOCK):
+            D = np.empty((Q, ZT.shape[1]))
+            base = np.empty(ZT.shape[1])
+            for n in range(b * UT_BLOCK, min(N, (b + 1) * UT_BLOCK)):
+                _centre_rows(mu, n, ZT, w, D, base)
+                for q in range(Q):
+                    for half in range(2):
+                        row = Ks[n, q + half * Q]
+                        _point_r2(base, D, q, 1.0 - 2.0 * half, w[q], delta[n, q], row)
+                        _profile_row(kind, row, variance, alpha)
+
+    return ut_stationary_K
 
 
-@twin_jit(work=lambda dKs, Ks, mu, delta, ZT, w, kind, alpha: dKs.size * 4)
-def ut_stationary_vjp(dKs, Ks, mu, delta, ZT, w, kind, alpha):
+@twin_jit_per_value(position=6, names=PROFILE_NAMES,
+                    work=lambda dKs, Ks, mu, delta, ZT, w, alpha: dKs.size * 4)
+def ut_stationary_vjp(kind):
     """Backward pass of :func:`ut_stationary_K` given ``dKs`` (N, 2Q, M).
 
     Returns ``dmu``, ``ddelta`` (N, Q), ``dZ`` (M, Q), ``dw`` (Q,) (wrt the inverse squared
@@ -82,62 +92,65 @@ def ut_stationary_vjp(dKs, Ks, mu, delta, ZT, w, kind, alpha):
     ``d w_q = sum_m (Cb d² + sum_s C[(q, s), m] delta (2 s d + delta))``;
     ``dmu = sum_m d d``, ``dZ = -sum_n d d``, ``dlogvar = sum dKs Ks``.
     """
-    N, Q = mu.shape
-    M = ZT.shape[1]
-    K = 2 * Q
-    nblocks = (N + UT_BLOCK - 1) // UT_BLOCK
-    dmu = np.empty((N, Q))
-    ddelta = np.empty((N, Q))
-    dZ_parts = np.zeros((nblocks, Q, M))
-    dw_parts = np.zeros((nblocks, Q))
-    dvar_parts = np.zeros(nblocks)
-    dalpha_parts = np.zeros(nblocks)
-    for b in nb.prange(nblocks):
-        D = np.empty((Q, M))
-        base = np.empty(M)
-        r2 = np.empty(M)
-        C = np.empty((K, M))
-        Cb = np.empty(M)
-        dZb = dZ_parts[b]
-        dvar = 0.0
-        dalpha = 0.0
-        for n in range(b * UT_BLOCK, min(N, (b + 1) * UT_BLOCK)):
-            _centre_rows(mu, n, ZT, w, D, base)
-            for m in range(M):
-                Cb[m] = 0.0
-            for q in range(Q):
-                for half in range(2):
-                    k = q + half * Q
-                    _point_r2(base, D, q, 1.0 - 2.0 * half, w[q], delta[n, q], r2)
-                    dalpha += slope_weight_row(kind, dKs[n, k], Ks[n, k], r2, alpha, 1.0, C[k])
-                    Ck = C[k]
-                    dKk = dKs[n, k]
-                    Kk = Ks[n, k]
-                    for m in range(M):
-                        Cb[m] += Ck[m]
-                        dvar += dKk[m] * Kk[m]
-            for q in range(Q):
-                wq = w[q]
-                dq = delta[n, q]
-                Cp = C[q]
-                Cm = C[Q + q]
-                gmu = 0.0
-                gdelta = 0.0
-                gw = 0.0
+    def ut_stationary_vjp(dKs, Ks, mu, delta, ZT, w, alpha):
+        N, Q = mu.shape
+        M = ZT.shape[1]
+        K = 2 * Q
+        nblocks = (N + UT_BLOCK - 1) // UT_BLOCK
+        dmu = np.empty((N, Q))
+        ddelta = np.empty((N, Q))
+        dZ_parts = np.zeros((nblocks, Q, M))
+        dw_parts = np.zeros((nblocks, Q))
+        dvar_parts = np.zeros(nblocks)
+        dalpha_parts = np.zeros(nblocks)
+        for b in nb.prange(nblocks):
+            D = np.empty((Q, M))
+            base = np.empty(M)
+            r2 = np.empty(M)
+            C = np.empty((K, M))
+            Cb = np.empty(M)
+            dZb = dZ_parts[b]
+            dvar = 0.0
+            dalpha = 0.0
+            for n in range(b * UT_BLOCK, min(N, (b + 1) * UT_BLOCK)):
+                _centre_rows(mu, n, ZT, w, D, base)
                 for m in range(M):
-                    d = D[q, m]
-                    diff = Cp[m] - Cm[m]
-                    both = Cp[m] + Cm[m]
-                    dd = 2.0 * wq * (d * Cb[m] + dq * diff)
-                    gmu += dd
-                    dZb[q, m] -= dd
-                    gdelta += d * diff + dq * both
-                    gw += Cb[m] * d * d + dq * (2.0 * d * diff + dq * both)
-                dmu[n, q] = gmu
-                ddelta[n, q] = 2.0 * wq * gdelta
-                dw_parts[b, q] += gw
-        dvar_parts[b] = dvar
-        dalpha_parts[b] = dalpha
-    dZT, dw, dlogvar, dlogalpha = sum_block_partials(dZ_parts, dw_parts, dvar_parts,
-                                                     dalpha_parts)
-    return dmu, ddelta, dZT.T.copy(), dw, dlogvar, dlogalpha
+                    Cb[m] = 0.0
+                for q in range(Q):
+                    for half in range(2):
+                        k = q + half * Q
+                        _point_r2(base, D, q, 1.0 - 2.0 * half, w[q], delta[n, q], r2)
+                        dalpha += slope_weight_row(kind, dKs[n, k], Ks[n, k], r2, alpha, 1.0, C[k])
+                        Ck = C[k]
+                        dKk = dKs[n, k]
+                        Kk = Ks[n, k]
+                        for m in range(M):
+                            Cb[m] += Ck[m]
+                            dvar += dKk[m] * Kk[m]
+                for q in range(Q):
+                    wq = w[q]
+                    dq = delta[n, q]
+                    Cp = C[q]
+                    Cm = C[Q + q]
+                    gmu = 0.0
+                    gdelta = 0.0
+                    gw = 0.0
+                    for m in range(M):
+                        d = D[q, m]
+                        diff = Cp[m] - Cm[m]
+                        both = Cp[m] + Cm[m]
+                        dd = 2.0 * wq * (d * Cb[m] + dq * diff)
+                        gmu += dd
+                        dZb[q, m] -= dd
+                        gdelta += d * diff + dq * both
+                        gw += Cb[m] * d * d + dq * (2.0 * d * diff + dq * both)
+                    dmu[n, q] = gmu
+                    ddelta[n, q] = 2.0 * wq * gdelta
+                    dw_parts[b, q] += gw
+            dvar_parts[b] = dvar
+            dalpha_parts[b] = dalpha
+        dZT, dw, dlogvar, dlogalpha = sum_block_partials(dZ_parts, dw_parts, dvar_parts,
+                                                         dalpha_parts)
+        return dmu, ddelta, dZT.T.copy(), dw, dlogvar, dlogalpha
+
+    return ut_stationary_vjp

@@ -8,7 +8,7 @@ then are summed serially — so results are bit-identical for any thread count. 
 import numba as nb
 import numpy as np
 
-from .._jit import twin_jit
+from .._jit import twin_jit, twin_jit_per_value
 from .._vexp_numba import vexp
 
 ROW_BLOCK = 128
@@ -21,6 +21,11 @@ ROW_BLOCK = 128
 # (``stationary_slope_weights``) followed by products in ``_stationary.py``, except for Matérn 1/2,
 # whose backward is one fused loop over (n, m) (``stationary_K_vjp``, also the tests' reference).
 RBF_KIND, MATERN12_KIND, MATERN32_KIND, MATERN52_KIND, RQ_KIND = 0, 1, 2, 3, 4
+#: Name of each profile: the jitted functions that take ``kind`` are compiled once per profile,
+#: ``kind`` a constant in each (:func:`sklearn_lvgp._jit.twin_jit_per_value`), so a fit compiles
+#: only the loops of the profile it uses.
+PROFILE_NAMES = {RBF_KIND: "rbf", MATERN12_KIND: "matern12", MATERN32_KIND: "matern32",
+                 MATERN52_KIND: "matern52", RQ_KIND: "rq"}
 
 
 @nb.njit(inline="always")
@@ -93,22 +98,26 @@ def _profile_row(kind, row, variance, alpha):
             row[m] = variance * (1.0 + row[m] / (2.0 * alpha)) ** (-alpha)
 
 
-@twin_jit(work=lambda X, ZT, *rest: 2 * X.shape[0] * ZT.shape[1] * X.shape[1])
-def stationary_K(X, ZT, inv_ls, variance, kind, alpha):
+@twin_jit_per_value(position=4, names=PROFILE_NAMES,
+                    work=lambda X, ZT, *rest: 2 * X.shape[0] * ZT.shape[1] * X.shape[1])
+def stationary_K(kind):
     """``K[n, m] = variance * g(r2(x_n, z_m))``.
 
     ``ZT`` is ``Z`` transposed (``(Q, M)``, C-contiguous): per row ``n`` the squared distances
     are accumulated with ``m`` innermost and the profile is applied along the row, so both loops
     vectorise.
     """
-    N = X.shape[0]
-    M = ZT.shape[1]
-    out = np.empty((N, M))
-    for n in nb.prange(N):
-        row = out[n]
-        _scaled_sq_dist_row(X, n, ZT, inv_ls, row)
-        _profile_row(kind, row, variance, alpha)
-    return out
+    def stationary_K(X, ZT, inv_ls, variance, alpha):
+        N = X.shape[0]
+        M = ZT.shape[1]
+        out = np.empty((N, M))
+        for n in nb.prange(N):
+            row = out[n]
+            _scaled_sq_dist_row(X, n, ZT, inv_ls, row)
+            _profile_row(kind, row, variance, alpha)
+        return out
+
+    return stationary_K
 
 
 @nb.njit(inline="always")
@@ -151,8 +160,9 @@ def slope_weight_row(kind, dK, K, r2, alpha, scale, C):
     return da
 
 
-@twin_jit(work=lambda dK, K, X, ZT, *rest: 2 * X.shape[0] * ZT.shape[1] * X.shape[1])
-def stationary_slope_weights(dK, K, X, ZT, inv_ls, kind, alpha, C):
+@twin_jit_per_value(position=5, names=PROFILE_NAMES,
+                    work=lambda dK, K, X, ZT, *rest: 2 * X.shape[0] * ZT.shape[1] * X.shape[1])
+def stationary_slope_weights(kind):
     """Weights ``C = 2 dK variance dg/dr2`` of the product backward, from the forward ``K``.
 
     Every input adjoint of a stationary kernel is a weighted sum of ``x_n - z_m`` (or its square)
@@ -161,42 +171,34 @@ def stationary_slope_weights(dK, K, X, ZT, inv_ls, kind, alpha, C):
     is evaluated. Not for Matérn 1/2, whose slope is unbounded at ``r = 0``. ``C`` (shape of
     ``dK``) receives the weights and may be ``dK`` itself: each entry of ``dK`` is read before
     the same entry of ``C`` is written, and the distances go to a scratch row. Also returns
-    ``sum dK variance dg/dlog(alpha)`` (non-zero for the rational quadratic only). One loop per
-    profile, each with its branch outside, so that every one vectorises.
+    ``sum dK variance dg/dlog(alpha)`` (non-zero for the rational quadratic only). ``kind`` is
+    a constant in each compilation, so the profile's branch is taken outside the loops and
+    every loop vectorises.
     """
-    N = X.shape[0]
-    M = ZT.shape[1]
-    da_rows = np.zeros(N)
-    nbk = (N + _WEIGHT_BLOCK - 1) // _WEIGHT_BLOCK
-    if kind == RBF_KIND:  # dg/dr2 = -g / 2: no distances needed
-        for n in nb.prange(N):
-            for m in range(M):
-                C[n, m] = -dK[n, m] * K[n, m]
-    elif kind == MATERN32_KIND:  # one branch per profile: a constant kind in each loop
-        for b in nb.prange(nbk):
-            r2 = np.empty(M)
-            for n in range(b * _WEIGHT_BLOCK, min(N, (b + 1) * _WEIGHT_BLOCK)):
-                _scaled_sq_dist_row(X, n, ZT, inv_ls, r2)
-                slope_weight_row(MATERN32_KIND, dK[n], K[n], r2, alpha, 2.0, C[n])
-    elif kind == MATERN52_KIND:
-        for b in nb.prange(nbk):
-            r2 = np.empty(M)
-            for n in range(b * _WEIGHT_BLOCK, min(N, (b + 1) * _WEIGHT_BLOCK)):
-                _scaled_sq_dist_row(X, n, ZT, inv_ls, r2)
-                slope_weight_row(MATERN52_KIND, dK[n], K[n], r2, alpha, 2.0, C[n])
-    elif kind == RQ_KIND:
-        for b in nb.prange(nbk):
-            r2 = np.empty(M)
-            for n in range(b * _WEIGHT_BLOCK, min(N, (b + 1) * _WEIGHT_BLOCK)):
-                _scaled_sq_dist_row(X, n, ZT, inv_ls, r2)
-                da_rows[n] = slope_weight_row(RQ_KIND, dK[n], K[n], r2, alpha, 2.0, C[n])
-    else:
-        raise ValueError("stationary_slope_weights: no product backward for this profile "
-                         "(Matérn 1/2 uses stationary_K_vjp)")
-    da = 0.0
-    for n in range(N):
-        da += da_rows[n]
-    return C, da
+    def stationary_slope_weights(dK, K, X, ZT, inv_ls, alpha, C):
+        N = X.shape[0]
+        M = ZT.shape[1]
+        da_rows = np.zeros(N)
+        nbk = (N + _WEIGHT_BLOCK - 1) // _WEIGHT_BLOCK
+        if kind == RBF_KIND:  # dg/dr2 = -g / 2: no distances needed
+            for n in nb.prange(N):
+                for m in range(M):
+                    C[n, m] = -dK[n, m] * K[n, m]
+        elif kind == MATERN12_KIND:
+            raise ValueError("stationary_slope_weights: no product backward for Matérn 1/2 "
+                             "(it uses stationary_K_vjp)")
+        else:
+            for b in nb.prange(nbk):
+                r2 = np.empty(M)
+                for n in range(b * _WEIGHT_BLOCK, min(N, (b + 1) * _WEIGHT_BLOCK)):
+                    _scaled_sq_dist_row(X, n, ZT, inv_ls, r2)
+                    da_rows[n] = slope_weight_row(kind, dK[n], K[n], r2, alpha, 2.0, C[n])
+        da = 0.0
+        for n in range(N):
+            da += da_rows[n]
+        return C, da
+
+    return stationary_slope_weights
 
 
 @nb.njit(inline="always")
@@ -219,8 +221,9 @@ def _profile_slope(kind, r2, g, alpha):
     return -0.5 * g / base, alpha * g * (-np.log(base) + t / base)
 
 
-@twin_jit(work=lambda dK, K, X, Z, *rest: 3 * X.shape[0] * Z.shape[0] * X.shape[1])
-def stationary_K_vjp(dK, K, X, Z, inv_ls, variance, kind, alpha, cached):
+@twin_jit_per_value(position=6, names=PROFILE_NAMES,
+                    work=lambda dK, K, X, Z, *rest: 3 * X.shape[0] * Z.shape[0] * X.shape[1])
+def stationary_K_vjp(kind):
     """Backward pass of :func:`stationary_K` given ``dK = dL/dK``.
 
     Returns ``dX`` (N, Q), ``dZ`` (M, Q), ``dlogls`` (Q,), ``dlogvar`` and ``dlogalpha``
@@ -228,44 +231,47 @@ def stationary_K_vjp(dK, K, X, Z, inv_ls, variance, kind, alpha, cached):
     the profile's value comes from the forward matrix ``K`` and no ``exp`` (or ``pow``) is
     re-evaluated; otherwise ``K`` is ignored and the profile is recomputed (equal to round-off).
     """
-    N, Q = X.shape
-    M = Z.shape[0]
-    nb_ = max(1, (N + ROW_BLOCK - 1) // ROW_BLOCK)
-    dX = np.zeros((N, Q))
-    dZ_part = np.zeros((nb_, M, Q))
-    dl_part = np.zeros((nb_, Q))
-    dv_part = np.zeros(nb_)
-    da_part = np.zeros(nb_)
-    inv2 = inv_ls * inv_ls
-    inv_var = 1.0 / variance
-    for b in nb.prange(nb_):
-        lo = b * ROW_BLOCK
-        hi = min(N, lo + ROW_BLOCK)
-        for n in range(lo, hi):
-            for m in range(M):
-                w = dK[n, m]
-                if w == 0.0:
-                    continue
-                r2 = 0.0
-                for q in range(Q):
-                    d = (X[n, q] - Z[m, q]) * inv_ls[q]
-                    r2 += d * d
-                if cached:
-                    g = K[n, m] * inv_var
-                    dg, dga = _profile_slope(kind, r2, g, alpha)
-                else:
-                    g, dg, dga = _profile(kind, r2, alpha)
-                dv_part[b] += w * variance * g
-                da_part[b] += w * variance * dga
-                c = 2.0 * w * variance * dg
-                for q in range(Q):
-                    d = X[n, q] - Z[m, q]
-                    t = c * d * inv2[q]
-                    dX[n, q] += t
-                    dZ_part[b, m, q] -= t
-                    dl_part[b, q] -= t * d
-    dZ, dl, dv, da = sum_block_partials(dZ_part, dl_part, dv_part, da_part)
-    return dX, dZ, dl, dv, da
+    def stationary_K_vjp(dK, K, X, Z, inv_ls, variance, alpha, cached):
+        N, Q = X.shape
+        M = Z.shape[0]
+        nb_ = max(1, (N + ROW_BLOCK - 1) // ROW_BLOCK)
+        dX = np.zeros((N, Q))
+        dZ_part = np.zeros((nb_, M, Q))
+        dl_part = np.zeros((nb_, Q))
+        dv_part = np.zeros(nb_)
+        da_part = np.zeros(nb_)
+        inv2 = inv_ls * inv_ls
+        inv_var = 1.0 / variance
+        for b in nb.prange(nb_):
+            lo = b * ROW_BLOCK
+            hi = min(N, lo + ROW_BLOCK)
+            for n in range(lo, hi):
+                for m in range(M):
+                    w = dK[n, m]
+                    if w == 0.0:
+                        continue
+                    r2 = 0.0
+                    for q in range(Q):
+                        d = (X[n, q] - Z[m, q]) * inv_ls[q]
+                        r2 += d * d
+                    if cached:
+                        g = K[n, m] * inv_var
+                        dg, dga = _profile_slope(kind, r2, g, alpha)
+                    else:
+                        g, dg, dga = _profile(kind, r2, alpha)
+                    dv_part[b] += w * variance * g
+                    da_part[b] += w * variance * dga
+                    c = 2.0 * w * variance * dg
+                    for q in range(Q):
+                        d = X[n, q] - Z[m, q]
+                        t = c * d * inv2[q]
+                        dX[n, q] += t
+                        dZ_part[b, m, q] -= t
+                        dl_part[b, q] -= t * d
+        dZ, dl, dv, da = sum_block_partials(dZ_part, dl_part, dv_part, da_part)
+        return dX, dZ, dl, dv, da
+
+    return stationary_K_vjp
 
 
 @nb.njit(inline="always")
@@ -364,7 +370,8 @@ def stationary_vjp_products(C, X, Z, inv_ls):
     for m in range(M):
         for q in range(Q):
             centre[q] += Z[m, q]
-    centre /= max(M, 1)
+    for q in range(Q):
+        centre[q] /= max(M, 1)
     Xc = np.empty((N, Q))
     for n in range(N):
         for q in range(Q):
@@ -384,7 +391,9 @@ def stationary_vjp_products(C, X, Z, inv_ls):
         r[n] = acc
     CZ = np.dot(C, Zc)
     CtX = np.dot(C.T, Xc)
-    inv2 = inv_ls * inv_ls
+    inv2 = np.empty(Q)
+    for q in range(Q):
+        inv2[q] = inv_ls[q] * inv_ls[q]
     dX = np.empty((N, Q))
     dlogls = np.zeros(Q)
     total = 0.0
