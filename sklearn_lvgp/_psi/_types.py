@@ -73,43 +73,28 @@ def check_psi_inputs(Z, mu, S):
     return Z, mu, S
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, nogil=True, fastmath={"reassoc"})
 def first_invalid_psi_input(Z, mu, S):
     """``0`` when all is valid; else ``1``/``2``/``3`` for a non-finite ``Z``/``mu``/``S`` and
-    ``4`` for a negative ``S`` (one pass over each array instead of four numpy reductions)."""
-    if not _all_finite(Z):
-        return 1
-    if not _all_finite(mu):
-        return 2
-    if not _all_finite(S):
-        return 3
-    if _count_negative(S):
-        return 4
-    return 0
+    ``4`` for a negative ``S`` (one pass over each array instead of four numpy reductions).
 
-
-@nb.njit(cache=True, nogil=True, fastmath={"reassoc"})
-def _all_finite(a):
-    """Whether every entry is finite: ``sum(a * 0)`` is ``0`` then and NaN otherwise.
-
-    No early exit, so the loop vectorises; ``reassoc`` only lets the sum run in any order,
-    which cannot turn a NaN into a number (no ``nnan``/``ninf`` assumptions).
+    An array is finite when ``sum(a * 0)`` is ``0`` (NaN otherwise). No early exit, so the
+    loops vectorise; ``reassoc`` only lets the sums run in any order, which cannot turn a NaN
+    into a number (no ``nnan``/``ninf`` assumptions). The negative count is an integer sum.
     """
-    x = a.ravel()
-    acc = 0.0
-    for i in range(x.size):
-        acc += x[i] * 0.0
-    return acc == 0.0
-
-
-@nb.njit(cache=True, nogil=True)
-def _count_negative(a):
-    """Number of entries below zero (an integer sum: vectorises without fast-math)."""
-    x = a.ravel()
+    arrays = (Z, mu, S)
+    for k in range(3):
+        x = arrays[k].ravel()
+        acc = 0.0
+        for i in range(x.size):
+            acc += x[i] * 0.0
+        if acc != 0.0:
+            return k + 1
+    x = S.ravel()
     count = 0
     for i in range(x.size):
         count += x[i] < 0.0
-    return count
+    return 4 if count else 0
 
 
 def check_psi_adjoints(dL_dpsi0, dL_dPsi1, dL_dPsi2, N, M):
