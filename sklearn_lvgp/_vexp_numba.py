@@ -4,7 +4,10 @@ vector-width mark they are used with.
 numba lowers ``np.exp`` in a jitted loop to a scalar call into the C library, which LLVM cannot
 vectorise without Intel's SVML (not a dependency). On this project's hot loops (kernel matrices,
 Ψ-statistics) that call costs several times the rest of the arithmetic. :func:`vexp` is plain
-arithmetic instead, so a loop over a contiguous axis that calls it is vectorised.
+arithmetic instead, so a loop over a contiguous axis that calls it is vectorised. It is an
+ordinary jitted function, compiled and cached once: LLVM inlines it into each calling loop
+when it optimises the caller, so the loop still vectorises, while numba types and lowers it
+only once (``doc/developers.rst``, "Compile cost").
 
 Method: Cody–Waite reduction ``x = k ln 2 + r`` with ``|r| <= ln(2)/2`` (``k`` rounded by the
 ``1.5 * 2**52`` shift), the degree-12 Taylor polynomial of ``exp(r)`` in Horner form (truncation
