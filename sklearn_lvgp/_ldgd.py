@@ -82,8 +82,8 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         Rows per Adam step (``>= n_samples`` is full batch).
     learning_rate : float, default=0.01
         Adam step size (training and test-time inference).
-    max_iter : int, default=2000
-        Most Adam steps or L-BFGS iterations.
+    max_iter : int, default=5000
+        Most Adam steps or L-BFGS iterations (a default fit usually stops earlier, by ``tol``).
     tol : float or None, default=1e-4
         Adam stops when the mean bound over the last 100 steps improves by less than ``tol``
         (relative to its magnitude) on the 100 steps before; ``None`` runs all ``max_iter``
@@ -187,7 +187,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
     def __init__(self, n_components=7, n_inducing=10, kernel=None, elbo_weighting="paper",
                  reg_weight=1.0, cls_weight=1.0, expectation="monte_carlo", optimizer="auto",
                  amortized=False, encoder_hidden=(50, 20), batch_size=100, learning_rate=0.01,
-                 max_iter=2000, tol=1e-4, early_stopping=False, validation_fraction=0.1,
+                 max_iter=5000, tol=1e-4, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=5, transform_max_iter=500, x_init="pca",
                  transform_init="nearest", proba="plugin", normalize_X="standardize",
                  gh_order=20, jitter=1e-6, random_state=None, n_jobs=None, verbose=0,
