@@ -5,6 +5,7 @@ import warnings
 from contextlib import contextmanager
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -245,6 +246,8 @@ class _BaseLVGPRegressor(_BaseLVGP):
     """Template for the regressors: numeric (multi-output) targets, checked the same way."""
 
     def _validate_fit_data(self, X, y, reset=True):
+        if sp.issparse(y):  # a GP's targets are dense; scikit-learn lets sparse ones through
+            y = y.toarray()
         X, y = validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True,
                              reset=reset)
         return X, check_numeric_targets(y)
@@ -292,6 +295,7 @@ class _BaseLVGPRegressor(_BaseLVGP):
     @staticmethod
     def _check_targets(y, n_rows, n_targets):
         """``y`` as a finite (n_rows, n_targets) float array, or a clear error."""
+        y = y.toarray() if sp.issparse(y) else y
         Y = np.array(check_numeric_targets(np.asarray(y)), dtype=np.float64)
         Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
         if Y.shape != (n_rows, n_targets):
