@@ -240,7 +240,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         y_mean, y_std = self._target_moments(Y)
         Yn = (Y - y_mean) / y_std
         var_y = float(np.mean(np.var(Yn, axis=0)))
-        scales = column_scales(X) if self._kernel is None else None
+        scales = column_scales(X)
         return self._fit_moments(X, Yn, X_var, random_state, y_mean, y_std, var_y, scales,
                                  _make_bound(X, Yn, X_var))
 
@@ -269,7 +269,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         var_y, scales = dask.compute(Yn_d.var(axis=0).mean(), column_moments(X_d)[1])
         bound = DaskKernelBound(DaskRows({"X": X_d, "y": Yn_d}))
         return self._fit_moments(X_d, None, None, random_state, y_mean, y_std, float(var_y),
-                                 None if self._kernel is not None else np.asarray(scales), bound)
+                                 np.asarray(scales), bound)
 
     def _fit_moments(self, X, Yn, X_var, random_state, y_mean, y_std, var_y, scales, bound):
         """The fit from the data's summary statistics and a chunked bound (in memory or Dask)."""

@@ -97,9 +97,18 @@ def check_X_var(X_var, shape):
 
 
 def optimise_hyperparameters(est, kernel, X, Yn, X_var, Z0, optimize_Z, rule, jitter, noise0,
-                             var_y, bound):
+                             var_y, bound, z_scale):
     """Pack θ, σ² (and Z when ``optimize_Z``) under ``est.positive_transform`` and maximise the
-    bound with L-BFGS-B; returns the fitted kernel, Z, σ² and the iterations run."""
+    bound with L-BFGS-B; returns the fitted kernel, Z, σ² and the iterations run.
+
+    Z is optimised in units of the power of two nearest each column scale of X
+    (``z_scale``): with log hyperparameters the optimisation problem is then the same, to
+    within a factor of two, for data in any units (X in units of 1e-6 or 1e6), where the raw
+    Z, whose gradient grows as 1 / scale, would dominate L-BFGS-B's steps. Powers of two make
+    the change of units exact in floating point, and the same for scales computed by numpy and
+    by Dask's reductions (which differ in their last bits).
+    """
+    z_scale = np.exp2(np.round(np.log2(z_scale)))
     softplus = est.positive_transform == "softplus"
     blocks = [("theta", (kernel.n_theta,), "softplus" if softplus else "identity"),
               ("noise", (), "softplus" if softplus else "log")]
@@ -107,7 +116,7 @@ def optimise_hyperparameters(est, kernel, X, Yn, X_var, Z0, optimize_Z, rule, ji
         blocks.insert(0, ("Z", Z0.shape))
     packer = ParamPacker(blocks)
     # with "softplus" the theta block holds exp(theta), the natural hyperparameter values
-    init = {"Z": Z0, "theta": np.exp(kernel.theta) if softplus else kernel.theta,
+    init = {"Z": Z0 / z_scale, "theta": np.exp(kernel.theta) if softplus else kernel.theta,
             "noise": noise0}
     x0 = packer.pack({k: init[k] for k, *_ in blocks})
     work = kernel.clone()
@@ -115,7 +124,7 @@ def optimise_hyperparameters(est, kernel, X, Yn, X_var, Z0, optimize_Z, rule, ji
     def unpack(flat):
         p = packer.unpack(flat)
         work.theta = np.log(p["theta"]) if softplus else p["theta"]
-        return p, p.get("Z", Z0), float(p["noise"])
+        return p, (p["Z"] * z_scale if optimize_Z else Z0), float(p["noise"])
 
     def objective(flat):
         p, Z, s2 = unpack(flat)
@@ -123,6 +132,8 @@ def optimise_hyperparameters(est, kernel, X, Yn, X_var, Z0, optimize_Z, rule, ji
                                            jitter=jitter, need_Z=optimize_Z, bound=bound)
         if softplus:
             grads["theta"] = grads["theta"] / p["theta"]
+        if optimize_Z:
+            grads["Z"] = grads["Z"] * z_scale
         return -F, -packer.pack_grad({k: grads[k] for k in p}, p)
 
     if est.optimizer is not None and est.max_iter > 0:
@@ -180,8 +191,10 @@ def moments(est, X, X_var, expectation, full_cov, random_state=None):
 def fit_from_moments(est, X, Yn, X_var, random_state, y_mean, y_std, var_y, scales, bound):
     """The fit of :class:`~sklearn_lvgp.SparseGPRegressor` from the data's summary statistics
     and a chunked bound (in memory or Dask); ``X`` is only read to pick the inducing inputs
-    (``Yn`` may be ``None`` then). A ``warm_start`` fit of the same structure starts from the
-    previous kernel, inducing inputs, noise variance and jitter; ``n_iter_`` accumulates."""
+    (``Yn`` may be ``None`` then). ``scales`` are the column scales of ``X``: the default
+    kernel's length scales and the units in which the inducing inputs are optimised. A
+    ``warm_start`` fit of the same structure starts from the previous kernel, inducing inputs,
+    noise variance and jitter; ``n_iter_`` accumulates."""
     N, Qx = X.shape
     est.y_mean_, est.y_scale_ = y_mean, y_std
     var_y = var_y if var_y > 0 else 1.0
@@ -219,7 +232,7 @@ def fit_from_moments(est, X, Yn, X_var, random_state, y_mean, y_std, var_y, scal
         jitter, n_before = settled_jitter(kernel.K(Z0), est.jitter), 0
 
     work, Z, s2, n_iter = optimise_hyperparameters(
-        est, kernel, X, Yn, X_var, Z0, optimize_Z, rule, jitter, noise0, var_y, bound)
+        est, kernel, X, Yn, X_var, Z0, optimize_Z, rule, jitter, noise0, var_y, bound, scales)
     F, _, post = sgpr_bound_and_grads(work, X, Yn, Z, s2, X_var=X_var, rule=rule,
                                       jitter=jitter, max_tries=6, need_Z=False, bound=bound)
     est.n_iter_ = n_before + n_iter

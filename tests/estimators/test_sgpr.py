@@ -347,3 +347,22 @@ def test_warm_start_starts_from_the_previous_solution():
         warm.inducing_inputs_, Z)
     # another number of features: a fresh fit
     assert warm.fit(X[:, :1], y).n_iter_ <= 1000
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_fit_does_not_depend_on_the_units_of_X():
+    """The inducing inputs are optimised in units of the data's column scales and the default
+    kernel starts and is bounded relative to them, so X in units of 1e-6 or 1e6 fits the
+    same model (the raw inducing inputs' gradients, growing as 1 / scale, once stalled
+    L-BFGS-B at small scales: bound -1341 against -346 at 1e-6 on diabetes)."""
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    X, y, Xt = X[:250], y[:250], X[250:300]
+    fits = {s: SparseGPRegressor(n_inducing=20, normalize_y=True, random_state=0).fit(X * s, y)
+            for s in (1e-6, 1.0, 1e6)}
+    base = fits[1.0]
+    for s, m in fits.items():
+        assert m.elbo_ == pytest.approx(base.elbo_, rel=1e-4), s
+        np.testing.assert_allclose(m.predict(Xt * s), base.predict(Xt), rtol=0,
+                                   atol=0.01 * np.std(y))
