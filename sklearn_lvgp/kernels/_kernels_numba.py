@@ -240,7 +240,9 @@ def stationary_K_vjp(kind):
         dl_part = np.zeros((nb_, Q))
         dv_part = np.zeros(nb_)
         da_part = np.zeros(nb_)
-        inv2 = inv_ls * inv_ls
+        inv2 = np.empty(Q)
+        for q in range(Q):
+            inv2[q] = inv_ls[q] * inv_ls[q]
         inv_var = 1.0 / variance
         for b in nb.prange(nb_):
             lo = b * ROW_BLOCK
@@ -277,14 +279,19 @@ def stationary_K_vjp(kind):
 @nb.njit(inline="always")
 def sum_block_partials(A_parts, v_parts, s_parts, t_parts):
     """Sums over the leading (block) axis, block by block in order: the serial end of a
-    reduction over row blocks (the same order for any thread count)."""
-    A = np.zeros(A_parts.shape[1:])
-    v = np.zeros(v_parts.shape[1:])
+    reduction over row blocks (the same order for any thread count). ``A_parts`` is 3-D and
+    ``v_parts`` 2-D; explicit loops, as array expressions each compile a kernel of their own."""
+    nblocks, R, C = A_parts.shape
+    A = np.zeros((R, C))
+    v = np.zeros(v_parts.shape[1])
     s = 0.0
     t = 0.0
-    for b in range(A_parts.shape[0]):
-        A += A_parts[b]
-        v += v_parts[b]
+    for b in range(nblocks):
+        for i in range(R):
+            for j in range(C):
+                A[i, j] += A_parts[b, i, j]
+        for i in range(v.shape[0]):
+            v[i] += v_parts[b, i]
         s += s_parts[b]
         t += t_parts[b]
     return A, v, s, t
