@@ -81,20 +81,29 @@ def first_invalid_psi_input(Z, mu, S):
     An array is finite when ``sum(a * 0)`` is ``0`` (NaN otherwise). No early exit, so the
     loops vectorise; ``reassoc`` only lets the sums run in any order, which cannot turn a NaN
     into a number (no ``nnan``/``ninf`` assumptions). The negative count is an integer sum.
+    The three arrays may differ in type (a read-only memory map among them).
     """
-    arrays = (Z, mu, S)
-    for k in range(3):
-        x = arrays[k].ravel()
-        acc = 0.0
-        for i in range(x.size):
-            acc += x[i] * 0.0
-        if acc != 0.0:
-            return k + 1
+    if _sum_times_zero(Z) != 0.0:
+        return 1
+    if _sum_times_zero(mu) != 0.0:
+        return 2
+    if _sum_times_zero(S) != 0.0:
+        return 3
     x = S.ravel()
     count = 0
     for i in range(x.size):
         count += x[i] < 0.0
     return 4 if count else 0
+
+
+@nb.njit(inline="always")
+def _sum_times_zero(a):
+    """``sum(a * 0)``: ``0`` when every entry is finite, NaN otherwise."""
+    x = a.ravel()
+    acc = 0.0
+    for i in range(x.size):
+        acc += x[i] * 0.0
+    return acc
 
 
 def check_psi_adjoints(dL_dpsi0, dL_dPsi1, dL_dPsi2, N, M):

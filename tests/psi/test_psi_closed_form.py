@@ -482,3 +482,16 @@ def test_psi_inputs_accept_extremes_and_reject_negative_variances(rng):
     S[8, 1] = -1e-300
     with pytest.raises(ValueError, match="non-negative"):
         check_psi_inputs(Z, mu, S)
+
+
+def test_psi_inputs_checked_when_only_some_are_read_only(rng):
+    """A read-only array (a memory-mapped fit, scikit-learn's pickle check) next to writable
+    ones: the jitted check takes arrays of different types."""
+    from sklearn_lvgp._psi._types import check_psi_inputs
+
+    Z, mu, S = rng.standard_normal((4, 2)), rng.standard_normal((9, 2)), np.ones((9, 2))
+    Z.setflags(write=False)
+    check_psi_inputs(Z, mu, S)
+    S[2, 0] = np.nan
+    with pytest.raises(ValueError, match="S contains NaN or infinite"):
+        check_psi_inputs(Z, mu, S)
