@@ -23,7 +23,9 @@ kin8nm,naval), ``LVGP_GPCDE_UCI_SPLITS`` (20), ``LVGP_GPCDE_UCI_FIRST_SPLIT`` (0
 ``LVGP_GPCDE_UCI_ITERS`` (Adam steps, 20000),
 ``LVGP_GPCDE_UCI_LBFGS`` (L-BFGS iterations, 1000), ``LVGP_GPCDE_UCI_M`` (100),
 ``LVGP_GPCDE_UCI_NQUAD`` (100), ``LVGP_GPCDE_UCI_QUAD_OPT`` (lbfgs), ``LVGP_GPCDE_UCI_MODELS``
-(GP,GPCDE quadrature,GPCDE amortised), ``LVGP_GPCDE_UCI_TAG`` (output-file suffix).
+(GP,GPCDE quadrature,GPCDE amortised), ``LVGP_GPCDE_UCI_TAG`` (output-file suffix),
+``LVGP_GPCDE_UCI_UPDATE`` (``1``: rerun only ``MODELS`` and keep the other models' results of
+the saved ``gpcde_uci{TAG}.json``, e.g. the GP column alone after a change to the GP).
 """
 
 # %%
@@ -83,7 +85,10 @@ def make_model(name):
 # %%
 # Run the protocol
 # ----------------
-results = {}
+UPDATE = os.environ.get("LVGP_GPCDE_UCI_UPDATE", "0") == "1"
+saved = OUT / f"gpcde_uci{TAG}.json"
+results = json.loads(saved.read_text())["results"] if UPDATE else {}
+kept_settings = json.loads(saved.read_text())["settings"] if UPDATE else None
 t0 = time.time()
 for dataset in DATASETS:
     for split, X_tr, y_tr, X_te, y_te in uci_hl_splits(dataset, FIRST, N_SPLITS, **DATA):
@@ -93,21 +98,26 @@ for dataset in DATASETS:
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 model = make_model(name).fit(X_tr, y_tr)
             ll = float(model.predict_log_density(X_te, y_te).mean())
-            results.setdefault(dataset, {}).setdefault(name, []).append(
-                {"split": split, "ll": ll, "seconds": time.time() - t,
-                 "latent_used": bool(getattr(model, "latent_used_", False))})
+            runs = results.setdefault(dataset, {}).setdefault(name, [])
+            runs[:] = [r for r in runs if r["split"] != split]  # a rerun replaces the split
+            runs.append({"split": split, "ll": ll, "seconds": time.time() - t,
+                         "latent_used": bool(getattr(model, "latent_used_", False))})
+            runs.sort(key=lambda r: r["split"])
             print(f"{dataset:9s} split {split:2d} {name:17s} LL {ll: .4f} "
                   f"({time.time() - t:.0f}s, total {time.time() - t0:.0f}s)", flush=True)
 
 # %%
 # Table: mean (standard error) over splits, and the paired difference to the GP
 # -----------------------------------------------------------------------------
-lines = ["| dataset | splits | " + " | ".join(f"{m} LL" for m in MODELS)
+# the models in the results (with LVGP_GPCDE_UCI_UPDATE=1 also those kept from the saved run)
+SHOWN = [m for m in ("GP", "GPCDE quadrature", "GPCDE amortised")
+         if all(m in res for res in results.values())]
+lines = ["| dataset | splits | " + " | ".join(f"{m} LL" for m in SHOWN)
          + " | GPCDE quadrature − GP (paired) | quadrature: latent kept |",
-         "|---|---|" + "---|" * (len(MODELS) + 2)]
+         "|---|---|" + "---|" * (len(SHOWN) + 2)]
 for dataset, res in results.items():
     cells = []
-    for name in MODELS:
+    for name in SHOWN:
         v = np.array([r["ll"] for r in res[name]])
         se = v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else float("nan")
         cells.append(f"{v.mean():.3f} ({se:.3f})")
@@ -118,11 +128,13 @@ for dataset, res in results.items():
         diff = f"{d.mean():+.3f} (min {d.min():+.3f})"
     kept = (f"{sum(r['latent_used'] for r in res['GPCDE quadrature'])}/"
             f"{len(res['GPCDE quadrature'])}" if "GPCDE quadrature" in res else "")
-    lines.append(f"| {dataset} | {len(res[MODELS[0]])} | " + " | ".join(cells)
+    lines.append(f"| {dataset} | {len(res[SHOWN[0]])} | " + " | ".join(cells)
                  + f" | {diff} | {kept} |")
 table = "\n".join(lines)
 settings = (f"M={M}, H={N_QUAD}, quadrature optimiser {QUAD_OPT} "
             f"({N_LBFGS if QUAD_OPT == 'lbfgs' else N_ITER} its), amortised Adam {N_ITER} its")
+if UPDATE:
+    settings = f"{kept_settings}; rerun of {', '.join(MODELS)}"
 print(table)
 (OUT / f"gpcde_uci{TAG}.md").write_text(f"Fig. 4.6 protocol ({settings})\n\n{table}\n")
 (OUT / f"gpcde_uci{TAG}.json").write_text(json.dumps(
@@ -133,8 +145,8 @@ print(table)
 # -------------------------------------------
 fig, ax = plt.subplots(figsize=(1.6 * max(len(results), 2) + 2, 3.5))
 for i, res in enumerate(results.values()):
-    base = np.array([r["ll"] for r in res.get("GP", res[MODELS[0]])])
-    for j, name in enumerate(n for n in MODELS if n != "GP"):
+    base = np.array([r["ll"] for r in res.get("GP", res[SHOWN[0]])])
+    for j, name in enumerate(n for n in SHOWN if n != "GP"):
         v = np.array([r["ll"] for r in res[name]]) - base
         ax.plot(i + 0.15 * (j - 0.5) + np.zeros_like(v), v, "o", ms=3,
                 color=f"C{j}", label=name if i == 0 else None)
