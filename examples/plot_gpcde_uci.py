@@ -85,10 +85,16 @@ def make_model(name):
 # %%
 # Run the protocol
 # ----------------
-UPDATE = os.environ.get("LVGP_GPCDE_UCI_UPDATE", "0") == "1"
-saved = OUT / f"gpcde_uci{TAG}.json"
-results = json.loads(saved.read_text())["results"] if UPDATE else {}
-kept_settings = json.loads(saved.read_text())["settings"] if UPDATE else None
+settings = (f"M={M}, H={N_QUAD}, quadrature optimiser {QUAD_OPT} "
+            f"({N_LBFGS if QUAD_OPT == 'lbfgs' else N_ITER} its), amortised Adam {N_ITER} its")
+results = {}
+if os.environ.get("LVGP_GPCDE_UCI_UPDATE", "0") == "1":
+    saved = json.loads((OUT / f"gpcde_uci{TAG}.json").read_text())
+    if saved["settings"].split(";")[0] != settings:
+        raise SystemExit(f"LVGP_GPCDE_UCI_UPDATE=1: the saved run has other settings "
+                         f"({saved['settings']}) than this one ({settings}).")
+    results = saved["results"]
+    settings = f"{settings}; rerun of {', '.join(MODELS)}"
 t0 = time.time()
 for dataset in DATASETS:
     for split, X_tr, y_tr, X_te, y_te in uci_hl_splits(dataset, FIRST, N_SPLITS, **DATA):
@@ -109,7 +115,7 @@ for dataset in DATASETS:
 # %%
 # Table: mean (standard error) over splits, and the paired difference to the GP
 # -----------------------------------------------------------------------------
-# the models in the results (with LVGP_GPCDE_UCI_UPDATE=1 also those kept from the saved run)
+# every model in the results (with LVGP_GPCDE_UCI_UPDATE=1 also those kept from the saved run)
 SHOWN = [m for m in ("GP", "GPCDE quadrature", "GPCDE amortised")
          if all(m in res for res in results.values())]
 lines = ["| dataset | splits | " + " | ".join(f"{m} LL" for m in SHOWN)
@@ -131,10 +137,6 @@ for dataset, res in results.items():
     lines.append(f"| {dataset} | {len(res[SHOWN[0]])} | " + " | ".join(cells)
                  + f" | {diff} | {kept} |")
 table = "\n".join(lines)
-settings = (f"M={M}, H={N_QUAD}, quadrature optimiser {QUAD_OPT} "
-            f"({N_LBFGS if QUAD_OPT == 'lbfgs' else N_ITER} its), amortised Adam {N_ITER} its")
-if UPDATE:
-    settings = f"{kept_settings}; rerun of {', '.join(MODELS)}"
 print(table)
 (OUT / f"gpcde_uci{TAG}.md").write_text(f"Fig. 4.6 protocol ({settings})\n\n{table}\n")
 (OUT / f"gpcde_uci{TAG}.json").write_text(json.dumps(
