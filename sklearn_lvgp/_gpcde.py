@@ -129,17 +129,18 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         ``"prior"``: the paper's initialisation (length scales ``sqrt(D_h + D_w)``, latent
         inducing columns ``N(0, 1)``, ``q(u)`` from one ``gamma = 1`` natural-gradient step).
         ``"gp"`` (a project choice): first fit the model with the latent dimensions switched
-        off — the SVGP on ``x``, by L-BFGS on the kernel, ``Z`` and noise with ``q(u)`` profiled
-        out by one exact ``gamma = 1`` natural-gradient step (the collapsed-bound optimum) —
-        then start the full model from it (latent length scales at their ``"prior"`` value,
-        latent ``Z`` columns ``N(0, 1)``). ``"auto"`` starts from ``"prior"``, and fits the
-        switched-off model too. With ``"gp"`` and ``"auto"`` the switched-off solution (latent
-        length scales at their upper bound, ``q(w)`` the prior) is kept instead if its bound is
-        higher, so the fitted bound is never below the SVGP's (``latent_used_`` says which).
-        From the ``"gp"`` start the latent often stays unused on multi-modal data (the SVGP
-        optimum is a saddle the latent does not leave), hence ``"auto"``'s prior start. The
-        comparison needs a stationary ARD kernel and no projection or mixing; otherwise
-        ``"auto"`` is ``"prior"``.
+        off — the sparse GP on ``x``, fitted as :class:`~sklearn_lvgp.SparseGPRegressor` fits
+        it (the collapsed bound, from this model's start and from that estimator's, the higher
+        bound kept; at most ``max_iter`` iterations, 1000 with Adam), with ``q(u)`` then at its
+        optimum — then start the full model from it (latent length scales at their ``"prior"``
+        value, latent ``Z`` columns ``N(0, 1)``). ``"auto"`` starts from ``"prior"``, and fits
+        the switched-off model too. With ``"gp"`` and ``"auto"`` the switched-off solution
+        (latent length scales at their upper bound, ``q(w)`` the prior) is kept instead if its
+        bound is higher, so the fitted bound is never below that sparse GP's (``latent_used_``
+        says which). From the ``"gp"`` start the latent often stays unused on multi-modal data
+        (the sparse GP optimum is a saddle the latent does not leave), hence ``"auto"``'s prior
+        start. The comparison needs a stationary ARD kernel and no projection or mixing;
+        otherwise ``"auto"`` is ``"prior"``.
     jitter : float, default=1e-6
         Relative jitter on ``K_uu`` (escalated with a warning if needed).
     random_state : int, RandomState instance or None, default=None

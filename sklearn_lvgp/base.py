@@ -142,7 +142,9 @@ class _BaseLVGP(BaseEstimator):
         if optimizer == "lbfgs":
             res = minimize_lbfgsb(full, x0, bounds=bounds, max_iter=max_iter,
                                   verbose=self.verbose, name=name, stop_tol=self.tol)
-            return res.x, -np.asarray(res.history, dtype=np.float64), int(res.n_iter), None
+            # a start that is already optimal takes no iteration: its bound is the history
+            history = res.history if len(res.history) else [res.fun]
+            return res.x, -np.asarray(history, dtype=np.float64), int(res.n_iter), None
         adam_options.setdefault("stop_tol", self.tol)
         res = run_adam(minibatch, x0, n_data=n_data, batch_size=batch_size, max_iter=max_iter,
                        learning_rate=self.learning_rate, random_state=random_state,

@@ -1,8 +1,10 @@
 """GPCDE's ``init="gp"`` warm start: fit with the latent switched off, then start from it.
 
 The switched-off model is a sparse variational GP on the inputs alone (its bound equals the
-full model's with the latent length scales at their upper bound and ``q(w)`` the prior), fitted
-by L-BFGS-B with ``q(u)`` profiled out by one natural-gradient step of size one.
+full model's with the latent length scales at their upper bound and ``q(w)`` the prior). With
+``q(u)`` at its optimum that bound is the collapsed bound (Titsias 2009, eq. 9), so the model is
+fitted as :class:`~sklearn_lvgp.SparseGPRegressor`, and ``q(u)`` then set to its optimum by one
+natural-gradient step of size one.
 :func:`gp_init_possible` says whether a model's latent dimensions can be switched off so.
 """
 
@@ -11,10 +13,10 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .._optimize import minimize_lbfgsb
 from .._params import softplus_inverse
+from .._sgpr import SparseGPRegressor
 from ..kernels._stationary import _Stationary
-from ._bound import RHO_SHIFT, CDEModel
+from ._bound import MIN_NOISE, RHO_SHIFT, CDEModel
 
 __all__ = ["gp_init_possible", "gp_warm_start", "full_bound"]
 
@@ -31,13 +33,21 @@ def gp_init_possible(est, Dw):
             and not isinstance(k.length_scale_bounds, str))
 
 
-def gp_warm_start(model, x0, Xs, Ys, rs, max_iter, q_w, verbose=0, stop_tol=None):
+def gp_warm_start(model, x0, Xs, Ys, rs, max_iter, q_w, user_kernel, n_jobs=None,
+                  verbose=0):
     """``init="gp"``: the switched-off fit and the two starts derived from it.
 
-    Returns ``(x_start, x_off, bound_off)``: the full model started from the SVGP solution
-    (latent length scales at their initial value), the switched-off point (latent length
-    scales at their upper bound, ``q(w)`` the prior; its bound then equals the SVGP bound
-    of the inputs alone) and that bound.
+    The switched-off fit is ``SparseGPRegressor`` on the standardised data (inducing inputs
+    started at the model's, on the input columns), from two starts, keeping the higher bound:
+    the model's own (its kernel restricted to the inputs, ``noise_variance_init``) and the
+    sparse GP regressor's (its default kernel, or the user's; noise 0.1 × target variance).
+    With the latent switched off the model is that regressor's: the same bound, whose
+    ``q(u)`` is set to its optimum afterwards by one natural-gradient step of size one.
+
+    Returns ``(x_start, x_off, bound_off)``: the full model started from the sparse GP
+    solution (latent length scales at their initial value), the switched-off point (latent
+    length scales at their upper bound, ``q(w)`` the prior; its bound then equals the
+    sparse GP's) and that bound.
     """
     p = model.unpack(x0)
     kernel, Dh, Dw = p["kernel"], model.Dh, model.Dw
@@ -47,30 +57,17 @@ def gp_warm_start(model, x0, Xs, Ys, rs, max_iter, q_w, verbose=0, stop_tol=None
     off = CDEModel(k0, model.Dx, None, 0, model.L, model.Dy, model.M, False, "quadrature",
                    model.expectation, model.S, 1, Xs.shape[0], (), model.whiten,
                    model.jitter)
-    xo = off.pack({"kernel": k0, "noise_variance": p["s2"], "q_mu": p["q_mu"],
+    # the collapsed bound has several optima; neither start reaches the best one on all data
+    starts = [(k0, p["s2"]), (k0 if user_kernel else None, None)]
+    gp = max((_sparse_gp(Xs, Ys, kern, noise, p["Z"][:, :Dh], model, max_iter, n_jobs, verbose)
+              for kern, noise in starts), key=lambda g: g.elbo_)
+    lo, hi = k0.bounds.T
+    xo = off.pack({"kernel": k0.clone_with_theta(np.clip(gp.kernel_.theta, lo, hi)),
+                   "noise_variance": max(gp.noise_variance_, MIN_NOISE), "q_mu": p["q_mu"],
                    "q_sqrt": (np.repeat(np.eye(model.M)[None], model.L, axis=0)
                               if model.whiten else p["q_sqrt_full"]),
-                   "Z": p["Z"][:, :Dh]})
+                   "Z": gp.inducing_inputs_})
     rows = np.arange(Xs.shape[0])
-    free = ~off.q_mask()
-
-    def profiled(z):
-        # q(u) profiled out: with w switched off one full-batch gamma = 1 step is its optimum
-        # (Salimbeni 2020, §4.2, "Natural Gradient")
-        x = xo.copy()
-        x[free] = z
-        x = off.natgrad(x, Xs, Ys, rows, 1.0, 1.0, rs)
-        f, g = off.elbo(x, Xs, Ys, rows, 1.0, rs)
-        return -f, -g[free]
-
-    bounds = off.bounds()[free]
-    with warnings.catch_warnings():
-        # a stage of the fit: the full model's optimiser reports on convergence
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        res = minimize_lbfgsb(profiled, xo[free], bounds=bounds, max_iter=max_iter,
-                              verbose=verbose, name="GPCDE (latent switched off)",
-                              stop_tol=stop_tol)
-    xo[free] = res.x
     xo = off.natgrad(xo, Xs, Ys, rows, 1.0, 1.0, rs)
     po = off.unpack(xo)
     log_hi = kernel.bounds[-Dw:, 1]  # length scales are the last theta entries
@@ -100,6 +97,17 @@ def gp_warm_start(model, x0, Xs, Ys, rs, max_iter, q_w, verbose=0, stop_tol=None
     x_off = model.natgrad(model.pack(v_off), Xs, Ys, rows, 1.0, 1.0, rs)
     bound_off = float(model.elbo(x_off, Xs, Ys, rows, 1.0, rs)[0])
     return x_start, x_off, bound_off
+
+def _sparse_gp(Xs, Ys, kernel, noise_variance, Z, model, max_iter, n_jobs, verbose):
+    """``SparseGPRegressor`` fitted to the standardised data from the given start."""
+    with warnings.catch_warnings():
+        # a stage of the fit: the full model's optimiser reports on convergence
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return SparseGPRegressor(kernel=kernel, n_inducing=model.M, inducing_inputs=Z,
+                                 noise_variance_init=noise_variance, max_iter=max_iter,
+                                 jitter=model.jitter, n_jobs=n_jobs, verbose=verbose,
+                                 random_state=0).fit(Xs, Ys if Ys.shape[1] > 1 else Ys[:, 0])
+
 
 def full_bound(model, x, Xs, Ys, rs, n_eval=5):
     """Full-batch bound at ``x`` (averaged over ``n_eval`` draws when sampled)."""

@@ -16,7 +16,7 @@ from sklearn_lvgp.datasets._conditional import (
     bimodal_conditional_log_density,
     make_bimodal_conditional,
 )
-from sklearn_lvgp.kernels import RBF
+from sklearn_lvgp.kernels import RBF, Matern32
 from sklearn_lvgp.metrics import neg_log_predictive_density
 
 FAST = {"n_inducing": 8, "gh_order": 20, "max_iter": 40, "learning_rate": 0.05,
@@ -206,6 +206,45 @@ def test_gp_warm_start_near_noiseless():
         m, v = warm._mixture_moments(warm._standardised_inputs(Xt[:5]))
         np.testing.assert_allclose(m, np.broadcast_to(m[:, :1], m.shape), atol=1e-5)
         np.testing.assert_allclose(v, np.broadcast_to(v[:, :1], v.shape), rtol=1e-3)
+
+
+def test_gp_start_at_a_stationary_point_keeps_a_finite_bound():
+    """Symmetric two-branch data: the sparse GP on x alone is pure noise (kernel variance at
+    its lower bound), a stationary point of the full model too, so L-BFGS-B takes no
+    iteration from the ``init="gp"`` start. The bound is then the start's, and the
+    switched-off solution is kept (the bound was NaN and the latent reported as used)."""
+    X, y = _two_branches(400, 0, True)
+    m = GPCDE(init="gp", random_state=0).fit(X, y)
+    assert m.n_iter_ == 0 and np.isfinite(m.elbo_)
+    assert not m.latent_used_ and m.elbo_ == m.gp_elbo_
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("user_kernel", [False, True])
+def test_switched_off_fit_is_the_sparse_gp_regressor(user_kernel):
+    """The switched-off candidate is SparseGPRegressor on the standardised data, the better of
+    its fits from the model's start and from the regressor's: the full model's bound with the
+    latent switched off equals that regressor's collapsed bound."""
+    from sklearn_lvgp._cde._fit import build
+    from sklearn_lvgp._cde._warm_start import gp_warm_start
+
+    rs = np.random.RandomState(0)
+    X = rs.uniform(-3, 3, (60, 2))
+    Xs = scale(X)
+    Ys = scale(np.sin(2 * X[:, 0]) + np.cos(1.5 * X[:, 1]) + 0.1 * rs.randn(60))[:, None]
+    kernel = Matern32(length_scale=[0.5, 2.0, 1.0]) if user_kernel else None
+    est = GPCDE(n_inducing=10, gh_order=10, kernel=kernel, noise_variance_init=0.05)
+    est._kernel = kernel
+    model, x0 = build(est, Xs, Ys, np.random.RandomState(1))
+    with threads(1):
+        bound_off = gp_warm_start(model, x0, Xs, Ys, rs, 200, "quadrature", user_kernel)[2]
+        p = model.unpack(x0)
+        k0 = p["kernel"].clone()
+        k0.set_params(length_scale=np.asarray(p["kernel"].length_scale)[:2])
+        fits = [SparseGPRegressor(kernel=k, n_inducing=10, inducing_inputs=p["Z"][:, :2],
+                                  noise_variance_init=s2, max_iter=200, random_state=0)
+                .fit(Xs, Ys[:, 0]) for k, s2 in [(k0, 0.05), (k0 if user_kernel else None, None)]]
+    assert bound_off == pytest.approx(max(f.elbo_ for f in fits), rel=1e-7)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
