@@ -28,6 +28,8 @@ from ._init import initial_values
 from ._predict import component_chunks, mixture_log_density, prediction_nodes
 from ._warm_start import full_bound, gp_init_possible, gp_warm_start
 
+WARM_UP_STEPS = 200
+
 __all__ = ["architecture", "build", "check_params", "deterministic_bound", "fit",
            "heldout_log_density", "objectives", "resolve_optimizer",
            "run"]
@@ -173,7 +175,9 @@ def architecture(est, n_rows, n_features, n_targets):
 
 def run(est, model, x0, Xs, Ys, rs, held_out=None, continuing=False):
     """The optimisation from ``x0`` (after the switched-off warm start for ``init="gp"`` or
-    ``"auto"``, whose fit is kept if its bound is higher); sets ``est._x``, ``elbo_``,
+    ``"auto"``, whose fit is kept if its bound is higher; ``optimizer="auto"`` resolved to
+    L-BFGS-B first takes ``WARM_UP_STEPS`` full-batch Adam steps of a larger ``max_iter``);
+    sets ``est._x``, ``elbo_``,
     ``elbo_history_``, ``n_iter_``, ``validation_scores_``, ``gp_elbo_`` and
     ``latent_used_``. ``held_out``: the ``(X, Y)`` of early stopping, or ``None``.
     ``continuing``: a ``warm_start`` fit going on from the previous one (``x0`` and the Adam
@@ -200,10 +204,26 @@ def run(est, model, x0, Xs, Ys, rs, held_out=None, continuing=False):
 
     full, minibatch, natgrad = objectives(model, Xs, Ys, rs)
     use_ngd = est.natgrad_gamma is not None
-    adam = {} if optimizer == "lbfgs" else {
+    adam_steps = {
         "schedule": est.learning_rate_schedule, "gamma": est.natgrad_gamma,
         "natgrad": natgrad if use_ngd else None, "frozen": model.q_mask() if use_ngd else None,
         "state": est._state, "horizon": est.max_iter}
+    adam = {} if optimizer == "lbfgs" else adam_steps
+    warm_history, n_warm_up = [], 0
+    if (optimizer == "lbfgs" and est.optimizer == "auto" and not continuing and not gp_start
+            and est.max_iter > WARM_UP_STEPS):
+        # "auto": full-batch Adam (with the natural-gradient steps) before L-BFGS-B, whose long
+        # first steps from the prior start can end in the noise-only optimum (kernel variance
+        # at its bound); if the sparse GP's bound is then still higher, it is kept
+        n_warm_up = WARM_UP_STEPS
+        x0, warm_history, _, _ = est._optimise(
+            "adam", x0, model.bounds(), minibatch=minibatch, n_data=N, batch_size=N,
+            random_state=rs, max_iter=n_warm_up, stop_tol=None, **adam_steps)
+        if compare and est.gp_elbo_ > -full(x0)[0]:
+            est._x, est.elbo_, est.latent_used_ = x_off, est.gp_elbo_, False
+            est.elbo_history_, est.n_iter_, est.validation_scores_ = (
+                warm_history, n_warm_up, None)
+            return
     if held_out is not None:
         adam.update(validation=partial(heldout_log_density, est, model, Xv=held_out[0],
                                        Yv=held_out[1]),
@@ -211,10 +231,10 @@ def run(est, model, x0, Xs, Ys, rs, held_out=None, continuing=False):
                     tol=1e-4 if est.tol is None else est.tol)
     est._x, history, n_iter, est.validation_scores_ = est._optimise(
         optimizer, x0, model.bounds(), full=full, minibatch=minibatch, n_data=N,
-        batch_size=bs, random_state=rs, **adam)
+        batch_size=bs, random_state=rs, max_iter=est.max_iter - n_warm_up, **adam)
     est.elbo_history_ = (np.concatenate([est.elbo_history_, history]) if continuing
-                         else history)
-    est.n_iter_ = est.n_iter_ + n_iter if continuing else n_iter
+                         else np.concatenate([warm_history, history]))
+    est.n_iter_ = est.n_iter_ + n_iter if continuing else n_warm_up + n_iter
     # L-BFGS-B: the bound at the end; Adam: the mean of the last 100 minibatch estimates
     est.elbo_ = float(np.mean(history[-(1 if optimizer == "lbfgs" else 100):]))
     if compare:
