@@ -86,14 +86,13 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
     optimizer : {"auto", "adam", "lbfgs"}, default="auto"
         ``"lbfgs"`` (full batch) needs a deterministic objective: ``q_w="quadrature"``, or a
         Gaussian ``q(w)`` with ``expectation="unscented"``, and no input projection.
-        ``"auto"``, when the objective is deterministic, the data fit in one batch
-        (``batch_size``) and ``early_stopping`` is off, is L-BFGS-B, after 200 full-batch Adam
-        steps (with ``natgrad_gamma``) when ``max_iter`` is larger and ``init`` is not
-        ``"gp"``; with ``init="auto"`` the switched-off model is kept instead when its bound
-        is still the higher one after those steps. Otherwise ``"auto"`` is Adam. The Adam
-        steps keep L-BFGS-B's first, long steps out of the noise-only optimum, and on
-        ``load_diabetes`` the default model reaches the bound of 2000 Adam steps in a
-        fraction of the time (user guide).
+        ``"auto"`` is L-BFGS-B when the objective is deterministic, the data fit in one batch
+        (``batch_size``) and ``early_stopping`` is off, and Adam (with ``natgrad_gamma``)
+        otherwise: on ``load_diabetes`` the default model reaches the bound of 2000 Adam steps
+        in a fraction of the time (user guide). An ``"auto"`` L-BFGS-B fit from the
+        ``"prior"`` start that ends at the noise-only model (signal variance at its lower
+        bound) is run again after 200 full-batch Adam steps (when ``max_iter`` is larger),
+        and the higher bound kept (``n_iter_`` counts both runs).
     learning_rate : float, default=0.01
         Adam step size.
     learning_rate_schedule : {"constant", "staircase", "cosine"}, default="constant"
@@ -191,8 +190,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
     n_iter_ : int
         Iterations run.
     optimizer_ : {"adam", "lbfgs"}
-        The optimiser used (``optimizer="auto"`` resolved; ``"lbfgs"`` after its Adam
-        steps).
+        The optimiser used (``optimizer="auto"`` resolved).
     validation_scores_ : ndarray or None
         Mean held-out log predictive density (standardised targets) at each check with
         ``early_stopping=True``; ``None`` without early stopping.

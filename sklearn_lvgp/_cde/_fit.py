@@ -23,6 +23,7 @@ from .._validation import (
     check_option,
 )
 from ..kernels import RBF, as_lvgp_kernel
+from ..kernels._stationary import _Stationary
 from ._bound import CDEModel
 from ._init import initial_values
 from ._predict import component_chunks, mixture_log_density, prediction_nodes
@@ -173,11 +174,19 @@ def architecture(est, n_rows, n_features, n_targets):
             bool(est.early_stopping), float(est.validation_fraction))
 
 
+def noise_only(kernel):
+    """Whether a stationary ``kernel``'s signal variance sits at its lower bound: the model
+    then explains the targets by the noise alone."""
+    if not isinstance(kernel, _Stationary) or isinstance(kernel.variance_bounds, str):
+        return False
+    return bool(np.log(kernel.variance) <= np.log(kernel.variance_bounds[0]) + 1e-6)
+
+
 def run(est, model, x0, Xs, Ys, rs, held_out=None, continuing=False):
     """The optimisation from ``x0`` (after the switched-off warm start for ``init="gp"`` or
     ``"auto"``, whose fit is kept if its bound is higher; ``optimizer="auto"`` resolved to
-    L-BFGS-B first takes ``WARM_UP_STEPS`` full-batch Adam steps of a larger ``max_iter``);
-    sets ``est._x``, ``elbo_``,
+    L-BFGS-B runs again after ``WARM_UP_STEPS`` full-batch Adam steps when it ended at the
+    noise-only model); sets ``est._x``, ``elbo_``,
     ``elbo_history_``, ``n_iter_``, ``validation_scores_``, ``gp_elbo_`` and
     ``latent_used_``. ``held_out``: the ``(X, Y)`` of early stopping, or ``None``.
     ``continuing``: a ``warm_start`` fit going on from the previous one (``x0`` and the Adam
@@ -209,21 +218,6 @@ def run(est, model, x0, Xs, Ys, rs, held_out=None, continuing=False):
         "natgrad": natgrad if use_ngd else None, "frozen": model.q_mask() if use_ngd else None,
         "state": est._state, "horizon": est.max_iter}
     adam = {} if optimizer == "lbfgs" else adam_steps
-    warm_history, n_warm_up = [], 0
-    if (optimizer == "lbfgs" and est.optimizer == "auto" and not continuing and not gp_start
-            and est.max_iter > WARM_UP_STEPS):
-        # "auto": full-batch Adam (with the natural-gradient steps) before L-BFGS-B, whose long
-        # first steps from the prior start can end in the noise-only optimum (kernel variance
-        # at its bound); if the sparse GP's bound is then still higher, it is kept
-        n_warm_up = WARM_UP_STEPS
-        x0, warm_history, _, _ = est._optimise(
-            "adam", x0, model.bounds(), minibatch=minibatch, n_data=N, batch_size=N,
-            random_state=rs, max_iter=n_warm_up, stop_tol=None, **adam_steps)
-        if compare and est.gp_elbo_ > -full(x0)[0]:
-            est._x, est.elbo_, est.latent_used_ = x_off, est.gp_elbo_, False
-            est.elbo_history_, est.n_iter_, est.validation_scores_ = (
-                warm_history, n_warm_up, None)
-            return
     if held_out is not None:
         adam.update(validation=partial(heldout_log_density, est, model, Xv=held_out[0],
                                        Yv=held_out[1]),
@@ -231,10 +225,22 @@ def run(est, model, x0, Xs, Ys, rs, held_out=None, continuing=False):
                     tol=1e-4 if est.tol is None else est.tol)
     est._x, history, n_iter, est.validation_scores_ = est._optimise(
         optimizer, x0, model.bounds(), full=full, minibatch=minibatch, n_data=N,
-        batch_size=bs, random_state=rs, max_iter=est.max_iter - n_warm_up, **adam)
+        batch_size=bs, random_state=rs, **adam)
+    if (optimizer == "lbfgs" and est.optimizer == "auto" and not continuing and not gp_start
+            and est.max_iter > WARM_UP_STEPS and noise_only(model.unpack(est._x)["kernel"])):
+        # L-BFGS-B's first, long steps from the prior start can end in the noise-only optimum
+        # (signal variance at its lower bound): once more, after full-batch Adam steps
+        x1, warm_history, _, _ = est._optimise(
+            "adam", x0, model.bounds(), minibatch=minibatch, n_data=N, batch_size=N,
+            random_state=rs, max_iter=WARM_UP_STEPS, stop_tol=None, **adam_steps)
+        x1, history1, n_iter1, _ = est._optimise(
+            "lbfgs", x1, model.bounds(), full=full, max_iter=est.max_iter - WARM_UP_STEPS)
+        n_iter += WARM_UP_STEPS + n_iter1
+        if history1[-1] > history[-1]:
+            est._x, history = x1, np.concatenate([warm_history, history1])
     est.elbo_history_ = (np.concatenate([est.elbo_history_, history]) if continuing
-                         else np.concatenate([warm_history, history]))
-    est.n_iter_ = est.n_iter_ + n_iter if continuing else n_warm_up + n_iter
+                         else history)
+    est.n_iter_ = est.n_iter_ + n_iter if continuing else n_iter
     # L-BFGS-B: the bound at the end; Adam: the mean of the last 100 minibatch estimates
     est.elbo_ = float(np.mean(history[-(1 if optimizer == "lbfgs" else 100):]))
     if compare:
