@@ -134,7 +134,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         ``"gp"`` (a project choice): first fit the model with the latent dimensions switched
         off — the sparse GP on ``x``, fitted as :class:`~sklearn_lvgp.SparseGPRegressor` fits
         it (the collapsed bound, from this model's start and from that estimator's, the higher
-        bound kept; at most ``max_iter`` iterations, 1000 with Adam), with ``q(u)`` then at its
+        bound kept, with that estimator's iteration budget), with ``q(u)`` then at its
         optimum — then start the full model from it (latent length scales at their ``"prior"``
         value, latent ``Z`` columns ``N(0, 1)``). ``"auto"`` starts from ``"prior"``, and fits
         the switched-off model too. With ``"gp"`` and ``"auto"`` the switched-off solution

@@ -202,10 +202,8 @@ def run(est, model, x0, Xs, Ys, rs, held_out=None, continuing=False):
     if not continuing:
         est.gp_elbo_, est.latent_used_ = None, True
     if compare:
-        n_warm = est.max_iter if optimizer == "lbfgs" else min(est.max_iter, 1000)
         x_gp, x_off, est.gp_elbo_ = gp_warm_start(
-            model, x0, Xs, Ys, rs, n_warm, est.q_w, est._kernel is not None, est.n_jobs,
-            est.verbose)
+            model, x0, Xs, Ys, rs, est.q_w, est._kernel is not None, est.n_jobs, est.verbose)
         if gp_start:
             x0 = x_gp
     if optimizer == "lbfgs" and not gp_start and not continuing:

@@ -15,7 +15,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._params import softplus_inverse
 from .._sgpr import SparseGPRegressor
-from ..kernels._stationary import _Stationary
+from ..kernels._stationary import _Stationary, default_rbf
 from ._bound import MIN_NOISE, RHO_SHIFT, CDEModel
 
 __all__ = ["gp_init_possible", "gp_warm_start", "full_bound"]
@@ -33,12 +33,12 @@ def gp_init_possible(est, Dw):
             and not isinstance(k.length_scale_bounds, str))
 
 
-def gp_warm_start(model, x0, Xs, Ys, rs, max_iter, q_w, user_kernel, n_jobs=None,
-                  verbose=0):
+def gp_warm_start(model, x0, Xs, Ys, rs, q_w, user_kernel, n_jobs=None, verbose=0):
     """``init="gp"``: the switched-off fit and the two starts derived from it.
 
     The switched-off fit is ``SparseGPRegressor`` on the standardised data (inducing inputs
-    started at the model's, on the input columns), from two starts, keeping the higher bound:
+    started at the model's, on the input columns; that estimator's default iteration
+    budget), from two starts, keeping the higher bound:
     the model's own (its kernel restricted to the inputs, ``noise_variance_init``) and the
     sparse GP regressor's (its default kernel, or the user's; noise 0.1 × target variance).
     With the latent switched off the model is that regressor's: the same bound, whose
@@ -58,8 +58,10 @@ def gp_warm_start(model, x0, Xs, Ys, rs, max_iter, q_w, user_kernel, n_jobs=None
                    model.expectation, model.S, 1, Xs.shape[0], (), model.whiten,
                    model.jitter)
     # the collapsed bound has several optima; neither start reaches the best one on all data
-    starts = [(k0, p["s2"]), (k0 if user_kernel else None, None)]
-    gp = max((_sparse_gp(Xs, Ys, kern, noise, p["Z"][:, :Dh], model, max_iter, n_jobs, verbose)
+    # the regressor's start in standardised units (unit length scales and variance, noise
+    # 0.1), written out so that it does not depend on the last bits of the scaled data
+    starts = [(k0, p["s2"]), (k0 if user_kernel else default_rbf(np.ones(Dh), 1.0), 0.1)]
+    gp = max((_sparse_gp(Xs, Ys, kern, noise, p["Z"][:, :Dh], model, n_jobs, verbose)
               for kern, noise in starts), key=lambda g: g.elbo_)
     lo, hi = k0.bounds.T
     xo = off.pack({"kernel": k0.clone_with_theta(np.clip(gp.kernel_.theta, lo, hi)),
@@ -98,13 +100,15 @@ def gp_warm_start(model, x0, Xs, Ys, rs, max_iter, q_w, user_kernel, n_jobs=None
     bound_off = float(model.elbo(x_off, Xs, Ys, rows, 1.0, rs)[0])
     return x_start, x_off, bound_off
 
-def _sparse_gp(Xs, Ys, kernel, noise_variance, Z, model, max_iter, n_jobs, verbose):
-    """``SparseGPRegressor`` fitted to the standardised data from the given start."""
+def _sparse_gp(Xs, Ys, kernel, noise_variance, Z, model, n_jobs, verbose):
+    """``SparseGPRegressor`` fitted to the standardised data from the given start, with its
+    own iteration budget: its fit is cheap, and a run cut short in the flat directions of
+    switched-off length scales ends where rounding in the data sends it."""
     with warnings.catch_warnings():
         # a stage of the fit: the full model's optimiser reports on convergence
         warnings.simplefilter("ignore", ConvergenceWarning)
         return SparseGPRegressor(kernel=kernel, n_inducing=model.M, inducing_inputs=Z,
-                                 noise_variance_init=noise_variance, max_iter=max_iter,
+                                 noise_variance_init=noise_variance,
                                  jitter=model.jitter, n_jobs=n_jobs, verbose=verbose,
                                  random_state=0).fit(Xs, Ys if Ys.shape[1] > 1 else Ys[:, 0])
 

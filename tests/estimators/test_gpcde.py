@@ -237,12 +237,12 @@ def test_switched_off_fit_is_the_sparse_gp_regressor(user_kernel):
     est._kernel = kernel
     model, x0 = build(est, Xs, Ys, np.random.RandomState(1))
     with threads(1):
-        bound_off = gp_warm_start(model, x0, Xs, Ys, rs, 200, "quadrature", user_kernel)[2]
+        bound_off = gp_warm_start(model, x0, Xs, Ys, rs, "quadrature", user_kernel)[2]
         p = model.unpack(x0)
         k0 = p["kernel"].clone()
         k0.set_params(length_scale=np.asarray(p["kernel"].length_scale)[:2])
         fits = [SparseGPRegressor(kernel=k, n_inducing=10, inducing_inputs=p["Z"][:, :2],
-                                  noise_variance_init=s2, max_iter=200, random_state=0)
+                                  noise_variance_init=s2, random_state=0)
                 .fit(Xs, Ys[:, 0]) for k, s2 in [(k0, 0.05), (k0 if user_kernel else None, None)]]
     assert bound_off == pytest.approx(max(f.elbo_ for f in fits), rel=1e-7)
 
