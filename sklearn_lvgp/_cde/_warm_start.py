@@ -40,7 +40,8 @@ def gp_warm_start(model, x0, Xs, Ys, rs, q_w, user_kernel, n_jobs=None, verbose=
     started at the model's, on the input columns; that estimator's default iteration
     budget), from two starts, keeping the higher bound:
     the model's own (its kernel restricted to the inputs, ``noise_variance_init``) and the
-    sparse GP regressor's (its default kernel, or the user's; noise 0.1 × target variance).
+    sparse GP regressor's (its default in standardised units — unit length scales and
+    variance — or the user's kernel; noise 0.1).
     With the latent switched off the model is that regressor's: the same bound, whose
     ``q(u)`` is set to its optimum afterwards by one natural-gradient step of size one.
 
@@ -57,9 +58,9 @@ def gp_warm_start(model, x0, Xs, Ys, rs, q_w, user_kernel, n_jobs=None, verbose=
     off = CDEModel(k0, model.Dx, None, 0, model.L, model.Dy, model.M, False, "quadrature",
                    model.expectation, model.S, 1, Xs.shape[0], (), model.whiten,
                    model.jitter)
-    # the collapsed bound has several optima; neither start reaches the best one on all data
-    # the regressor's start in standardised units (unit length scales and variance, noise
-    # 0.1), written out so that it does not depend on the last bits of the scaled data
+    # the collapsed bound has several optima and neither start reaches the best one on all
+    # data; the regressor's start is written out in standardised units (unit length scales
+    # and variance, noise 0.1) so that it does not depend on the last bits of the scaled data
     starts = [(k0, p["s2"]), (k0 if user_kernel else default_rbf(np.ones(Dh), 1.0), 0.1)]
     gp = max((_sparse_gp(Xs, Ys, kern, noise, p["Z"][:, :Dh], model, n_jobs, verbose)
               for kern, noise in starts), key=lambda g: g.elbo_)
@@ -99,6 +100,7 @@ def gp_warm_start(model, x0, Xs, Ys, rs, q_w, user_kernel, n_jobs=None, verbose=
     x_off = model.natgrad(model.pack(v_off), Xs, Ys, rows, 1.0, 1.0, rs)
     bound_off = float(model.elbo(x_off, Xs, Ys, rows, 1.0, rs)[0])
     return x_start, x_off, bound_off
+
 
 def _sparse_gp(Xs, Ys, kernel, noise_variance, Z, model, n_jobs, verbose):
     """``SparseGPRegressor`` fitted to the standardised data from the given start, with its
