@@ -91,8 +91,8 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         otherwise: on ``load_diabetes`` the default model reaches the bound of 2000 Adam steps
         in a fraction of the time (user guide). An ``"auto"`` L-BFGS-B fit from the
         ``"prior"`` start that ends at the noise-only model (signal variance at its lower
-        bound) is run again after 200 full-batch Adam steps (when ``max_iter`` is larger),
-        and the higher bound kept (``n_iter_`` counts both runs).
+        bound) is run again after 200 full-batch Adam steps, within what is left of
+        ``max_iter``, and the higher bound kept (``n_iter_`` counts both runs).
     learning_rate : float, default=0.01
         Adam step size.
     learning_rate_schedule : {"constant", "staircase", "cosine"}, default="constant"

@@ -224,15 +224,17 @@ def run(est, model, x0, Xs, Ys, rs, held_out=None, continuing=False):
     est._x, history, n_iter, est.validation_scores_ = est._optimise(
         optimizer, x0, model.bounds(), full=full, minibatch=minibatch, n_data=N,
         batch_size=bs, random_state=rs, **adam)
+    left = est.max_iter - n_iter - WARM_UP_STEPS
     if (optimizer == "lbfgs" and est.optimizer == "auto" and not continuing and not gp_start
-            and est.max_iter > WARM_UP_STEPS and noise_only(model.unpack(est._x)["kernel"])):
+            and left > 0 and noise_only(model.unpack(est._x)["kernel"])):
         # L-BFGS-B's first, long steps from the prior start can end in the noise-only optimum
-        # (signal variance at its lower bound): once more, after full-batch Adam steps
+        # (signal variance at its lower bound): once more, after full-batch Adam steps, with
+        # the iterations max_iter has left
         x1, warm_history, _, _ = est._optimise(
             "adam", x0, model.bounds(), minibatch=minibatch, n_data=N, batch_size=N,
             random_state=rs, max_iter=WARM_UP_STEPS, stop_tol=None, **adam_steps)
         x1, history1, n_iter1, _ = est._optimise(
-            "lbfgs", x1, model.bounds(), full=full, max_iter=est.max_iter - WARM_UP_STEPS)
+            "lbfgs", x1, model.bounds(), full=full, max_iter=left)
         n_iter += WARM_UP_STEPS + n_iter1
         if history1[-1] > history[-1]:
             est._x, history = x1, np.concatenate([warm_history, history1])

@@ -374,7 +374,7 @@ def test_lbfgs_fit_ending_noise_only_runs_again_after_adam_steps():
         auto = GPCDE(**kw).fit(X, y)
     assert noise_only(plain.kernel_) and plain.n_iter_ < 400
     assert auto.optimizer_ == "lbfgs" and auto.latent_used_ and not noise_only(auto.kernel_)
-    assert auto.n_iter_ > plain.n_iter_ + 200  # both runs counted
+    assert plain.n_iter_ + 200 < auto.n_iter_ <= 400  # both runs counted, within max_iter
     assert auto.elbo_ > plain.elbo_ + 10
     gain = auto.predict_log_density(Xt, yt).mean() - plain.predict_log_density(Xt, yt).mean()
     assert gain >= 0.3
