@@ -35,8 +35,11 @@ def ensure_repo_on_path():
     Benchmarks measure the code they sit next to: an older ``pip install`` in site-packages
     would otherwise be timed instead (this happened once and hid a 2.7x speed-up).
     """
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
+    # first on the path, not just on it: an editable install's ``.pth`` puts this checkout
+    # after site-packages, where a copy from a later ``pip install .`` sits
+    while str(REPO) in sys.path:
+        sys.path.remove(str(REPO))
+    sys.path.insert(0, str(REPO))
 
 
 def timed(fn):

@@ -14,13 +14,20 @@ Run::
 import argparse
 import json
 import platform
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 from sklearn.datasets import load_diabetes
 
-from sklearn_lvgp import DVMGP, GPCDE, LDGD, DeepGP, SparseGPRegressor, UnscentedGPLVM
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ensure_repo_on_path  # noqa: E402
+
+ensure_repo_on_path()
+
+from sklearn_lvgp import DVMGP, GPCDE, LDGD, DeepGP, SparseGPRegressor, UnscentedGPLVM  # noqa: E402
 
 ESTIMATORS = (SparseGPRegressor, UnscentedGPLVM, LDGD, DeepGP, GPCDE, DVMGP)
 

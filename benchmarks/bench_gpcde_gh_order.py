@@ -10,11 +10,18 @@ Run (about 6 minutes on 2 cores)::
     python benchmarks/bench_gpcde_gh_order.py > benchmarks/results/gpcde_gh_order.txt
 """
 
+import sys
 import time
 import warnings
+from pathlib import Path
 
-from sklearn_lvgp import GPCDE, SparseGPRegressor
-from sklearn_lvgp.datasets._conditional import (
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ensure_repo_on_path  # noqa: E402
+
+ensure_repo_on_path()
+
+from sklearn_lvgp import GPCDE, SparseGPRegressor  # noqa: E402
+from sklearn_lvgp.datasets._conditional import (  # noqa: E402
     bimodal_conditional_log_density,
     make_bimodal_conditional,
 )

@@ -40,9 +40,14 @@ from pathlib import Path
 
 import numpy as np
 
-import sklearn_lvgp.base as deep_gp_module  # the estimators run Adam through the base class
-from sklearn_lvgp import DeepGP
-from sklearn_lvgp.datasets import uci_hl_splits
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ensure_repo_on_path  # noqa: E402
+
+ensure_repo_on_path()
+
+import sklearn_lvgp.base as deep_gp_module  # noqa: E402 - the estimators run Adam through the base class
+from sklearn_lvgp import DeepGP  # noqa: E402
+from sklearn_lvgp.datasets import uci_hl_splits  # noqa: E402
 
 N_ITER = 5000
 

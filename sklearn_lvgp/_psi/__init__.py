@@ -116,9 +116,10 @@ def psi_statistics(kernel, Z, mu, S, rule, per_point=False, workspace=None, *, n
         Per-point ``psi0`` (N,) and ``Psi2`` (N, M, M) instead of sums (for prediction).
     workspace : Workspace, default=None
         Buffers that an optimiser's objective reuses from one evaluation to the next
-        (:class:`sklearn_lvgp._workspace.Workspace`): the closed forms keep their large
-        intermediate arrays there. A cache built with a workspace is valid until the next call
-        with it, so run each backward pass before the next forward pass.
+        (:class:`sklearn_lvgp._workspace.Workspace`): the closed forms and the point-set
+        rules keep their large intermediate arrays there. A cache built with a workspace is
+        valid until the next call with it, so run each backward pass before the next forward
+        pass.
     need_cache : bool, default=True
         ``False`` when no backward pass will follow: nothing is kept for one (the chunk
         engine's forward map), and the returned cache is ``None``.
@@ -138,7 +139,7 @@ def psi_statistics(kernel, Z, mu, S, rule, per_point=False, workspace=None, *, n
     if isinstance(rule, PointRule):
         stats, inner = pointset_psi(kernel, Z, mu, S, rule, per_point=per_point,
                                     keep=(None if need_cache and need_psi2 else False),
-                                    need_psi2=need_psi2)
+                                    need_psi2=need_psi2, workspace=workspace)
         return stats, (_Cache(pointset_psi_vjp, inner) if need_cache else None)
     if rule != "analytic":
         raise ValueError(f"rule must be 'analytic' or a PointRule, got {rule!r}.")

@@ -12,8 +12,10 @@ Rows are processed in chunks of fixed size so memory is ``O(chunk · K · M)`` b
 the point matrices (and the kernels' caches) of all chunks are kept for the backward pass when
 ``N · K · M`` fits ``KEEP_ELEMENTS``, and recomputed chunk by chunk otherwise. The chunks are
 small (256 KiB per point matrix, at least 32 rows) so that their arrays come from malloc's heap
-instead of fresh ``mmap`` pages faulted in at every call (``doc/developers.rst``, "Small chunks
-for point-set Ψ-statistics").
+instead of fresh ``mmap`` pages faulted in at every call; the larger chunks of large calls (the
+objective engine's) keep their point matrices and the two ``(rows · K, M)`` temporaries in
+workspace buffers instead, when the caller passes a workspace (``doc/developers.rst``, "Small
+chunks for point-set Ψ-statistics").
 
 For the unscented rule and a stationary kernel the point array is not formed: each point differs
 from its centre in one coordinate, and :mod:`._ut_stationary` builds the ``2Q`` kernel rows of a
@@ -24,6 +26,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._workspace import thread_workspace
+from ..kernels._stationary import _Stationary
 from ._types import PsiStats, PsiVJP
 from ._ut_stationary import axis_point_rows, axis_point_rows_vjp, uses_axis_points
 
@@ -53,6 +57,7 @@ class _PointsetCache(NamedTuple):
     chunks: list
     Ks: list
     delta: object  # half-widths of the unscented points (stationary kernels), else None
+    workspace: object  # the caller's Workspace (point matrices), or None
 
 
 def chunk_rows(K, M, N=0):
@@ -80,21 +85,37 @@ def _points(mu, sqrtS, nodes, a, b):
     return X.reshape(-1, mu.shape[1]), xi
 
 
-def _chunk_rows(kernel, Z, mu, sqrtS, rule, delta, a, b, kept=None):
+def _chunk_rows(kernel, Z, mu, sqrtS, rule, delta, a, b, kept=None, buffer=None):
     """Kernel rows ``Ks`` (b-a, K, M) of the points of rows ``a:b`` and their backward cache,
     plus the point array and nodes (``None`` on the axis-point path, which needs neither).
-    ``kept`` is the forward pass's ``(Ks, cache)`` of the chunk when it was kept."""
+    ``kept`` is the forward pass's ``(Ks, cache)`` of the chunk when it was kept; ``buffer``
+    a ``((b-a)·K, M)`` workspace array a stationary kernel's matrix is written into."""
     if delta is not None:  # unscented + stationary: no point array, O(M Q) per row
         Ks, kcache = kept if kept else axis_point_rows(kernel, mu[a:b], delta[a:b], Z)
         return Ks, kcache, None, None
     X, xi = _points(mu, sqrtS, rule.nodes, a, b)
     if kept:
         return (*kept, X, xi)
-    Kflat, kcache = kernel.K_cached(X, Z)
+    if buffer is not None and isinstance(kernel, _Stationary):
+        Kflat, kcache = kernel.K_cached(X, Z, out=buffer)
+    else:
+        Kflat, kcache = kernel.K_cached(X, Z)
     return Kflat.reshape(b - a, rule.n_points, Z.shape[0]), kcache, X, xi
 
 
-def pointset_psi(kernel, Z, mu, S, rule, per_point=False, keep=None, need_psi2=True):
+def _buffer(workspace, name, shape):
+    """``workspace``'s array ``name`` of ``shape``, or ``None`` without a workspace."""
+    return None if workspace is None else workspace.array(name, shape)
+
+
+def _scratch(workspace):
+    """Where a call's ``(rows · K, M)`` temporaries go: this thread's workspace when the caller
+    reuses buffers across evaluations (passes a workspace), else fresh arrays (``None``)."""
+    return None if workspace is None else thread_workspace().child("pointset")
+
+
+def pointset_psi(kernel, Z, mu, S, rule, per_point=False, keep=None, need_psi2=True,
+                 workspace=None):
     """Ψ-statistics by a point-set rule.
 
     Parameters
@@ -115,6 +136,10 @@ def pointset_psi(kernel, Z, mu, S, rule, per_point=False, keep=None, need_psi2=T
     need_psi2 : bool, default=True
         ``False``: skip Ψ2 (returned as ``None``; only the backward pass is wanted). With
         ``keep=False`` too nothing is computed: the backward pass recomputes each chunk.
+    workspace : Workspace, default=None
+        Buffers an optimiser's objective reuses from one evaluation to the next
+        (:class:`sklearn_lvgp._workspace.Workspace`): the point matrices are written there (by
+        stationary kernels), and the cache is valid until the next call with it.
 
     Returns
     -------
@@ -144,13 +169,16 @@ def pointset_psi(kernel, Z, mu, S, rule, per_point=False, keep=None, need_psi2=T
     if const_diag:
         diag_value = float(kernel.Kdiag(mu[:1])[0])
     delta = rule.nodes[0, 0] * sqrtS if uses_axis_points(kernel, rule) else None
+    ws = None if workspace is None else workspace.child("pointset")
+    scratch = _scratch(ws)
     if not (need_psi2 or keep):
         # only the backward pass is wanted and it recomputes every chunk's point matrix: no
         # forward work at all (Ψ1 is not needed by the backward pass of a point-set rule)
-        cache = _PointsetCache(kernel, Z, mu, sqrtS, rule, per_point, chunks, kept, delta)
+        cache = _PointsetCache(kernel, Z, mu, sqrtS, rule, per_point, chunks, kept, delta, ws)
         return PsiStats(None, None, None), cache
-    for a, b in chunks:
-        Ks, kcache, X, _ = _chunk_rows(kernel, Z, mu, sqrtS, rule, delta, a, b)
+    for i, (a, b) in enumerate(chunks):
+        buffer = _buffer(ws, f"Ks/{i}" if keep else "Ks", ((b - a) * K, M))
+        Ks, kcache, X, _ = _chunk_rows(kernel, Z, mu, sqrtS, rule, delta, a, b, buffer=buffer)
         if keep:
             kept.append((Ks, kcache))
         Psi1[a:b] = np.einsum("nkm,k->nm", Ks, w)
@@ -164,13 +192,13 @@ def pointset_psi(kernel, Z, mu, S, rule, per_point=False, keep=None, need_psi2=T
             psi0 += float(np.sum(kd))
         if not need_psi2:
             continue
-        Kw = Ks * sqrt_w[None, :, None]
+        Kw = np.multiply(Ks, sqrt_w[None, :, None], out=_buffer(scratch, "Kw", Ks.shape))
         if per_point:
             Psi2[a:b] = np.matmul(Kw.transpose(0, 2, 1), Kw)
         else:
             flat = Kw.reshape(-1, M)
             Psi2 += flat.T @ flat
-    cache = _PointsetCache(kernel, Z, mu, sqrtS, rule, per_point, chunks, kept, delta)
+    cache = _PointsetCache(kernel, Z, mu, sqrtS, rule, per_point, chunks, kept, delta, ws)
     return PsiStats(psi0, Psi1, Psi2), cache
 
 
@@ -212,14 +240,17 @@ def pointset_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
     dtheta = np.zeros(kernel.n_theta)
     const_diag = kernel.diag_is_constant
     delta = cache.delta
+    scratch = _scratch(cache.workspace)
     for i, (a, b) in enumerate(cache.chunks):
-        Ks, kcache, X, xi = _chunk_rows(kernel, Z, mu, sqrtS, rule, delta, a, b,
-                                        cache.Ks[i] if cache.Ks else None)
+        kept = cache.Ks[i] if cache.Ks else None
+        buffer = None if kept else _buffer(cache.workspace, "Ks", ((b - a) * K, M))
+        Ks, kcache, X, xi = _chunk_rows(kernel, Z, mu, sqrtS, rule, delta, a, b, kept, buffer)
         if cache.per_point:
             KG = np.matmul(Ks, G2[a:b])
             ddiag = np.outer(d0[a:b], w).reshape(-1)
         else:
-            KG = (Ks.reshape(-1, M) @ G2).reshape(b - a, K, M)
+            KG = np.matmul(Ks.reshape(-1, M), G2,
+                           out=_buffer(scratch, "KG", ((b - a) * K, M))).reshape(b - a, K, M)
             ddiag = np.tile(w * float(dL_dpsi0), b - a)
         dKs = KG  # a temporary of this chunk: the adjoint of K is formed in it, then scratch
         dKs += dL_dPsi1[a:b, None, :]

@@ -101,16 +101,14 @@ def _profile_row(kind, row, variance, alpha):
 @twin_jit_per_value(position=4, names=PROFILE_NAMES,
                     work=lambda X, ZT, *rest: 2 * X.shape[0] * ZT.shape[1] * X.shape[1])
 def stationary_K(kind):
-    """``K[n, m] = variance * g(r2(x_n, z_m))``.
+    """``K[n, m] = variance * g(r2(x_n, z_m))``, written into ``out`` (N, M), C-contiguous.
 
     ``ZT`` is ``Z`` transposed (``(Q, M)``, C-contiguous): per row ``n`` the squared distances
     are accumulated with ``m`` innermost and the profile is applied along the row, so both loops
-    vectorise.
+    vectorise. The caller owns ``out`` (a new array, or a buffer reused across evaluations).
     """
-    def stationary_K(X, ZT, inv_ls, variance, alpha):
+    def stationary_K(X, ZT, inv_ls, variance, alpha, out):
         N = X.shape[0]
-        M = ZT.shape[1]
-        out = np.empty((N, M))
         for n in nb.prange(N):
             row = out[n]
             _scaled_sq_dist_row(X, n, ZT, inv_ls, row)

@@ -104,9 +104,16 @@ class _Stationary(Kernel):
 
     # -- contract ------------------------------------------------------------------------------
     def K(self, X, Z=None):
+        return self._K_into(X, Z, None)
+
+    def _K_into(self, X, Z, out):
         X, Zc, inv_ls = self._prepare(X, Z)
+        shape = (X.shape[0], Zc.shape[0])
+        if (out is None or out.shape != shape or out.dtype != np.float64
+                or not out.flags.c_contiguous or not out.flags.writeable):
+            out = np.empty(shape)
         return _nb.stationary_K(X, np.ascontiguousarray(Zc.T), inv_ls, float(self.variance),
-                                self._kind, self._alpha())
+                                self._kind, self._alpha(), out)
 
     def Kdiag(self, X):
         X = _as_float_array(X, "X")
@@ -122,7 +129,7 @@ class _Stationary(Kernel):
         return self._theta_vjp(Z, *_nb.stationary_K_vjp(
             dL_dK, _NO_K, X, Zc, inv_ls, float(self.variance), self._kind, self._alpha(), False))
 
-    def K_cached(self, X, Z=None):
+    def K_cached(self, X, Z=None, out=None):
         """Kernel matrix, kept for :meth:`vjp_cached` (the backward re-evaluates no ``exp``).
 
         Parameters
@@ -131,15 +138,18 @@ class _Stationary(Kernel):
             First argument.
         Z : ndarray of shape (M, Q), default=None
             Second argument; ``None`` means ``X``.
+        out : ndarray of shape (N, M), default=None
+            C-contiguous float64 buffer the matrix is written into (one a training loop
+            reuses across evaluations); a new array when ``None`` or not such a buffer.
 
         Returns
         -------
         K : ndarray of shape (N, M)
-            Kernel matrix.
+            Kernel matrix (``out`` when it was used).
         cache : tuple
             ``(X, Z, K)``.
         """
-        K = self.K(X, Z)
+        K = self._K_into(X, Z, out)
         return K, (X, Z, K)
 
     def vjp_cached(self, dL_dK, cache, overwrite_dK=False):

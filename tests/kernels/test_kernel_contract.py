@@ -360,7 +360,8 @@ def _backward_stationary(rng):
     X, Z = rng.standard_normal((700, 3)), rng.standard_normal((40, 3))
     G = rng.standard_normal((700, 40))
     inv_ls = np.array([0.7, 1.2, 2.0])
-    K = _nb.stationary_K(X, np.ascontiguousarray(Z.T), inv_ls, 1.3, _nb.MATERN32_KIND, 1.0)
+    K = _nb.stationary_K(X, np.ascontiguousarray(Z.T), inv_ls, 1.3, _nb.MATERN32_KIND, 1.0,
+                         np.empty((700, 40)))
     return _nb.stationary_K_vjp, (G, K, X, Z, inv_ls, 1.3, _nb.MATERN32_KIND, 1.0, True)
 
 
@@ -374,7 +375,7 @@ def _stationary_K(kind):
     def make(rng):
         X, Z = rng.standard_normal((700, 3)), rng.standard_normal((40, 3))
         return _nb.stationary_K, (X, np.ascontiguousarray(Z.T), np.array([0.7, 1.2, 2.0]), 1.3,
-                                  kind, 1.5)
+                                  kind, 1.5, np.empty((700, 40)))
     return make
 
 
@@ -402,7 +403,7 @@ def _slope_weights(kind):
         X, Z = rng.standard_normal((700, 3)), rng.standard_normal((40, 3))
         inv_ls = np.array([0.7, 1.2, 2.0])
         ZT = np.ascontiguousarray(Z.T)
-        K = _nb.stationary_K(X, ZT, inv_ls, 1.3, kind, 1.5)
+        K = _nb.stationary_K(X, ZT, inv_ls, 1.3, kind, 1.5, np.empty((700, 40)))
         return _nb.stationary_slope_weights, (rng.standard_normal(K.shape), K, X, ZT, inv_ls,
                                               kind, 1.5, np.empty(K.shape))
     return make
@@ -417,13 +418,14 @@ _JITTED_IDS = (["stationary_K_vjp", "periodic_backward", "rbf_psi1", "two_rbf_bl
 
 
 def _outputs(result, args):
-    """Tuple of outputs (``two_rbf_block`` writes into its last two arguments; it adds to the
-    last one, which is reset here for the next call)."""
+    """Tuple of copies of the outputs (``two_rbf_block`` writes into its last two arguments;
+    it adds to the last one, which is reset here for the next call; ``stationary_K`` returns
+    its ``out`` argument, which the next call overwrites)."""
     if result is None:
         out = (args[-2].copy(), args[-1].copy())
         args[-1][:] = 0.0
         return out
-    return result if isinstance(result, tuple) else (result,)
+    return tuple(np.copy(r) for r in (result if isinstance(result, tuple) else (result,)))
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
@@ -509,7 +511,7 @@ def test_backward_by_products_matches_the_fused_loop(rng, offset, same, name):
 def test_slope_weights_refuse_matern12(rng):
     """Matérn 1/2 has no product backward (its slope is unbounded at r = 0)."""
     X, ZT = rng.standard_normal((5, 2)), rng.standard_normal((2, 3))
-    K = _nb.stationary_K(X, ZT, np.ones(2), 1.0, _nb.MATERN12_KIND, 1.0)
+    K = _nb.stationary_K(X, ZT, np.ones(2), 1.0, _nb.MATERN12_KIND, 1.0, np.empty((5, 3)))
     with pytest.raises(ValueError, match="Matérn 1/2"):
         _nb.stationary_slope_weights(np.ones_like(K), K, X, ZT, np.ones(2), _nb.MATERN12_KIND,
                                      1.0, np.empty_like(K))

@@ -294,3 +294,46 @@ def test_unscented_stationary_path_builds_no_point_array(rng, monkeypatch):
     assert np.all(np.isfinite(v.mu)) and np.all(np.isfinite(stats.Psi2))
     with pytest.raises(AssertionError, match="point array"):
         psi_statistics(Periodic(), Z, mu, S, unscented_rule(12))
+
+
+@pytest.mark.parametrize("keep", [True, False])
+@pytest.mark.parametrize("kernel_name", ["matern32", "rbf_plus_linear"])
+def test_workspace_gives_the_same_bits_and_reuses_its_memory(rng, monkeypatch, keep,
+                                                             kernel_name):
+    """Point matrices written into a workspace (stationary kernels) and the temporaries in
+    this thread's workspace: the same statistics and adjoints as fresh arrays, over several
+    chunks, kept or recomputed by the backward pass; a second evaluation writes the kept
+    point matrices into the first one's memory."""
+    from sklearn_lvgp._workspace import Workspace
+
+    N, M, Q = 60, 6, 2
+    kernel = (Matern32(np.array([0.8, 1.3])) if kernel_name == "matern32"
+              else RBF(np.array([0.8, 1.3])) + Linear(variances=0.4))
+    rule = gauss_hermite_rule(3, Q)
+    K = rule.weights.shape[0]
+    monkeypatch.setattr(_pointset, "MIN_CHUNK_ROWS", 1)
+    for name in ("CHUNK_ELEMENTS", "LARGE_CHUNK_ELEMENTS"):
+        monkeypatch.setattr(_pointset, name, 7 * K * M)  # 7 rows per chunk
+    monkeypatch.setattr(_pointset, "KEEP_ELEMENTS", N * K * M if keep else 0)
+    Z = rng.standard_normal((M, Q))
+    ws = Workspace()
+    kept_first = None
+    for _ in range(2):
+        mu, S, _ = _gaussians(rng, N, M, Q, 0.3)
+        G1 = rng.standard_normal((N, M))
+        G2 = rng.standard_normal((M, M))
+        results = []
+        for workspace in (None, ws):
+            stats, cache = psi_statistics(kernel, Z, mu, S, rule, workspace=workspace)
+            results.append((*stats, *psi_vjp(0.3, G1, G2, cache)))
+        for a, b in zip(*results, strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert len(cache.inner.chunks) == 9 and len(cache.inner.Ks) == (9 if keep else 0)
+        if keep and kernel_name == "matern32":
+            kept = [Ks for Ks, _ in cache.inner.Ks]
+            if kept_first is None:
+                kept_first = kept
+                assert all(np.shares_memory(Ks, ws.array(f"pointset/Ks/{i}", (1,)))
+                           for i, Ks in enumerate(kept))
+            else:
+                assert all(np.shares_memory(a, b) for a, b in zip(kept_first, kept, strict=True))
