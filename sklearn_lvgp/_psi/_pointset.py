@@ -138,8 +138,10 @@ def pointset_psi(kernel, Z, mu, S, rule, per_point=False, keep=None, need_psi2=T
         ``keep=False`` too nothing is computed: the backward pass recomputes each chunk.
     workspace : Workspace, default=None
         Buffers an optimiser's objective reuses from one evaluation to the next
-        (:class:`sklearn_lvgp._workspace.Workspace`): the point matrices are written there (by
-        stationary kernels), and the cache is valid until the next call with it.
+        (:class:`sklearn_lvgp._workspace.Workspace`): stationary kernels write the point
+        matrices there, and each chunk's two temporaries of that size go to this thread's
+        workspace (:func:`sklearn_lvgp._workspace.thread_workspace`). The cache is valid until
+        the next call with the same workspace.
 
     Returns
     -------
