@@ -556,3 +556,20 @@ def test_vjp_cached_overwrite_flag(kernel, rng):
     over = kernel.vjp_cached(scratch, cache, overwrite_dK=True)
     for a, b in zip(plain, over, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("kernel", [RBF(np.array([0.7, 1.4])), Matern32(0.9, variance=1.3)])
+def test_stationary_K_cached_writes_into_a_given_buffer(kernel, rng):
+    """``K_cached(out=)`` fills a C-contiguous float64 buffer of the right shape with the bits
+    of ``K``; any other buffer is left alone and a new array returned."""
+    X, Z = rng.standard_normal((9, 2)), rng.standard_normal((4, 2))
+    expected = kernel.K(X, Z)
+    buf = np.full((9, 4), np.nan)
+    K, cache = kernel.K_cached(X, Z, out=buf)
+    assert K is buf and cache[2] is buf
+    np.testing.assert_array_equal(K, expected)
+    for bad in (np.full((4, 9), np.nan), np.full((9, 4), np.nan, order="F"),
+                np.full((9, 4), np.nan, dtype=np.float32)):
+        K, _ = kernel.K_cached(X, Z, out=bad)
+        assert K is not bad and np.all(np.isnan(bad))
+        np.testing.assert_array_equal(K, expected)
