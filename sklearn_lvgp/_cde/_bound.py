@@ -31,6 +31,7 @@ from .._svgp import (
     tril_pack,
     tril_unpack,
 )
+from .._workspace import thread_workspace
 from ._encoder import encoder_backward, encoder_forward, encoder_shapes
 from ._latent import (
     quadrature_bound,
@@ -245,7 +246,10 @@ class CDEModel:
         def chunk(i, a, b):  # one chunk's forward and backward (rows a:b), local grads in place
             nc = b - a
             H = self._points(s, slice(a, b), nc)
-            mu, var, mc = marginals(kernel, Z, q_mu, q_sqrt, H, prior.Lu, None, self.whiten)
+            # the chunk's forward and backward run here, on one thread: its buffers
+            ws = thread_workspace().child("cde")
+            mu, var, mc = marginals(kernel, Z, q_mu, q_sqrt, H, prior.Lu, None, self.whiten,
+                                    workspace=ws)
             vals, cc = conditional_ell(np.repeat(Yb[a:b], J, axis=0), mu, var, P, s2)
             vals = vals.reshape(nc, J)
             if self.mode == "quadrature":

@@ -26,6 +26,7 @@ from .._linalg import (
     tril_indices,
 )
 from .._workspace import Workspace
+from ..kernels._stationary import _Stationary
 from ._kl import kl_divergence, kl_divergence_vjp
 from ._mean_functions import ZeroMean
 
@@ -243,9 +244,9 @@ def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True, w
     whiten : bool, default=True
         Whitened parameterisation.
     workspace : Workspace, default=None
-        Buffers reused across calls (:mod:`sklearn_lvgp._workspace`) for the kept ``B_d`` and
-        the backward pass's scratch; the returned cache is then valid until the next call with
-        the same workspace.
+        Buffers reused across calls (:mod:`sklearn_lvgp._workspace`) for ``K_uf`` (stationary
+        kernels), ``A1``, the kept ``B_d`` and the backward pass's scratch; the returned cache
+        is then valid until the next call with the same workspace.
 
     Returns
     -------
@@ -257,9 +258,17 @@ def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True, w
         Input of :func:`marginals_vjp`.
     """
     H = np.ascontiguousarray(H, dtype=np.float64)
-    Kuf, kcache = kernel.K_cached(Z, H)
+    if workspace is not None and isinstance(kernel, _Stationary):
+        Kuf, kcache = kernel.K_cached(Z, H, out=workspace.array("Kuf", (Z.shape[0], len(H))))
+    else:
+        Kuf, kcache = kernel.K_cached(Z, H)
     kappa = kernel.Kdiag(H)
-    A1 = lower_solve(Lu, Kuf)
+    if workspace is None:
+        A1 = lower_solve(Lu, Kuf)
+    else:  # the same solve, in a buffer of the workspace
+        A1 = workspace.array("A1", Kuf.shape)
+        np.copyto(A1, Kuf)
+        A1 = lower_solve(Lu, A1, overwrite_b=True)
     A = A1 if whiten else lower_solve(Lu, A1, trans=True)
     mu = A.T @ q_mu
     if mean_function is not None:

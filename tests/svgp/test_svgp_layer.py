@@ -386,6 +386,9 @@ def test_workspace_gives_the_same_bits(rng, whiten, keep_B, monkeypatch):
         reused = layer_forward(layer, H, workspace=ws)
         for a, b in zip(plain[:3], reused[:3], strict=True):
             np.testing.assert_array_equal(a, b)
+        mc = reused[3][2]  # K_uf (an RBF kernel writes it in place) and A1 are the workspace's
+        assert np.shares_memory(mc.kernel_cache[2], ws.array("Kuf", (1,)))
+        assert np.shares_memory(mc.A1, ws.array("A1", (1,)))
         g_plain = layer_vjp(dmu, dvar, -1.0, plain[3])
         g_reused = layer_vjp(dmu, dvar, -1.0, reused[3])
         for a, b in zip(g_plain, g_reused, strict=True):
