@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._workspace import thread_workspace
-from ..kernels._stationary import _Stationary
+from ..kernels._stationary import K_cached_into
 from ._types import PsiStats, PsiVJP
 from ._ut_stationary import axis_point_rows, axis_point_rows_vjp, uses_axis_points
 
@@ -96,10 +96,7 @@ def _chunk_rows(kernel, Z, mu, sqrtS, rule, delta, a, b, kept=None, buffer=None)
     X, xi = _points(mu, sqrtS, rule.nodes, a, b)
     if kept:
         return (*kept, X, xi)
-    if buffer is not None and isinstance(kernel, _Stationary):
-        Kflat, kcache = kernel.K_cached(X, Z, out=buffer)
-    else:
-        Kflat, kcache = kernel.K_cached(X, Z)
+    Kflat, kcache = K_cached_into(kernel, X, Z, buffer)
     return Kflat.reshape(b - a, rule.n_points, Z.shape[0]), kcache, X, xi
 
 

@@ -26,7 +26,7 @@ from .._linalg import (
     tril_indices,
 )
 from .._workspace import Workspace
-from ..kernels._stationary import _Stationary
+from ..kernels._stationary import K_cached_into
 from ._kl import kl_divergence, kl_divergence_vjp
 from ._mean_functions import ZeroMean
 
@@ -258,10 +258,8 @@ def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True, w
         Input of :func:`marginals_vjp`.
     """
     H = np.ascontiguousarray(H, dtype=np.float64)
-    if workspace is not None and isinstance(kernel, _Stationary):
-        Kuf, kcache = kernel.K_cached(Z, H, out=workspace.array("Kuf", (Z.shape[0], len(H))))
-    else:
-        Kuf, kcache = kernel.K_cached(Z, H)
+    Kuf, kcache = K_cached_into(kernel, Z, H, None if workspace is None
+                                else workspace.array("Kuf", (Z.shape[0], len(H))))
     kappa = kernel.Kdiag(H)
     if workspace is None:
         A1 = lower_solve(Lu, Kuf)

@@ -345,3 +345,11 @@ def default_rbf(length_scale, variance, span=1e5):
                length_scale_bounds=np.column_stack([ls / span, ls * span]),
                variance_bounds=(float(variance) / span, float(variance) * span))
 
+
+def K_cached_into(kernel, X, Z, out):
+    """``kernel.K_cached(X, Z)``, written into the buffer ``out`` when the kernel's
+    ``K_cached`` is the stationary kernels' own (a subclass that overrides it, or any other
+    kernel, is called without a buffer)."""
+    if out is not None and type(kernel).K_cached is _Stationary.K_cached:
+        return kernel.K_cached(X, Z, out=out)
+    return kernel.K_cached(X, Z)

@@ -573,3 +573,21 @@ def test_stationary_K_cached_writes_into_a_given_buffer(kernel, rng):
         K, _ = kernel.K_cached(X, Z, out=bad)
         assert K is not bad and np.all(np.isnan(bad))
         np.testing.assert_array_equal(K, expected)
+
+
+def test_K_cached_into_calls_an_overriding_subclass_without_a_buffer(rng):
+    """A subclass whose ``K_cached`` keeps the two-argument signature still works where the
+    library hands the stationary kernels a buffer."""
+    from sklearn_lvgp.kernels._stationary import K_cached_into
+
+    class Logged(RBF):
+        def K_cached(self, X, Z=None):
+            return super().K_cached(X, Z)
+
+    X, Z = rng.standard_normal((6, 2)), rng.standard_normal((3, 2))
+    buf = np.full((6, 3), np.nan)
+    K, _ = K_cached_into(Logged(1.2), X, Z, buf)
+    np.testing.assert_array_equal(K, RBF(1.2).K(X, Z))
+    assert np.all(np.isnan(buf))
+    K, _ = K_cached_into(RBF(1.2), X, Z, buf)
+    assert K is buf
