@@ -85,18 +85,19 @@ def _points(mu, sqrtS, nodes, a, b):
     return X.reshape(-1, mu.shape[1]), xi
 
 
-def _chunk_rows(kernel, Z, mu, sqrtS, rule, delta, a, b, kept=None, buffer=None):
+def _chunk_rows(kernel, Z, mu, sqrtS, rule, delta, a, b, kept=None, workspace=None,
+                name="Ks"):
     """Kernel rows ``Ks`` (b-a, K, M) of the points of rows ``a:b`` and their backward cache,
     plus the point array and nodes (``None`` on the axis-point path, which needs neither).
-    ``kept`` is the forward pass's ``(Ks, cache)`` of the chunk when it was kept; ``buffer``
-    a ``((b-a)·K, M)`` workspace array a stationary kernel's matrix is written into."""
+    ``kept`` is the forward pass's ``(Ks, cache)`` of the chunk when it was kept; a stationary
+    kernel writes its matrix into the buffer ``name`` of ``workspace`` (when given)."""
     if delta is not None:  # unscented + stationary: no point array, O(M Q) per row
         Ks, kcache = kept if kept else axis_point_rows(kernel, mu[a:b], delta[a:b], Z)
         return Ks, kcache, None, None
     X, xi = _points(mu, sqrtS, rule.nodes, a, b)
     if kept:
         return (*kept, X, xi)
-    Kflat, kcache = K_cached_into(kernel, X, Z, buffer)
+    Kflat, kcache = K_cached_into(kernel, X, Z, workspace, name)
     return Kflat.reshape(b - a, rule.n_points, Z.shape[0]), kcache, X, xi
 
 
@@ -176,8 +177,8 @@ def pointset_psi(kernel, Z, mu, S, rule, per_point=False, keep=None, need_psi2=T
         cache = _PointsetCache(kernel, Z, mu, sqrtS, rule, per_point, chunks, kept, delta, ws)
         return PsiStats(None, None, None), cache
     for i, (a, b) in enumerate(chunks):
-        buffer = _buffer(ws, f"Ks/{i}" if keep else "Ks", ((b - a) * K, M))
-        Ks, kcache, X, _ = _chunk_rows(kernel, Z, mu, sqrtS, rule, delta, a, b, buffer=buffer)
+        Ks, kcache, X, _ = _chunk_rows(kernel, Z, mu, sqrtS, rule, delta, a, b,
+                                       workspace=ws, name=f"Ks/{i}" if keep else "Ks")
         if keep:
             kept.append((Ks, kcache))
         Psi1[a:b] = np.einsum("nkm,k->nm", Ks, w)
@@ -242,8 +243,8 @@ def pointset_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
     scratch = _scratch(cache.workspace)
     for i, (a, b) in enumerate(cache.chunks):
         kept = cache.Ks[i] if cache.Ks else None
-        buffer = None if kept else _buffer(cache.workspace, "Ks", ((b - a) * K, M))
-        Ks, kcache, X, xi = _chunk_rows(kernel, Z, mu, sqrtS, rule, delta, a, b, kept, buffer)
+        Ks, kcache, X, xi = _chunk_rows(kernel, Z, mu, sqrtS, rule, delta, a, b, kept,
+                                        cache.workspace)
         if cache.per_point:
             KG = np.matmul(Ks, G2[a:b])
             ddiag = np.outer(d0[a:b], w).reshape(-1)

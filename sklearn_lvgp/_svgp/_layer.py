@@ -258,12 +258,11 @@ def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True, w
         Input of :func:`marginals_vjp`.
     """
     H = np.ascontiguousarray(H, dtype=np.float64)
-    Kuf, kcache = K_cached_into(kernel, Z, H, None if workspace is None
-                                else workspace.array("Kuf", (Z.shape[0], len(H))))
+    Kuf, kcache = K_cached_into(kernel, Z, H, workspace, "Kuf")
     kappa = kernel.Kdiag(H)
-    if workspace is None:
+    if workspace is None or not Kuf.flags.c_contiguous:
         A1 = lower_solve(Lu, Kuf)
-    else:  # the same solve, in a buffer of the workspace
+    else:  # the same solve (same layout, same BLAS call), in a buffer of the workspace
         A1 = workspace.array("A1", Kuf.shape)
         np.copyto(A1, Kuf)
         A1 = lower_solve(Lu, A1, overwrite_b=True)

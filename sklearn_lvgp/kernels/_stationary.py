@@ -346,10 +346,11 @@ def default_rbf(length_scale, variance, span=1e5):
                variance_bounds=(float(variance) / span, float(variance) * span))
 
 
-def K_cached_into(kernel, X, Z, out):
-    """``kernel.K_cached(X, Z)``, written into the buffer ``out`` when the kernel's
-    ``K_cached`` is the stationary kernels' own (a subclass that overrides it, or any other
-    kernel, is called without a buffer)."""
-    if out is not None and type(kernel).K_cached is _Stationary.K_cached:
-        return kernel.K_cached(X, Z, out=out)
-    return kernel.K_cached(X, Z)
+def K_cached_into(kernel, X, Z, workspace, name):
+    """``kernel.K_cached(X, Z)``, written into the buffer ``name`` of ``workspace`` when there
+    is one and the kernel's ``K_cached`` is the stationary kernels' own (a subclass that
+    overrides it, or any other kernel, is called without a buffer, and none is requested)."""
+    if workspace is None or type(kernel).K_cached is not _Stationary.K_cached:
+        return kernel.K_cached(X, Z)
+    shape = (X.shape[0], X.shape[0] if Z is None else Z.shape[0])
+    return kernel.K_cached(X, Z, out=workspace.array(name, shape))

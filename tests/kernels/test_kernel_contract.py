@@ -577,7 +577,8 @@ def test_stationary_K_cached_writes_into_a_given_buffer(kernel, rng):
 
 def test_K_cached_into_calls_an_overriding_subclass_without_a_buffer(rng):
     """A subclass whose ``K_cached`` keeps the two-argument signature still works where the
-    library hands the stationary kernels a buffer."""
+    library hands the stationary kernels a buffer, and no buffer is requested for it."""
+    from sklearn_lvgp._workspace import Workspace
     from sklearn_lvgp.kernels._stationary import K_cached_into
 
     class Logged(RBF):
@@ -585,9 +586,12 @@ def test_K_cached_into_calls_an_overriding_subclass_without_a_buffer(rng):
             return super().K_cached(X, Z)
 
     X, Z = rng.standard_normal((6, 2)), rng.standard_normal((3, 2))
-    buf = np.full((6, 3), np.nan)
-    K, _ = K_cached_into(Logged(1.2), X, Z, buf)
+    ws = Workspace()
+    K, _ = K_cached_into(Logged(1.2), X, Z, ws, "K")
     np.testing.assert_array_equal(K, RBF(1.2).K(X, Z))
-    assert np.all(np.isnan(buf))
-    K, _ = K_cached_into(RBF(1.2), X, Z, buf)
-    assert K is buf
+    assert ws._flat == {}
+    K, _ = K_cached_into(RBF(1.2), X, Z, ws, "K")
+    assert np.shares_memory(K, ws.array("K", (6, 3)))
+    np.testing.assert_array_equal(K, RBF(1.2).K(X, Z))
+    K, _ = K_cached_into(RBF(1.2), X, None, ws, "KX")  # Z=None: the (N, N) matrix
+    np.testing.assert_array_equal(K, RBF(1.2).K(X))
