@@ -15,6 +15,7 @@ of the previous forward pass with the same workspace: run each backward pass bef
 forward pass, as an optimiser's objective does. A workspace is never pickled with its buffers.
 """
 
+import math
 import threading
 
 import numpy as np
@@ -53,7 +54,7 @@ class Workspace:
         out : ndarray of shape ``shape``
             A view of the buffer, grown (reallocated) when it is too small.
         """
-        size = int(np.prod(shape, dtype=np.int64))
+        size = math.prod(shape)
         flat = self._flat.get(name)
         if flat is None or flat.size < size:
             flat = np.empty(size)

@@ -31,6 +31,7 @@ from .._objectives._collapsed import (
 )
 from .._psi import PointRule, psi_statistics, psi_vjp
 from .._workspace import Workspace, thread_workspace
+from ..kernels._stationary import K_cached_into
 from ._executor import ChunkExecutor, plan_chunks
 
 __all__ = ["CollapsedPsiBound", "CollapsedKernelBound", "KEEP_TOTAL", "psi_chunk_stats",
@@ -252,6 +253,16 @@ class CollapsedKernelBound:
         self.chunk_rows = chunk_rows
         self.n_threads = n_threads
         self._plans = {}
+        self._chunk_ws = []
+
+    def _workspace(self, i, keep):
+        """Where chunk ``i`` writes its ``K_fu``: its own workspace when the matrices are kept
+        from the forward to the backward map, else this thread's."""
+        if not keep:
+            return thread_workspace().child("kernel-bound")
+        while len(self._chunk_ws) <= i:
+            self._chunk_ws.append(Workspace())
+        return self._chunk_ws[i]
 
     def plan(self, M):
         """Chunks and keep decision for ``M`` inducing inputs."""
@@ -296,7 +307,9 @@ class CollapsedKernelBound:
         kept = [None] * len(chunks)
 
         def forward(i, a, b):
-            stats, cache = kernel_chunk_stats(kernel, Z, prior, X[a:b], Y[a:b])
+            stats, cache = kernel_chunk_stats(
+                kernel, Z, prior, X[a:b], Y[a:b], workspace=self._workspace(i, keep),
+                scratch=thread_workspace().child("kernel-bound-scratch"))
             kept[i] = cache if keep else None
             return stats
 
@@ -304,7 +317,10 @@ class CollapsedKernelBound:
                                   max_tries=max_tries)
 
         def backward(i, a, b):
-            partial = kernel_chunk_grads(kernel, Z, prior, step, X[a:b], Y[a:b], kept[i])
+            partial = kernel_chunk_grads(
+                kernel, Z, prior, step, X[a:b], Y[a:b], kept[i],
+                workspace=self._workspace(i, keep),
+                scratch=thread_workspace().child("kernel-bound-scratch"))
             kept[i] = None
             return partial
 
@@ -354,11 +370,19 @@ def kernel_prior(kernel, Z, noise_variance, *, jitter=1e-6, max_tries=0):
                        s2, math.sqrt(s2))
 
 
-def kernel_chunk_stats(kernel, Z, prior, X, Y):
+def kernel_chunk_stats(kernel, Z, prior, X, Y, *, workspace=None, scratch=None):
     """Forward map of one chunk: ``(AAᵀ, AY, Σk(x, x), Σ‖a‖², Σy²)`` with ``A = L⁻¹K_uf/σ``,
-    and the cache ``(K_fu, kernel cache)`` of its backward map (pure)."""
-    Kfu, kcache = kernel.K_cached(X, Z)
-    A = np.array(Kfu.T, order="F")  # solved in place
+    and the cache ``(K_fu, kernel cache)`` of its backward map (pure).
+
+    ``K_fu`` is written into ``workspace`` and ``A`` into ``scratch`` when they are given
+    (:class:`~sklearn_lvgp._workspace.Workspace`; the cache then lives in ``workspace``).
+    """
+    Kfu, kcache = K_cached_into(kernel, X, Z, workspace, "Kfu")
+    if scratch is None:
+        A = np.array(Kfu.T, order="F")  # solved in place
+    else:
+        A = scratch.array("A", Kfu.shape).T
+        np.copyto(A, Kfu.T)
     trsm_left(DTRSM, prior.L, A, False)
     A /= prior.sigma
     Y = np.ascontiguousarray(Y)
@@ -396,15 +420,22 @@ def kernel_global_step(N, D, prior, stats, *, max_tries=0):
                       float(aa_sum), float(kd_sum), float(YY), N, D)
 
 
-def kernel_chunk_grads(kernel, Z, prior, step, X, Y, cache=None):
+def kernel_chunk_grads(kernel, Z, prior, step, X, Y, cache=None, *, workspace=None,
+                       scratch=None):
     """Backward map of one chunk: partial ``(dZ, dθ)`` (pure; recomputes ``K_fu`` if needed).
 
     ``dK_fu = (D Aᵀ(I − B⁻¹) + (Y − Aᵀv) vᵀ/σ²) L⁻¹/σ`` for the chunk's rows, written as
     ``K_fu W + (Y − K_fu G) Gᵀ/σ²`` with ``W = D L⁻ᵀ(I − B⁻¹)L⁻¹/σ²`` and ``G = L⁻ᵀv/σ``, so
-    the map needs no triangular solve.
+    the map needs no triangular solve. A recomputed ``K_fu`` goes to ``workspace`` and the
+    ``(rows, M)`` products to ``scratch`` when they are given.
     """
-    Kfu, kcache = cache if cache is not None else kernel.K_cached(X, Z)
-    dKfu = Kfu @ step.W + (Y - Kfu @ step.G) @ step.GT
+    Kfu, kcache = cache if cache is not None else K_cached_into(kernel, X, Z, workspace, "Kfu")
+    R = Y - Kfu @ step.G
+    if scratch is None:
+        dKfu = Kfu @ step.W + R @ step.GT
+    else:
+        dKfu = np.matmul(Kfu, step.W, out=scratch.array("dKfu", Kfu.shape))
+        dKfu += np.matmul(R, step.GT, out=scratch.array("dKfu_residual", Kfu.shape))
     kv = kernel.vjp_cached(np.ascontiguousarray(dKfu), kcache, overwrite_dK=True)
     kd = kernel.vjp_diag(np.full(X.shape[0], step.ddiag), X)
     return kv.Z, kv.theta + kd.theta

@@ -1,4 +1,4 @@
-"""Map a function over fixed row chunks on a pool of threads; reduce the partials in chunk order.
+"""Map a function over fixed row chunks on several threads; reduce the partials in chunk order.
 
 This is the one place in the package that runs data chunks in parallel. An objective written as
 *global terms + a sum over chunks of local terms* (Gal, van der Wilk & Rasmussen 2014,
@@ -10,14 +10,20 @@ Three rules keep the results exact and the threads useful:
 * the chunk partition (:func:`plan_chunks`) depends on the problem size only, never on the
   thread count, and partials are added in chunk order, so every ``n_jobs`` gives the same bits;
 * each chunk runs serially inside (the jitted twins of :mod:`sklearn_lvgp._jit` take their
-  serial branch in the pool's threads and in the inline path), so there is one parallel region
+  serial branch in every worker and in the inline path), so there is one parallel region
   per pass instead of thousands of small ones;
 * a pass of a single chunk runs inline in the calling thread: work too small to share is not
   shared, so ``n_jobs=2`` is never slower than ``n_jobs=1`` by more than the check.
 
 The jitted loops release the GIL (``nogil=True``), and BLAS is held at one thread per caller
-(:func:`sklearn_lvgp._parallel.threads`), so the pool's threads run the chunks' numeric work
+(:func:`sklearn_lvgp._parallel.threads`), so the workers run the chunks' numeric work
 concurrently; only the Python glue between the jitted calls is serialised.
+
+With ``n`` threads a pass has ``n`` workers: the calling thread and ``n - 1`` threads of a
+pool. Each takes the next chunk index from a shared counter, and whichever worker finishes the
+chunk that is next in order adds it (and the finished ones after it) to the result, so a chunk
+costs two lock acquisitions rather than a future, a queue transfer and a wake-up of the
+calling thread (``doc/developers.rst``, "The chunked objective engine").
 """
 
 import atexit
@@ -109,7 +115,7 @@ def _shutdown_pools():
 
 
 class ChunkExecutor:
-    """Runs per-chunk functions serially or on a thread pool, returning results in chunk order.
+    """Runs per-chunk functions serially or on several threads, returning results in chunk order.
 
     Parameters
     ----------
@@ -181,28 +187,105 @@ class ChunkExecutor:
                 for i, (a, b) in enumerate(chunks):
                     consume(fn(i, a, b))
             return
-        pool = _pool(self.n_threads)
-        window = 2 * self.n_threads
-        pending = {}
-        error = None
-        for i in range(min(window, len(chunks))):
-            pending[i] = pool.submit(fn, i, *chunks[i])
-        for i in range(len(chunks)):
-            future = pending.pop(i, None)
-            if future is None:  # not submitted: an earlier chunk failed
-                break
+        n_workers = min(self.n_threads, len(chunks))
+        run = _Pass(fn, chunks, consume, window=2 * n_workers)
+        helpers = [_pool(n_workers - 1).submit(run.work) for _ in range(n_workers - 1)]
+        try:
+            with serial_section():
+                run.work()  # the calling thread is one of the workers
+        finally:
+            for helper in helpers:
+                helper.result()
+        run.raise_first_error()
+
+
+class _Pass:
+    """One parallel pass: workers take the next chunk index from a shared counter, and whoever
+    finishes the chunk that is next in order hands it (and any later ones already finished) to
+    ``consume``; one thread consumes at a time, outside the lock.
+
+    A chunk is handed out only while it is fewer than ``window`` chunks ahead of the next one
+    to consume, so at most ``window`` results wait in memory. After a chunk fails no further
+    chunk is handed out; :meth:`raise_first_error` re-raises the failure of the lowest index.
+    Per chunk this costs two lock acquisitions, not a future, a queue transfer and a wake-up
+    of the calling thread.
+    """
+
+    def __init__(self, fn, chunks, consume, window):
+        self._fn = fn
+        self._chunks = chunks
+        self._consume = consume
+        self._window = window
+        self._cond = threading.Condition()
+        self._next_chunk = 0
+        self._next_consume = 0
+        self._finished = {}
+        self._consuming = False
+        self._errors = {}
+
+    def work(self):
+        """Take chunks until none is left (or one failed); never raises."""
+        try:
+            self._work()
+        except BaseException as exc:  # noqa: BLE001 - an interrupt between chunks
+            self._fail(len(self._chunks), exc)
+
+    def _work(self):
+        n = len(self._chunks)
+        while True:
+            with self._cond:
+                while (not self._errors and self._next_chunk < n
+                       and self._next_chunk >= self._next_consume + self._window):
+                    self._cond.wait()
+                if self._errors or self._next_chunk >= n:
+                    return
+                i = self._next_chunk
+                self._next_chunk += 1
             try:
-                result = future.result()
-            except BaseException as exc:  # noqa: BLE001 - re-raised once the chunks are done
-                error = error or exc
-                continue
-            if error is None:
-                nxt = i + window
-                if nxt < len(chunks):
-                    pending[nxt] = pool.submit(fn, nxt, *chunks[nxt])
-                consume(result)
-        if error is not None:
-            raise error
+                result = self._fn(i, *self._chunks[i])
+            except BaseException as exc:  # noqa: BLE001 - re-raised by raise_first_error
+                self._fail(i, exc)
+                return
+            with self._cond:
+                self._finished[i] = result
+                if self._consuming:
+                    continue
+                self._consuming = True
+            self._drain()
+
+    def _drain(self):
+        """Consume finished results in chunk order for as long as the next one is there."""
+        while True:
+            with self._cond:
+                i = self._next_consume
+                if self._errors or i not in self._finished:
+                    self._consuming = False
+                    self._cond.notify_all()
+                    return
+                result = self._finished.pop(i)
+            try:
+                self._consume(result)
+            except BaseException as exc:  # noqa: BLE001 - re-raised by raise_first_error
+                self._fail(i, exc)
+                with self._cond:
+                    self._consuming = False
+                return
+            with self._cond:
+                self._next_consume = i + 1
+                self._cond.notify_all()
+
+    def _fail(self, i, exc):
+        with self._cond:
+            self._errors[i] = exc
+            self._finished.clear()
+            self._cond.notify_all()
+
+    def raise_first_error(self):
+        """Re-raise an interrupt (``KeyboardInterrupt``, ``SystemExit``) if one came, else the
+        exception of the lowest failed chunk index, if any."""
+        if self._errors:
+            errors = [self._errors[i] for i in sorted(self._errors)]
+            raise next((e for e in errors if not isinstance(e, Exception)), errors[0])
 
 
 def _copy(part):

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from sklearn_lvgp import SparseGPRegressor, UnscentedGPLVM
+from sklearn_lvgp import _workspace as engine_workspace
 from sklearn_lvgp._engine import (
     ChunkExecutor,
     CollapsedKernelBound,
@@ -95,6 +96,48 @@ def test_executor_returns_in_chunk_order_and_reraises():
 
     with pytest.raises(FloatingPointError, match="chunk 5"):
         ChunkExecutor(3).map(fail, chunks)
+
+
+def test_executor_hands_out_chunks_within_its_window():
+    """At most ``2 n_threads`` chunks run or wait ahead of the next one to be consumed."""
+    import threading
+    import time
+
+    chunks = plan_chunks(60, 1.0, chunk_rows=1)
+    consumed, ahead, lock = [], [], threading.Lock()
+
+    def fn(i, a, b):
+        with lock:
+            ahead.append(i - len(consumed))
+        time.sleep(0.002 if i % 7 == 0 else 0.0)  # uneven chunks: results arrive out of order
+        return i
+
+    with threads(3):
+        ChunkExecutor(3)._run(fn, chunks, consumed.append)
+    assert consumed == list(range(60))
+    assert max(ahead) < 2 * 3
+
+
+def test_executor_interrupt_wins_over_a_chunk_error_and_the_pool_stays_usable():
+    """A KeyboardInterrupt in a chunk stops the pass and is re-raised even when a chunk of a
+    lower index failed with an ordinary exception; the next pass runs normally."""
+    import time
+
+    chunks = plan_chunks(40, 1.0, chunk_rows=1)
+
+    def fail(i, a, b):
+        if i == 0:
+            time.sleep(0.05)
+            raise ValueError("chunk 0")
+        if i == 1:
+            raise KeyboardInterrupt
+        return float(i)
+
+    with threads(2):
+        for _ in range(3):
+            with pytest.raises(KeyboardInterrupt):
+                ChunkExecutor(2).map_reduce(fail, chunks)
+        assert ChunkExecutor(2).map_reduce(lambda i, a, b: float(i), chunks) == 780.0
 
 
 def test_reduce_in_order_sums_nested_partials():
@@ -224,6 +267,56 @@ def test_kernel_bound_bit_identical_for_every_thread_count(monkeypatch):
         assert F == results[0][0]
         for key in grads:
             np.testing.assert_array_equal(grads[key], results[0][1][key])
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_kernel_bound_workspaces_change_no_bit_and_keep_their_memory(monkeypatch, keep):
+    """The chunk maps with workspaces (K_fu, A and the (rows, M) products in reused buffers)
+    give the bits of the maps without them; kept K_fu reuse the first evaluation's memory."""
+    from sklearn_lvgp.kernels import RBF
+
+    r = np.random.default_rng(3)
+    X = r.uniform(-2, 2, (N, Q))
+    Y = np.column_stack([np.sin(X[:, 0]), X[:, 1]]) + 0.1 * r.standard_normal((N, 2))
+    Z = X[:M] + 0.05
+    if not keep:
+        monkeypatch.setattr(engine_collapsed, "KEEP_TOTAL", 0)
+    for kernel in (RBF(length_scale=[0.9, 1.3], variance=1.2),
+                   RBF(length_scale=0.8) + Linear(variances=[0.3, 0.2])):
+        kernel = kernel.initialize(Q, np.random.RandomState(0))
+        bound = CollapsedKernelBound(X, Y, chunk_rows=7)
+        chunks, kept = bound.plan(M)
+        assert kept == keep and len(chunks) > 1
+        prior = engine_collapsed.kernel_prior(kernel, Z, 0.2)
+        plain = [engine_collapsed.kernel_chunk_stats(kernel, Z, prior, X[a:b], Y[a:b])
+                 for a, b in chunks]
+        step = engine_collapsed.kernel_global_step(N, 2, prior, reduce_in_order(
+            [stats for stats, _ in plain]))
+        for (a, b), (stats, cache) in zip(chunks, plain, strict=True):
+            ws, scratch = engine_workspace.Workspace(), engine_workspace.Workspace()
+            stats_ws, cache_ws = engine_collapsed.kernel_chunk_stats(
+                kernel, Z, prior, X[a:b], Y[a:b], workspace=ws, scratch=scratch)
+            for s_ws, s_plain in zip(stats_ws, stats, strict=True):
+                np.testing.assert_array_equal(s_ws, s_plain)
+            ref = engine_collapsed.kernel_chunk_grads(kernel, Z, prior, step, X[a:b], Y[a:b],
+                                                      cache)
+            for kept_cache in (cache_ws, None):
+                got = engine_collapsed.kernel_chunk_grads(
+                    kernel, Z, prior, step, X[a:b], Y[a:b], kept_cache, workspace=ws,
+                    scratch=scratch)
+                for g_ws, g_plain in zip(got, ref, strict=True):
+                    np.testing.assert_array_equal(g_ws, g_plain)
+        first = bound.evaluate(kernel, Z, 0.2)
+        buffers = [w._flat.get("Kfu") for w in bound._chunk_ws]
+        second = bound.evaluate(kernel, Z, 0.2)
+        assert first[0] == second[0]
+        np.testing.assert_array_equal(first[1]["Z"], second[1]["Z"])
+        if keep and isinstance(kernel, RBF):
+            assert len(buffers) == len(chunks) and all(buf is not None for buf in buffers)
+            assert all(w._flat["Kfu"] is buf for w, buf in zip(bound._chunk_ws, buffers,
+                                                                 strict=True))
+        if not keep:
+            assert bound._chunk_ws == []
 
 
 # ------------------------------------------------------------------------------- estimators
