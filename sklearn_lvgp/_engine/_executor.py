@@ -43,6 +43,9 @@ __all__ = ["ChunkExecutor", "plan_chunks", "reduce_in_order", "MIN_CHUNK_WORK"]
 MIN_CHUNK_WORK = 2 ** 22
 #: Chunks that a large problem is split into at least (so 16 threads are kept busy).
 TARGET_CHUNKS = 64
+#: Chunk counts are powers of two up to this and multiples of it above, so that 2, 4, 8 and 16
+#: threads get equal shares of chunks (7 chunks on 2 threads take 4 chunk-times, not 3.5).
+BALANCE = 16
 
 _pools = {}
 _pools_lock = threading.Lock()
@@ -66,7 +69,10 @@ def plan_chunks(n_rows, work_per_row, max_rows=None, chunk_rows=None):
     -------
     chunks : list of (int, int)
         Half-open row ranges covering ``0 .. n_rows`` in order. The partition depends only on
-        the arguments, never on the number of threads.
+        the arguments, never on the number of threads. Without ``chunk_rows`` the chunks
+        differ in size by at most one row and their count is a power of two up to
+        :data:`BALANCE` or a multiple of it (:func:`balanced_count`): the estimate's count
+        rounded down, or up where larger chunks would exceed ``max_rows``.
     """
     n_rows = int(n_rows)
     if n_rows <= 0:
@@ -76,6 +82,8 @@ def plan_chunks(n_rows, work_per_row, max_rows=None, chunk_rows=None):
         rows = max(least, math.ceil(n_rows / TARGET_CHUNKS))
         if max_rows is not None:
             rows = min(rows, max(1, int(max_rows)))
+        k = balanced_count(math.ceil(n_rows / rows), n_rows, max_rows)
+        return _balanced(n_rows, k)
     else:
         rows = int(chunk_rows)
         if rows < 1:
@@ -84,6 +92,32 @@ def plan_chunks(n_rows, work_per_row, max_rows=None, chunk_rows=None):
     return [(a, min(n_rows, a + rows)) for a in range(0, n_rows, rows)]
 
 
+
+
+def balanced_count(k, n_rows=None, max_rows=None):
+    """The chunk count used for ``k`` chunks of the size estimate: a power of two up to
+    :data:`BALANCE` or a multiple of it — the largest one not above ``k`` (larger chunks, less
+    glue per row) when its chunks of ``n_rows`` rows stay within ``max_rows``, else the
+    smallest one not below ``k``."""
+    if k <= 1:
+        return 1
+    if k <= BALANCE:
+        down, up = 1 << (k.bit_length() - 1), 1 << (k - 1).bit_length()
+    else:
+        down, up = BALANCE * (k // BALANCE), BALANCE * math.ceil(k / BALANCE)
+    if max_rows is None or n_rows is None or math.ceil(n_rows / down) <= max_rows:
+        return down
+    return up
+
+
+def _balanced(n_rows, k):
+    """``min(k, n_rows)`` contiguous ranges of ``n_rows`` rows whose sizes differ by at most one."""
+    k = min(k, n_rows)
+    base, extra = divmod(n_rows, k)
+    bounds = [0]
+    for i in range(k):
+        bounds.append(bounds[-1] + base + (i < extra))
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
 
 
 def _pool(n_threads):

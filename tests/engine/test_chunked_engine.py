@@ -1,6 +1,8 @@
 """The chunked objective engine: chunked == unchunked, identical for every thread count, exact
 gradients through the map-reduce, and estimators that give the same fit for every ``n_jobs``."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -82,6 +84,24 @@ def test_plan_covers_rows_in_order_and_ignores_threads():
     assert plan_chunks(0, 1.0) == []
     with pytest.raises(ValueError, match="chunk_rows"):
         plan_chunks(10, 1.0, chunk_rows=0)
+
+
+@pytest.mark.parametrize("n_rows", [3, 442, 1000, 10_000, 50_000, 1_000_003])
+@pytest.mark.parametrize("work_per_row", [10.0, 6e3, 1e5, 1e7])
+def test_planned_chunks_are_balanced_for_2_4_8_16_threads(n_rows, work_per_row):
+    """Sizes differ by at most a row, and the count is a power of two up to 16 or a multiple
+    of 16 (even shares for 2, 4, 8 and 16 threads), within the memory cap."""
+    chunks = plan_chunks(n_rows, work_per_row, max_rows=5000)
+    sizes = [b - a for a, b in chunks]
+    assert chunks[0][0] == 0 and chunks[-1][1] == n_rows and sum(sizes) == n_rows
+    assert max(sizes) - min(sizes) <= 1 and max(sizes) <= 5000
+    k = len(chunks)
+    assert k & (k - 1) == 0 or k % 16 == 0 or k == n_rows  # (fewer rows than chunks)
+    # no more chunks than the size estimate asks for, short of the rounding
+    unbalanced = math.ceil(n_rows / max(1, min(5000, max(
+        math.ceil(engine_executor.MIN_CHUNK_WORK / work_per_row),
+        math.ceil(n_rows / engine_executor.TARGET_CHUNKS)))))
+    assert k <= max(1, min(n_rows, 2 * unbalanced))
 
 
 def test_executor_returns_in_chunk_order_and_reraises():
