@@ -135,10 +135,12 @@ def optimise_phase(est, packer, x0, Xs, Ys, jitter, budget, fix_noise, var_y, he
     Returns the parameters, the minimised objective at every iteration, the iterations run and
     the held-out scores (``None`` without early stopping)."""
     noise_slice = packer.slice("noise")
+    workspaces = []  # the chunks' buffers, reused by every evaluation of this phase
 
     def objective(flat):
         p = packer.unpack(flat)
-        value, grads, _ = _elbo_and_grads(Xs, Ys, p, jitter, est.qv_covariance)
+        value, grads, _ = _elbo_and_grads(Xs, Ys, p, jitter, est.qv_covariance,
+                                          workspaces=workspaces)
         g = -packer.pack_grad(grads, p)
         if fix_noise:
             g[noise_slice] = 0.0
@@ -259,7 +261,7 @@ def _chol(p, qv_covariance):
     return L
 
 
-def _elbo_and_grads(X, Y, p, jitter, qv_covariance, max_tries=0):
+def _elbo_and_grads(X, Y, p, jitter, qv_covariance, max_tries=0, workspaces=None):
     """DVMGP ELBO, its gradient wrt each constrained block, and the q(u) posterior.
 
     The bound is that of de Souza (2020, app. A.1.3), with its log-determinant terms
@@ -280,6 +282,9 @@ def _elbo_and_grads(X, Y, p, jitter, qv_covariance, max_tries=0):
         Shape of Σ_q.
     max_tries : int, default=0
         Jitter escalations of ``K_u`` allowed (0 inside the optimiser).
+    workspaces : list, default=None
+        Buffers reused across evaluations (an optimiser's objective keeps one list); see
+        :func:`sklearn_lvgp._engine._dvmgp.dvmgp_elbo_and_grads`.
 
     Returns
     -------
@@ -289,7 +294,7 @@ def _elbo_and_grads(X, Y, p, jitter, qv_covariance, max_tries=0):
     post : CollapsedPosterior
     """
     elbo, grads, post = dvmgp_elbo_and_grads(X, Y, p, _chol(p, qv_covariance), jitter,
-                                             max_tries=max_tries)
+                                             max_tries=max_tries, workspaces=workspaces)
     dchol = grads.pop("chol")
     if qv_covariance == "diag":
         grads["c_diag"] = dchol

@@ -28,6 +28,7 @@ from .._objectives._dvmgp_bound import (
     row_local_vjp,
     row_marginals,
 )
+from .._workspace import Workspace, thread_workspace
 from ._collapsed import KEEP_TOTAL
 from ._executor import ChunkExecutor, plan_chunks
 
@@ -53,10 +54,10 @@ def _project(kernels, rows, Xi, X):
     return a, b, alphas
 
 
-def _forward(kernels, rows, Xi, zeta, sf, X):
+def _forward(kernels, rows, Xi, zeta, sf, X, workspace=None):
     a, b, alphas = _project(kernels, rows, Xi, X)
     h, eta = latent_moments(a, b, X)
-    stats, ocache = output_psi(zeta, h, eta, sf)
+    stats, ocache = output_psi(zeta, h, eta, sf, workspace=workspace)
     return stats, (b, alphas, ocache)
 
 
@@ -86,7 +87,7 @@ def _finish_row(kernel, f, part, Xi, jitter):
 
 
 def dvmgp_elbo_and_grads(X, Y, p, chol, jitter, *, max_tries=0, chunk_rows=None,
-                         n_threads=None):
+                         n_threads=None, workspaces=None):
     """DVMGP ELBO, its gradient wrt ``zeta``, ``Xi``, ``mu``, ``chol``, ``wtheta``,
     ``signal_std`` and ``noise``, and the collapsed q(u) posterior, chunk by chunk.
 
@@ -94,6 +95,10 @@ def dvmgp_elbo_and_grads(X, Y, p, chol, jitter, *, max_tries=0, chunk_rows=None,
     has its shape. The other arguments are those of ``sklearn_lvgp._dvmgp_parts._elbo_and_grads``;
     ``chunk_rows`` (``None``: from the problem size, never from the thread count) and
     ``n_threads`` (``None``: the enclosing ``threads`` context) are the engine's.
+    ``workspaces`` is a list the caller keeps across evaluations (an optimiser's objective):
+    when the chunks' caches are kept from the forward to the backward map, chunk ``i`` writes
+    its output-layer Ψ-statistics into ``workspaces[i]`` (grown on demand), else into this
+    thread's workspace; ``None`` allocates fresh arrays.
     """
     zeta, sf, s2, Xi = p["zeta"], float(p["signal_std"]), float(p["noise"]), p["Xi"]
     mu = np.asarray(p["mu"], dtype=np.float64)
@@ -112,8 +117,17 @@ def dvmgp_elbo_and_grads(X, Y, p, chol, jitter, *, max_tries=0, chunk_rows=None,
     kept = [None] * len(chunks)
     executor = ChunkExecutor(n_threads)
 
+    def workspace(i):
+        if workspaces is None:
+            return None
+        if not keep:
+            return thread_workspace().child("dvmgp")
+        while len(workspaces) <= i:
+            workspaces.append(Workspace())
+        return workspaces[i]
+
     def forward(i, a, b):
-        stats, cache = _forward(kernels, rows, Xi, zeta, sf, X[a:b])
+        stats, cache = _forward(kernels, rows, Xi, zeta, sf, X[a:b], workspace(i))
         kept[i] = cache if keep else None
         Yc = Y[a:b]
         yc = Yc.reshape(-1)
@@ -129,7 +143,7 @@ def dvmgp_elbo_and_grads(X, Y, p, chol, jitter, *, max_tries=0, chunk_rows=None,
 
     def backward(i, a, b):
         cache = (kept[i] if kept[i] is not None
-                 else _forward(kernels, rows, Xi, zeta, sf, X[a:b])[1])
+                 else _forward(kernels, rows, Xi, zeta, sf, X[a:b], workspace(i))[1])
         kept[i] = None
         return _backward(kernels, rows, Xi, adj, X[a:b], Y[a:b], cache)
 

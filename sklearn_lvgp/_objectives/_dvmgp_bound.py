@@ -421,7 +421,7 @@ class _OutputPsi(NamedTuple):
     signal_std: float
 
 
-def output_psi(zeta, h, eta, signal_std, per_point=False):
+def output_psi(zeta, h, eta, signal_std, per_point=False, workspace=None):
     """Ψ-statistics of the output layer under ``N(h_i, diag η_i)`` (de Souza 2020, §4.3.1).
 
     These are the statistics of the scale-equivalent GPLVM form: the RBF kernel with variance
@@ -440,6 +440,8 @@ def output_psi(zeta, h, eta, signal_std, per_point=False):
         σ_f.
     per_point : bool, default=False
         Per-point ``psi0`` and ``Psi2`` (for prediction).
+    workspace : Workspace, default=None
+        Buffers for the large intermediate arrays (:func:`sklearn_lvgp._psi.psi_statistics`).
 
     Returns
     -------
@@ -448,7 +450,8 @@ def output_psi(zeta, h, eta, signal_std, per_point=False):
         Input of :func:`output_psi_vjp`.
     """
     kern = output_kernel(signal_std, np.shape(h)[1])
-    stats, inner = psi_statistics(kern, zeta, h, eta, "analytic", per_point=per_point)
+    stats, inner = psi_statistics(kern, zeta, h, eta, "analytic", per_point=per_point,
+                                  workspace=workspace)
     return stats, _OutputPsi(inner, float(signal_std))
 
 

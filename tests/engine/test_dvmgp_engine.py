@@ -77,6 +77,33 @@ def test_chunked_dvmgp_bit_identical_for_every_thread_count():
             np.testing.assert_array_equal(grads[key], results[0][1][key])
 
 
+@pytest.mark.parametrize("keep", [True, False])
+def test_dvmgp_workspaces_change_no_bit_and_keep_their_memory(monkeypatch, keep):
+    """With the caller's workspace list the bound and every gradient keep their bits, for
+    kept and recomputed chunk caches and any thread count; kept chunks reuse their buffers
+    from the first evaluation on."""
+    from sklearn_lvgp._engine import _dvmgp as engine_dvmgp
+
+    if not keep:
+        monkeypatch.setattr(engine_dvmgp, "KEEP_TOTAL", 0)
+    X, Y, p, chol = _params(3)
+    F_ref, g_ref, _ = dvmgp_elbo_and_grads(X, Y, p, chol, 1e-6, chunk_rows=6)
+    workspaces, first = [], None
+    for n_jobs in (1, 2, 3):
+        with threads(n_jobs):
+            F, grads, _ = dvmgp_elbo_and_grads(X, Y, p, chol, 1e-6, chunk_rows=6,
+                                               workspaces=workspaces)
+        assert F == F_ref
+        for key in g_ref:
+            np.testing.assert_array_equal(grads[key], g_ref[key], err_msg=key)
+        buffers = [dict(w._flat) for w in workspaces]
+        first = first or buffers
+        assert all(now[k] is then[k] for now, then in zip(buffers, first, strict=True)
+                   for k in then)
+    assert len(workspaces) == (4 if keep else 0)  # 23 rows in chunks of 6
+    assert all(buffers) if keep else True
+
+
 def test_chunked_dvmgp_gradient_matches_finite_differences():
     from sklearn_lvgp._params import ParamPacker
 
