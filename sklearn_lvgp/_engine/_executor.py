@@ -240,7 +240,8 @@ class _Pass:
 
     A chunk is handed out only while it is fewer than ``window`` chunks ahead of the next one
     to consume, so at most ``window`` results wait in memory. After a chunk fails no further
-    chunk is handed out; :meth:`raise_first_error` re-raises the failure of the lowest index.
+    chunk is handed out; :meth:`raise_first_error` re-raises an interrupt if there was one,
+    else the failure of the lowest chunk index.
     Per chunk this costs two lock acquisitions, not a future, a queue transfer and a wake-up
     of the calling thread.
     """
