@@ -223,7 +223,8 @@ class ChunkExecutor:
             return
         n_workers = min(self.n_threads, len(chunks))
         run = _Pass(fn, chunks, consume, window=2 * n_workers)
-        helpers = [_pool(n_workers - 1).submit(run.work) for _ in range(n_workers - 1)]
+        pool = _pool(self.n_threads - 1)  # one pool per n_jobs, whatever the chunk count
+        helpers = [pool.submit(run.work) for _ in range(n_workers - 1)]
         try:
             with serial_section():
                 run.work()  # the calling thread is one of the workers

@@ -160,6 +160,17 @@ def test_executor_interrupt_wins_over_a_chunk_error_and_the_pool_stays_usable():
         assert ChunkExecutor(2).map_reduce(lambda i, a, b: float(i), chunks) == 780.0
 
 
+def test_executor_keeps_one_pool_per_thread_count(monkeypatch):
+    """Passes with fewer chunks than threads use the same pool (no pool per chunk count)."""
+    monkeypatch.setattr(engine_executor, "_pools", {})
+    with threads(7):
+        for n_chunks in (2, 3, 9):
+            out = ChunkExecutor(7).map(lambda i, a, b: i, plan_chunks(n_chunks, 1.0,
+                                                                      chunk_rows=1))
+            assert out == list(range(n_chunks))
+    assert list(engine_executor._pools) == [6]
+
+
 def test_reduce_in_order_sums_nested_partials():
     parts = [(1.0, np.ones(2), None), (2.0, 2 * np.ones(2), None)]
     total = reduce_in_order(parts)
