@@ -20,7 +20,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["Workspace", "thread_workspace"]
+__all__ = ["Workspace", "chunk_workspace", "thread_workspace"]
 
 
 class Workspace:
@@ -103,3 +103,18 @@ def thread_workspace():
     if ws is None:
         ws = _thread_local.ws = Workspace()
     return ws
+
+
+def chunk_workspace(kept, i, keep, prefix):
+    """The workspace of chunk ``i`` of a chunked objective (:mod:`sklearn_lvgp._engine`).
+
+    When the chunks' caches are kept from the forward to the backward map (``keep``), each chunk
+    needs buffers of its own: ``kept[i]``, appended to the caller's list on first use and reused
+    by later evaluations. Otherwise a chunk's forward and backward pass use this thread's
+    workspace, under ``prefix``.
+    """
+    if not keep:
+        return thread_workspace().child(prefix)
+    while len(kept) <= i:
+        kept.append(Workspace())
+    return kept[i]

@@ -30,7 +30,7 @@ from .._objectives._collapsed import (
     collapsed_stats_vjp,
 )
 from .._psi import PointRule, psi_statistics, psi_vjp
-from .._workspace import Workspace, thread_workspace
+from .._workspace import chunk_workspace, thread_workspace
 from ..kernels._stationary import K_cached_into
 from ._executor import ChunkExecutor, plan_chunks
 
@@ -123,11 +123,7 @@ class CollapsedPsiBound:
         return self._plans[key]
 
     def _workspace(self, i, keep):
-        if not keep:
-            return thread_workspace().child("collapsed")
-        while len(self._chunk_ws) <= i:
-            self._chunk_ws.append(Workspace())
-        return self._chunk_ws[i]
+        return chunk_workspace(self._chunk_ws, i, keep, "collapsed")
 
     def evaluate(self, kernel, Z, mu, S, noise_variance, rule, *, jitter=1e-6, max_tries=0,
                  need_S=True, need_local=True):
@@ -256,13 +252,8 @@ class CollapsedKernelBound:
         self._chunk_ws = []
 
     def _workspace(self, i, keep):
-        """Where chunk ``i`` writes its ``K_fu``: its own workspace when the matrices are kept
-        from the forward to the backward map, else this thread's."""
-        if not keep:
-            return thread_workspace().child("kernel-bound")
-        while len(self._chunk_ws) <= i:
-            self._chunk_ws.append(Workspace())
-        return self._chunk_ws[i]
+        """Where chunk ``i`` writes its ``K_fu`` (``chunk_workspace``)."""
+        return chunk_workspace(self._chunk_ws, i, keep, "kernel-bound")
 
     def plan(self, M):
         """Chunks and keep decision for ``M`` inducing inputs."""

@@ -28,7 +28,7 @@ from .._objectives._dvmgp_bound import (
     row_local_vjp,
     row_marginals,
 )
-from .._workspace import Workspace, thread_workspace
+from .._workspace import chunk_workspace
 from ._collapsed import KEEP_TOTAL
 from ._executor import ChunkExecutor, plan_chunks
 
@@ -118,13 +118,7 @@ def dvmgp_elbo_and_grads(X, Y, p, chol, jitter, *, max_tries=0, chunk_rows=None,
     executor = ChunkExecutor(n_threads)
 
     def workspace(i):
-        if workspaces is None:
-            return None
-        if not keep:
-            return thread_workspace().child("dvmgp")
-        while len(workspaces) <= i:
-            workspaces.append(Workspace())
-        return workspaces[i]
+        return None if workspaces is None else chunk_workspace(workspaces, i, keep, "dvmgp")
 
     def forward(i, a, b):
         stats, cache = _forward(kernels, rows, Xi, zeta, sf, X[a:b], workspace(i))

@@ -82,19 +82,17 @@ def plan_chunks(n_rows, work_per_row, max_rows=None, chunk_rows=None):
         rows = max(least, math.ceil(n_rows / TARGET_CHUNKS))
         if max_rows is not None:
             rows = min(rows, max(1, int(max_rows)))
-        k = balanced_count(math.ceil(n_rows / rows), n_rows, max_rows)
-        return _balanced(n_rows, k)
-    else:
-        rows = int(chunk_rows)
-        if rows < 1:
-            raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}.")
+        return _balanced(n_rows, balanced_count(math.ceil(n_rows / rows), n_rows, max_rows))
+    rows = int(chunk_rows)
+    if rows < 1:
+        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}.")
     rows = min(rows, n_rows)
     return [(a, min(n_rows, a + rows)) for a in range(0, n_rows, rows)]
 
 
 
 
-def balanced_count(k, n_rows=None, max_rows=None):
+def balanced_count(k, n_rows, max_rows=None):
     """The chunk count used for ``k`` chunks of the size estimate: a power of two up to
     :data:`BALANCE` or a multiple of it — the largest one not above ``k`` (larger chunks, less
     glue per row) when its chunks of ``n_rows`` rows stay within ``max_rows``, else the
@@ -105,7 +103,7 @@ def balanced_count(k, n_rows=None, max_rows=None):
         down, up = 1 << (k.bit_length() - 1), 1 << (k - 1).bit_length()
     else:
         down, up = BALANCE * (k // BALANCE), BALANCE * math.ceil(k / BALANCE)
-    if max_rows is None or n_rows is None or math.ceil(n_rows / down) <= max_rows:
+    if max_rows is None or math.ceil(n_rows / down) <= max_rows:
         return down
     return up
 
