@@ -15,6 +15,7 @@ from ._compile_report import compile_report
 from ._engine._dask import is_dask_collection
 from ._optimize import minimize_lbfgsb
 from ._parallel import threads
+from ._precompile import compile_ahead
 from ._progress import check_callback, fit_progress
 from ._scaling import normalization
 from ._stochastic import AdamState, run_adam
@@ -85,7 +86,7 @@ class _BaseLVGP(BaseEstimator):
             check_callback(self.callback)
             random_state = check_random_state(self.random_state)
             with threads(self.n_jobs), fit_progress(self, self.callback), \
-                    compile_report(self):
+                    compile_report(self), compile_ahead(self):
                 self._fit(X, y, random_state, **fit_params)
         self._warn_at_bounds()
         return self
