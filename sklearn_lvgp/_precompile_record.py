@@ -29,6 +29,7 @@ RECIPES = {
     "UnscentedGPLVM": ("UnscentedGPLVM", "{}"),
     "UnscentedGPLVM, Matern32": ("UnscentedGPLVM",
                                  "dict(kernel=Matern32(length_scale=np.ones(2)))"),
+    "UnscentedGPLVM, unscented RBF": ("UnscentedGPLVM", "dict(expectation='unscented')"),
     "LDGD": ("LDGD", "{}"),
     "DVMGP": ("DVMGP", "{}"),
     "DeepGP": ("DeepGP", "{}"),
