@@ -14,7 +14,6 @@ each plan still covers its fit.
 
 import json
 import os
-import pprint
 import subprocess
 import sys
 import tempfile
@@ -124,8 +123,23 @@ def main():
         "Plan key -> ``compile_s``, the seconds the recipe's fit spent compiling when recorded,\n"
         "and ``entries``, the package's jitted functions and argument types it compiled, in the\n"
         "order the fit first used them: ``[module, attribute, value, twin, argument types]``\n"
-        '(see :func:`sklearn_lvgp._precompile.resolve`).\n"""\n\n'
-        f"PLANS = {pprint.pformat(plans, width=99, compact=True)}\n")
+        '(see :func:`sklearn_lvgp._precompile.resolve`).\n"""\n'
+        "# ruff: noqa: E501 (generated: one jitted function per line)\n\n"
+        + _plans_source(plans))
+
+
+def _plans_source(plans):
+    """``PLANS = {...}`` as Python source, one plan entry per line."""
+    lines = ["PLANS = {"]
+    for key in sorted(plans):
+        lines.append(f"    {key!r}: {{")
+        lines.append(f"        'compile_s': {plans[key]['compile_s']!r},")
+        lines.append("        'entries': [")
+        lines.extend(f"            {entry!r}," for entry in plans[key]["entries"])
+        lines.append("        ],")
+        lines.append("    },")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
