@@ -42,10 +42,9 @@ ENV_SWITCH = "SKLEARN_LVGP_PRECOMPILE"
 _SCALARS = {str(t): t for t in (types.float64, types.float32, types.int64, types.int32,
                                 types.uint8, types.boolean, types.complex128)}
 
-#: Seconds of compilation (as recorded in the plan) below which no helper starts: its own start
-#: (a Python process importing numba and the kernels) and numba's internal implementations,
-#: which both processes compile, cost about two seconds of a core, and a helper beside a fit that
-#: compiled for 3 s made that fit slower (7.1 -> 9.1 s on a 2-core machine).
+#: Seconds of compilation (as recorded in the plan) below which no helper starts: the helper's
+#: own start and numba's internal implementations, which both processes compile, cost more
+#: than it saves on a shorter plan (``doc/developers.rst``, "Compile cost").
 MIN_PLAN_SECONDS = 5.0
 
 #: Plans whose helper is running, so concurrent fits in threads start one helper per plan.
@@ -99,16 +98,14 @@ def plan_key(estimator):
 
 
 def _find_plan(key):
-    """The plan (``compile_s`` and ``entries``) for ``key``, else its class's default, or None."""
+    """The recorded plan (``compile_s`` and ``entries``) for ``key``, or None.
+
+    An unrecorded configuration gets no helper: another configuration's plan would have the
+    helper compile kernels this fit does not use, beside it, which slows the fit down.
+    """
     from ._compile_plans import PLANS
 
-    if key in PLANS:
-        return PLANS[key]
-    # an unrecorded kernel or rule: the class's default plan still holds the shared kernels
-    # (bounds, solves), and the helper compiles those first
-    default = key.split("/", 1)[0] + "/default"
-    return next((plan for name, plan in PLANS.items()
-                 if name == default or name.startswith(default + "/")), None)
+    return PLANS.get(key)
 
 
 def locators():
@@ -200,9 +197,7 @@ def _bare_packages(modules):
 
 
 def _helper_command():
-    root = str(_ROOT)
     env = dict(os.environ)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     from numba.core import config
 
     if config.CACHE_DIR:

@@ -29,6 +29,7 @@ RECIPES = {
     "UnscentedGPLVM, Matern32": ("UnscentedGPLVM",
                                  "dict(kernel=Matern32(length_scale=np.ones(2)))"),
     "UnscentedGPLVM, unscented RBF": ("UnscentedGPLVM", "dict(expectation='unscented')"),
+    "UnscentedGPLVM, RBF": ("UnscentedGPLVM", "dict(kernel=RBF(length_scale=np.ones(2)))"),
     "LDGD": ("LDGD", "{}"),
     "DVMGP": ("DVMGP", "{}"),
     "DeepGP": ("DeepGP", "{}"),
@@ -43,7 +44,7 @@ def recipe_fit(name):
     from sklearn.datasets import load_diabetes, load_digits
 
     import sklearn_lvgp
-    from sklearn_lvgp.kernels import Matern32  # noqa: F401 - used by the recipes
+    from sklearn_lvgp.kernels import RBF, Matern32  # noqa: F401 - used by the recipes
 
     cls_name, kwargs = RECIPES[name]
     estimator = getattr(sklearn_lvgp, cls_name)(random_state=0, max_iter=20, **eval(kwargs))

@@ -22,7 +22,7 @@ from sklearn_lvgp._precompile import (
     resolve,
 )
 from sklearn_lvgp._precompile_record import RECIPES, recipe_fit
-from sklearn_lvgp.kernels import RBF, Matern32
+from sklearn_lvgp.kernels import RBF, Matern32, Matern52
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,15 +46,16 @@ def test_type_without_code_is_not_recorded():
         decode_type(["set", "float64"])
 
 
-def test_plan_key_and_fallback_to_the_class_default():
+def test_plan_keys_and_no_plan_for_an_unrecorded_configuration():
     assert plan_key(sklearn_lvgp.UnscentedGPLVM()) == "UnscentedGPLVM/default/auto"
     assert plan_key(sklearn_lvgp.UnscentedGPLVM(kernel=Matern32())) == \
         "UnscentedGPLVM/Matern32/auto"
     assert plan_key(sklearn_lvgp.DVMGP()) == "DVMGP/default"
-    default = _precompile._find_plan("UnscentedGPLVM/default/auto")
-    assert _precompile._find_plan(plan_key(sklearn_lvgp.UnscentedGPLVM(kernel=RBF()))) \
-        is default
-    assert _precompile._find_plan("NoSuchEstimator/default") is None
+    # an explicit RBF kernel runs the default's kernels
+    explicit = _precompile._find_plan(plan_key(sklearn_lvgp.UnscentedGPLVM(kernel=RBF())))
+    assert explicit["entries"] == PLANS["UnscentedGPLVM/default/auto"]["entries"]
+    assert _precompile._find_plan(plan_key(sklearn_lvgp.UnscentedGPLVM(kernel=Matern52()))) \
+        is None
 
 
 def test_every_recipe_has_a_plan_and_every_entry_resolves():
