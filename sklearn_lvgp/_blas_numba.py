@@ -65,6 +65,23 @@ def call_address(typingctx, address, arrays):
     return sig, codegen
 
 
+@nb.njit(inline="always")
+def _flags(a, b, c, d):
+    """The four BLAS character flags as a uint8 array (filled element by element: building it
+    from a list compiles numba's list machinery into every caller)."""
+    out = np.empty(4, dtype=np.uint8)
+    out[0], out[1], out[2], out[3] = a, b, c, d
+    return out
+
+
+@nb.njit(inline="always")
+def _ints(m, n, k=0):
+    """``[m, n, k]`` as an int32 array, for BLAS/LAPACK dimension arguments passed by pointer."""
+    out = np.empty(3, dtype=np.int32)
+    out[0], out[1], out[2] = m, n, k
+    return out
+
+
 @nb.njit(cache=True, nogil=True)
 def trsm_left(fn, L, B, trans):
     """Overwrite the F-contiguous ``B`` (m, n) with ``L^-1 B`` (or ``L^-T B`` when ``trans``).
@@ -83,9 +100,10 @@ def trsm_left(fn, L, B, trans):
     m, n = B.shape
     if m == 0 or n == 0:
         return
-    flags = np.array([_LEFT, _LOWER, _TRANS if trans else _NO, _NO], dtype=np.uint8)
-    dims = np.array([m, n], dtype=np.int32)
-    one = np.ones(1)
+    flags = _flags(_LEFT, _LOWER, _TRANS if trans else _NO, _NO)
+    dims = _ints(m, n)
+    one = np.empty(1)
+    one[0] = 1.0
     call_address(fn, (flags[0:], flags[1:], flags[2:], flags[3:], dims[0:], dims[1:], one, L,
                       dims[0:], B, dims[0:]))
 
@@ -131,8 +149,8 @@ def potrf_lower(fn, A, rel):
     add = rel * scale
     for j in range(m):
         L[j, j] += add
-    uplo = np.array([_LOWER], dtype=np.uint8)
-    dims = np.array([m, 0], dtype=np.int32)  # n, then LAPACK's info
+    uplo = _flags(_LOWER, _LOWER, _LOWER, _LOWER)[0:1]
+    dims = _ints(m, 0)  # n, then LAPACK's info
     call_address(fn, (uplo, dims[0:], L, dims[0:], dims[1:]))
     if dims[1] != 0:
         return L, 1, scale
@@ -154,9 +172,9 @@ def triangular_inplace(fn, L, B, right, trans, alpha):
     m, n = B.shape
     if m == 0 or n == 0:
         return
-    flags = np.array([_RIGHT if right else _LEFT, _LOWER, _TRANS if trans else _NO, _NO],
-                     dtype=np.uint8)
-    dims = np.array([m, n, L.shape[0]], dtype=np.int32)
-    a = np.full(1, alpha)
+    flags = _flags(_RIGHT if right else _LEFT, _LOWER, _TRANS if trans else _NO, _NO)
+    dims = _ints(m, n, L.shape[0])
+    a = np.empty(1)
+    a[0] = alpha
     call_address(fn, (flags[0:], flags[1:], flags[2:], flags[3:], dims[0:], dims[1:], a, L,
                       dims[2:], B, dims[0:]))

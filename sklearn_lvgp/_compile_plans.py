@@ -10,7 +10,7 @@ order the fit first used them: ``[module, attribute, value, twin, argument types
 
 PLANS = {
     'DVMGP/default': {
-        'compile_s': 10.1,
+        'compile_s': 9.4,
         'entries': [
             ['sklearn_lvgp.kernels._kernels_numba', 'stationary_K', 0, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', 'float64', ['array', 'float64', 2, 'C', False]]],
             ['sklearn_lvgp._vexp_numba', 'vexp', None, None, ['float64']],
@@ -43,7 +43,7 @@ PLANS = {
         ],
     },
     'DeepGP/default/monte_carlo': {
-        'compile_s': 2.9,
+        'compile_s': 2.6,
         'entries': [
             ['sklearn_lvgp.kernels._kernels_numba', 'stationary_K', 0, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', 'float64', ['array', 'float64', 2, 'C', False]]],
             ['sklearn_lvgp._vexp_numba', 'vexp', None, None, ['float64']],
@@ -54,7 +54,7 @@ PLANS = {
         ],
     },
     'GPCDE/default/monte_carlo': {
-        'compile_s': 3.3,
+        'compile_s': 2.8,
         'entries': [
             ['sklearn_lvgp.kernels._kernels_numba', 'stationary_K', 0, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', 'float64', ['array', 'float64', 2, 'C', False]]],
             ['sklearn_lvgp._vexp_numba', 'vexp', None, None, ['float64']],
@@ -67,7 +67,7 @@ PLANS = {
         ],
     },
     'LDGD/default/monte_carlo': {
-        'compile_s': 2.8,
+        'compile_s': 2.6,
         'entries': [
             ['sklearn_lvgp.kernels._kernels_numba', 'stationary_K', 0, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', 'float64', ['array', 'float64', 2, 'C', False]]],
             ['sklearn_lvgp._vexp_numba', 'vexp', None, None, ['float64']],
@@ -78,7 +78,7 @@ PLANS = {
         ],
     },
     'SparseGPRegressor/default/auto': {
-        'compile_s': 3.3,
+        'compile_s': 2.9,
         'entries': [
             ['sklearn_lvgp.kernels._kernels_numba', 'stationary_K', 0, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', 'float64', ['array', 'float64', 2, 'C', False]]],
             ['sklearn_lvgp._vexp_numba', 'vexp', None, None, ['float64']],
@@ -91,7 +91,7 @@ PLANS = {
         ],
     },
     'UnscentedGPLVM/Matern32/auto': {
-        'compile_s': 7.0,
+        'compile_s': 6.5,
         'entries': [
             ['sklearn_lvgp.kernels._kernels_numba', 'stationary_K', 2, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', 'float64', ['array', 'float64', 2, 'C', False]]],
             ['sklearn_lvgp._vexp_numba', 'vexp', None, None, ['float64']],
@@ -110,7 +110,7 @@ PLANS = {
         ],
     },
     'UnscentedGPLVM/RBF/auto': {
-        'compile_s': 10.1,
+        'compile_s': 9.2,
         'entries': [
             ['sklearn_lvgp.kernels._kernels_numba', 'stationary_K', 0, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', 'float64', ['array', 'float64', 2, 'C', False]]],
             ['sklearn_lvgp._vexp_numba', 'vexp', None, None, ['float64']],
@@ -143,7 +143,7 @@ PLANS = {
         ],
     },
     'UnscentedGPLVM/default/auto': {
-        'compile_s': 9.9,
+        'compile_s': 9.4,
         'entries': [
             ['sklearn_lvgp.kernels._kernels_numba', 'stationary_K', 0, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', 'float64', ['array', 'float64', 2, 'C', False]]],
             ['sklearn_lvgp._vexp_numba', 'vexp', None, None, ['float64']],
@@ -176,7 +176,7 @@ PLANS = {
         ],
     },
     'UnscentedGPLVM/default/unscented': {
-        'compile_s': 6.9,
+        'compile_s': 6.5,
         'entries': [
             ['sklearn_lvgp.kernels._kernels_numba', 'stationary_K', 0, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', 'float64', ['array', 'float64', 2, 'C', False]]],
             ['sklearn_lvgp._vexp_numba', 'vexp', None, None, ['float64']],
