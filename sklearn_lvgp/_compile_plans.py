@@ -66,30 +66,6 @@ PLANS = {
             ['sklearn_lvgp.kernels._kernels_numba', 'stationary_vjp_products', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False]]],
         ],
     },
-    'LDGD/default/monte_carlo': {
-        'compile_s': 2.6,
-        'entries': [
-            ['sklearn_lvgp.kernels._kernels_numba', 'stationary_K', 0, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', 'float64', ['array', 'float64', 2, 'C', False]]],
-            ['sklearn_lvgp._vexp_numba', 'vexp', None, None, ['float64']],
-            ['sklearn_lvgp._blas_numba', 'potrf_lower', None, None, ['int64', ['array', 'float64', 2, 'F', False], 'float64']],
-            ['sklearn_lvgp._blas_numba', 'triangular_inplace', None, None, ['int64', ['array', 'float64', 2, 'F', False], ['array', 'float64', 2, 'F', False], 'bool', 'bool', 'float64']],
-            ['sklearn_lvgp.kernels._kernels_numba', 'stationary_slope_weights', 0, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', ['array', 'float64', 2, 'C', False]]],
-            ['sklearn_lvgp.kernels._kernels_numba', 'stationary_vjp_products', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False]]],
-        ],
-    },
-    'SparseGPRegressor/default/auto': {
-        'compile_s': 2.9,
-        'entries': [
-            ['sklearn_lvgp.kernels._kernels_numba', 'stationary_K', 0, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', 'float64', ['array', 'float64', 2, 'C', False]]],
-            ['sklearn_lvgp._vexp_numba', 'vexp', None, None, ['float64']],
-            ['sklearn_lvgp._blas_numba', 'potrf_lower', None, None, ['int64', ['array', 'float64', 2, 'F', False], 'float64']],
-            ['sklearn_lvgp._blas_numba', 'trsm_left', None, None, ['int64', ['array', 'float64', 2, 'F', False], ['array', 'float64', 2, 'F', False], 'bool']],
-            ['sklearn_lvgp._blas_numba', 'triangular_inplace', None, None, ['int64', ['array', 'float64', 2, 'F', False], ['array', 'float64', 2, 'C', False], 'bool', 'bool', 'float64']],
-            ['sklearn_lvgp._blas_numba', 'triangular_inplace', None, None, ['int64', ['array', 'float64', 2, 'F', False], ['array', 'float64', 2, 'F', False], 'bool', 'bool', 'float64']],
-            ['sklearn_lvgp.kernels._kernels_numba', 'stationary_slope_weights', 0, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', ['array', 'float64', 2, 'C', False]]],
-            ['sklearn_lvgp.kernels._kernels_numba', 'stationary_vjp_products', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False]]],
-        ],
-    },
     'UnscentedGPLVM/Matern32/auto': {
         'compile_s': 6.5,
         'entries': [
@@ -142,39 +118,6 @@ PLANS = {
             ['sklearn_lvgp._objectives._kl', '_standard_normal_kl_pass', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False]]],
         ],
     },
-    'UnscentedGPLVM/default/auto': {
-        'compile_s': 9.4,
-        'entries': [
-            ['sklearn_lvgp.kernels._kernels_numba', 'stationary_K', 0, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', 'float64', ['array', 'float64', 2, 'C', False]]],
-            ['sklearn_lvgp._vexp_numba', 'vexp', None, None, ['float64']],
-            ['sklearn_lvgp._blas_numba', 'potrf_lower', None, None, ['int64', ['array', 'float64', 2, 'F', False], 'float64']],
-            ['sklearn_lvgp._psi._types', 'first_invalid_psi_input', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False]]],
-            ['sklearn_lvgp._psi._psi_numba', 'rbf_psi1_row_terms', None, None, [['array', 'float64', 1, 'C', False], 'float64', ['array', 'float64', 2, 'C', False]]],
-            ['sklearn_lvgp._psi._psi_numba', '_precision_rows', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', 'float64']],
-            ['sklearn_lvgp._psi._psi_numba', 'rbf_psi1', None, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False]]],
-            ['sklearn_lvgp._psi._psi_numba', '_vexp_inplace', None, None, [['array', 'float64', 1, 'C', False], 'int64', 'int64']],
-            ['sklearn_lvgp._psi._psi_numba', 'two_rbf_pair_terms', None, None, [['array', 'float64', 1, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'int64', 1, 'C', True], ['array', 'int64', 1, 'C', True], 'bool']],
-            ['sklearn_lvgp._psi._psi_numba', 'two_rbf_block', None, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], ['array', 'float64', 1, 'C', False], ['array', 'float64', 2, 'C', False], 'int64', ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False]]],
-            ['sklearn_lvgp._psi._psi_numba', '_add_rows', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False]]],
-            ['sklearn_lvgp._psi._psi_numba', 'pairs_to_matrix', None, None, [['array', 'float64', 1, 'C', False], ['array', 'int64', 1, 'C', True], ['array', 'int64', 1, 'C', True], 'int64', 'bool']],
-            ['sklearn_lvgp._objectives._collapsed_numba', 'whitened_psi2', None, None, ['int64', ['array', 'float64', 2, 'F', False], ['array', 'float64', 2, 'C', False], 'float64']],
-            ['sklearn_lvgp._objectives._collapsed_numba', '_fortran_copy', None, None, [['array', 'float64', 2, 'C', False]]],
-            ['sklearn_lvgp._objectives._collapsed_numba', '_fortran_empty', None, None, ['int64', 'int64']],
-            ['sklearn_lvgp._objectives._collapsed_numba', 'collapsed_solves', None, None, ['int64', ['array', 'float64', 2, 'F', False], ['array', 'float64', 2, 'F', False], ['array', 'float64', 2, 'C', False], 'float64']],
-            ['sklearn_lvgp._objectives._collapsed_numba', '_fortran_copy', None, None, [['array', 'float64', 2, 'F', False]]],
-            ['sklearn_lvgp._objectives._collapsed_numba', 'collapsed_adjoints', None, None, ['int64', ['array', 'float64', 2, 'F', False], ['array', 'float64', 2, 'F', False], ['array', 'float64', 2, 'F', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'F', False], ['array', 'float64', 2, 'C', False], 'int64', 'int64', 'float64', 'float64', 'float64', 'float64', 'float64']],
-            ['sklearn_lvgp._psi._psi_numba', 'rbf_psi1_factors', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False]]],
-            ['sklearn_lvgp._psi._psi_numba', 'rbf_psi1_assemble', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], ['array', 'float64', 1, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False]]],
-            ['sklearn_lvgp._psi._psi_numba', 'two_rbf_summed_adjoint_weights', None, None, [['array', 'float64', 2, 'C', False], ['array', 'int64', 1, 'C', True], ['array', 'int64', 1, 'C', True], ['array', 'float64', 1, 'C', True]]],
-            ['sklearn_lvgp._psi._psi_numba', 'two_rbf_pair_factors', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False]]],
-            ['sklearn_lvgp._psi._psi_numba', 'two_rbf_row_factors', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False]]],
-            ['sklearn_lvgp._psi._psi_numba', 'two_rbf_backward_sums', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], 'int64', ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False]]],
-            ['sklearn_lvgp._psi._psi_numba', 'two_rbf_assemble', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], ['array', 'float64', 1, 'C', False], ['array', 'int64', 1, 'C', True], ['array', 'int64', 1, 'C', True], 'int64']],
-            ['sklearn_lvgp.kernels._kernels_numba', 'stationary_slope_weights', 0, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', ['array', 'float64', 2, 'C', False]]],
-            ['sklearn_lvgp.kernels._kernels_numba', 'stationary_vjp_products', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False]]],
-            ['sklearn_lvgp._objectives._kl', '_standard_normal_kl_pass', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False]]],
-        ],
-    },
     'UnscentedGPLVM/default/unscented': {
         'compile_s': 6.5,
         'entries': [
@@ -195,3 +138,6 @@ PLANS = {
         ],
     },
 }
+PLANS['LDGD/default/monte_carlo'] = PLANS['DeepGP/default/monte_carlo']
+PLANS['SparseGPRegressor/default/auto'] = PLANS['GPCDE/default/monte_carlo']
+PLANS['UnscentedGPLVM/default/auto'] = PLANS['UnscentedGPLVM/RBF/auto']

@@ -130,17 +130,24 @@ def main():
 
 
 def _plans_source(plans):
-    """``PLANS = {...}`` as Python source, one plan entry per line."""
-    lines = ["PLANS = {"]
+    """``PLANS = {...}`` as Python source, one plan entry per line; a plan whose entries equal
+    an earlier one's (an explicit kernel that is the default) is written as that plan's name."""
+    lines, aliases, written = ["PLANS = {"], [], {}
     for key in sorted(plans):
+        entries = plans[key]["entries"]
+        same = next((k for k, e in written.items() if e == entries), None)
+        if same is not None:
+            aliases.append(f"PLANS[{key!r}] = PLANS[{same!r}]")
+            continue
+        written[key] = entries
         lines.append(f"    {key!r}: {{")
         lines.append(f"        'compile_s': {plans[key]['compile_s']!r},")
         lines.append("        'entries': [")
-        lines.extend(f"            {entry!r}," for entry in plans[key]["entries"])
+        lines.extend(f"            {entry!r}," for entry in entries)
         lines.append("        ],")
         lines.append("    },")
     lines.append("}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + aliases) + "\n"
 
 
 if __name__ == "__main__":
