@@ -9,11 +9,18 @@ latent moments, output Ψ-statistics per chunk); the global collapsed step; a ba
 returns, per q, the chunk's share of ``αᵀda`` (the μ adjoint), ``Ā = (α ∘ db) αᵀ`` and the
 kernel adjoints of K_vw and k(x, x); and a final step that turns the reduced ``Σ αᵀda`` and
 ``Σ Ā`` into the adjoints of K_v, μ and Σ_q, as :func:`~sklearn_lvgp._objectives._dvmgp_bound.
-projection_vjp` does for the whole data at once.
+projection_vjp` does for the whole data at once. On problems of :data:`JITTED_MIN_WORK` or more,
+a chunk's projection passes are one jitted call each
+(:mod:`~sklearn_lvgp._objectives._dvmgp_chunk_numba`), which releases the GIL; as numpy
+products per row (kept for smaller problems, where they need no compilation) they hold it for
+most of their time, so those run on one thread.
 """
+
+from typing import NamedTuple
 
 import numpy as np
 
+from .._linalg import solve_lower
 from .._objectives._collapsed import collapsed_bound_from_stats, collapsed_stats_vjp
 from .._objectives._dvmgp_bound import (
     RowFactors,
@@ -28,11 +35,19 @@ from .._objectives._dvmgp_bound import (
     row_local_vjp,
     row_marginals,
 )
+from .._objectives._dvmgp_chunk_numba import chunk_latent_backward, chunk_latent_forward
 from .._workspace import chunk_workspace
 from ._collapsed import KEEP_TOTAL
 from ._executor import ChunkExecutor, plan_chunks
 
-__all__ = ["dvmgp_elbo_and_grads"]
+__all__ = ["dvmgp_elbo_and_grads", "JITTED_MIN_WORK"]
+
+#: Evaluations of less estimated work (rows × work per row) run the numpy passes, one chunk
+#: after another on the calling thread: the jitted passes cost about 2 s of compilation on a
+#: machine's first fit, which a fit this small does not earn back, and the numpy passes hold
+#: the GIL, so threads would only slow them (200 rows, ten features: 8.3 ms per evaluation on
+#: one thread, 12.8 ms on two; jitted 6.5 and 5.9 ms).
+JITTED_MIN_WORK = 2 ** 23
 
 
 def _row_factors(kernel, Xi, mu_q, Lsig, jitter):
@@ -41,53 +56,98 @@ def _row_factors(kernel, Xi, mu_q, Lsig, jitter):
     return RowFactors(Kv, mu_q, Lsig)
 
 
-def _project(kernels, rows, Xi, X):
-    """q(W) marginals ``a`` (n, Q, D), ``b`` (n, Q) of a chunk and each row's ``α``."""
+class _Layer(NamedTuple):
+    """The W-layer's global arrays: its kernels and row factors, and the same in the layout
+    of the jitted chunk passes (``jitted``: whether those run)."""
+
+    kernels: list
+    rows: list
+    jitted: bool
+    Xi: np.ndarray
+    inv_ls: np.ndarray
+    variance: np.ndarray
+    Lv_inv: np.ndarray
+    Ls: np.ndarray
+    mu: np.ndarray
+
+
+def _layer(kernels, rows, wtheta, Xi, mu, jitted):
+    wtheta = np.asarray(wtheta, dtype=np.float64)
+    Xi = np.ascontiguousarray(Xi, dtype=np.float64)
+    # C-contiguous throughout (``np.stack`` of transposes need not be)
+    return _Layer(kernels, rows, jitted, Xi, 1.0 / np.exp(wtheta[:, 1:]),
+                  np.exp(wtheta[:, 0]),
+                  _stacked([solve_lower(f.Lv, np.eye(f.Lv.shape[0])) for f in rows]),
+                  _stacked([f.Lsig for f in rows]), np.ascontiguousarray(mu))
+
+
+def _stacked(mats):
+    return np.ascontiguousarray(np.stack(mats))
+
+
+def _latent(layer, X):
+    """A chunk's latent moments ``h``, ``η`` and what the backward pass needs."""
+    if layer.jitted:
+        h, eta, b, Kvw, alpha = chunk_latent_forward(
+            X, layer.Xi, layer.inv_ls, layer.variance, layer.Lv_inv, layer.Ls, layer.mu)
+        return h, eta, (b, Kvw, alpha)
     n, D = X.shape
-    Q = len(rows)
+    Q = len(layer.rows)
     a = np.empty((n, Q, D))
     b = np.empty((n, Q))
     alphas = []
-    for q, (k, f) in enumerate(zip(kernels, rows, strict=True)):
-        a[:, q, :], b[:, q], alpha, _ = row_marginals(f, k.K(Xi, X), k.Kdiag(X))
+    for q, (k, f) in enumerate(zip(layer.kernels, layer.rows, strict=True)):
+        a[:, q, :], b[:, q], alpha, _ = row_marginals(f, k.K(layer.Xi, X), k.Kdiag(X))
         alphas.append(alpha)
-    return a, b, alphas
-
-
-def _forward(kernels, rows, Xi, zeta, sf, X, workspace=None):
-    a, b, alphas = _project(kernels, rows, Xi, X)
     h, eta = latent_moments(a, b, X)
-    stats, ocache = output_psi(zeta, h, eta, sf, workspace=workspace)
-    return stats, (b, alphas, ocache)
+    return h, eta, (b, alphas)
 
 
-def _backward(kernels, rows, Xi, adj, X, Y, cache):
-    """A chunk's partial adjoints: ``dζ``, ``dσ_f`` and per row q ``(αᵀda, Ā, dΞ, dθ…)``."""
-    b, alphas, ocache = cache
-    dh, deta, dzeta, dsf = output_psi_vjp(adj.psi0, Y @ adj.PY.T, adj.Psi2, ocache)
+def _latent_vjp(layer, back, dh, deta, X, cache):
+    """The chunk's ``(αᵀda, Ā, dΞ, dθ)`` of the W-layer from the adjoints of ``h`` and ``η``."""
+    if layer.jitted:
+        return chunk_latent_backward(np.ascontiguousarray(dh), np.ascontiguousarray(deta), X,
+                                     layer.Xi, layer.inv_ls, layer.variance, *cache, *back)
+    b, alphas = cache
     da, db = latent_moments_vjp(dh, deta, b, X)
-    parts = []
-    for q, (k, f, alpha) in enumerate(zip(kernels, rows, alphas, strict=True)):
-        dmu, Abar, dKvw, dkdiag = row_local_vjp(f, alpha, da[:, q, :], db[:, q])
-        v2 = k.vjp(dKvw, Xi, X)
-        v3 = k.vjp_diag(dkdiag, X)
-        parts.append((dmu, Abar, v2.X, v2.theta, v3.theta))
-    return dzeta, dsf, tuple(parts)
+    Q, m_v, D = layer.mu.shape
+    dmu = np.empty((Q, m_v, D))
+    Abar = np.empty((Q, m_v, m_v))
+    dXi = np.zeros((m_v, D))
+    dtheta = np.empty((Q, 1 + D))
+    for q, (k, f, alpha) in enumerate(zip(layer.kernels, layer.rows, alphas, strict=True)):
+        dmu[q], Abar[q], dKvw, dkdiag = row_local_vjp(f, alpha, da[:, q, :], db[:, q])
+        v2 = k.vjp(dKvw, layer.Xi, X)
+        dXi += v2.X
+        dtheta[q] = v2.theta + k.vjp_diag(dkdiag, X).theta
+    return dmu, Abar, dXi, dtheta
 
 
-def _finish_row(kernel, f, part, Xi, jitter):
+def _forward(layer, zeta, sf, X, workspace=None):
+    h, eta, lcache = _latent(layer, X)
+    stats, ocache = output_psi(zeta, h, eta, sf, workspace=workspace)
+    return stats, (lcache, ocache)
+
+
+def _backward(layer, back, adj, X, Y, cache):
+    """A chunk's partial adjoints: ``dζ``, ``dσ_f`` and the W-layer's ``(αᵀda, Ā, dΞ, dθ)``."""
+    lcache, ocache = cache
+    dh, deta, dzeta, dsf = output_psi_vjp(adj.psi0, Y @ adj.PY.T, adj.Psi2, ocache)
+    return dzeta, dsf, _latent_vjp(layer, back, dh, deta, X, lcache)
+
+
+def _finish_row(kernel, f, dmu, Abar, dtheta, Xi, jitter):
     """The row's ``(dΞ, dμ, dL_q, dθ)`` from its reduced partials and the KL (adjoint −1)."""
-    dmu, Abar, dXi_kvw, dth_kvw, dth_diag = part
     dKv, dmu, dL = row_global_vjp(f, dmu, Abar, -1.0)
     v1 = kernel.vjp(dKv, Xi)
-    th = v1.theta + dth_kvw + dth_diag
+    th = v1.theta + dtheta
     # the jitter is relative to κ_q², so it moves with log κ_q²
     th[0] += jitter * float(kernel.variance) * float(np.trace(dKv))
-    return v1.X + dXi_kvw, dmu, dL, th
+    return v1.X, dmu, dL, th
 
 
 def dvmgp_elbo_and_grads(X, Y, p, chol, jitter, *, max_tries=0, chunk_rows=None,
-                         n_threads=None, workspaces=None):
+                         n_threads=None, workspaces=None, jitted=None):
     """DVMGP ELBO, its gradient wrt ``zeta``, ``Xi``, ``mu``, ``chol``, ``wtheta``,
     ``signal_std`` and ``noise``, and the collapsed q(u) posterior, chunk by chunk.
 
@@ -98,7 +158,10 @@ def dvmgp_elbo_and_grads(X, Y, p, chol, jitter, *, max_tries=0, chunk_rows=None,
     ``workspaces`` is a list the caller keeps across evaluations (an optimiser's objective):
     when the chunks' caches are kept from the forward to the backward map, chunk ``i`` writes
     its output-layer Ψ-statistics into ``workspaces[i]`` (grown on demand), else into this
-    thread's workspace; ``None`` allocates fresh arrays.
+    thread's workspace; ``None`` allocates fresh arrays. ``jitted`` chooses the chunk passes:
+    ``None`` the jitted ones from :data:`JITTED_MIN_WORK` of work and several chunks, else the
+    numpy ones on the calling thread (the choice depends on the problem size only, so every
+    ``n_jobs`` gives the same bits).
     """
     zeta, sf, s2, Xi = p["zeta"], float(p["signal_std"]), float(p["noise"]), p["Xi"]
     mu = np.asarray(p["mu"], dtype=np.float64)
@@ -115,13 +178,17 @@ def dvmgp_elbo_and_grads(X, Y, p, chol, jitter, *, max_tries=0, chunk_rows=None,
     chunks = plan_chunks(N, work, chunk_rows=chunk_rows)
     keep = N * (Q * m_v + m_u) <= KEEP_TOTAL
     kept = [None] * len(chunks)
-    executor = ChunkExecutor(n_threads)
+    if jitted is None:
+        jitted = len(chunks) > 1 and N * work >= JITTED_MIN_WORK
+    executor = ChunkExecutor(n_threads if jitted else 1)
 
     def workspace(i):
         return None if workspaces is None else chunk_workspace(workspaces, i, keep, "dvmgp")
 
+    layer = _layer(kernels, rows, p["wtheta"], Xi, mu, bool(jitted))
+
     def forward(i, a, b):
-        stats, cache = _forward(kernels, rows, Xi, zeta, sf, X[a:b], workspace(i))
+        stats, cache = _forward(layer, zeta, sf, np.ascontiguousarray(X[a:b]), workspace(i))
         kept[i] = cache if keep else None
         Yc = Y[a:b]
         yc = Yc.reshape(-1)
@@ -134,21 +201,23 @@ def dvmgp_elbo_and_grads(X, Y, p, chol, jitter, *, max_tries=0, chunk_rows=None,
     adj = collapsed_stats_vjp(post)
     for f in rows:
         f.backward_factors()
+    back = ((_stacked([f.Kinv_mu for f in rows]), _stacked([f.Sig @ f.Kinv for f in rows]))
+            if layer.jitted else ())
 
     def backward(i, a, b):
         cache = (kept[i] if kept[i] is not None
-                 else _forward(kernels, rows, Xi, zeta, sf, X[a:b], workspace(i))[1])
+                 else _forward(layer, zeta, sf, np.ascontiguousarray(X[a:b]), workspace(i))[1])
         kept[i] = None
-        return _backward(kernels, rows, Xi, adj, X[a:b], Y[a:b], cache)
+        return _backward(layer, back, adj, np.ascontiguousarray(X[a:b]), Y[a:b], cache)
 
-    dzeta, dsf, parts = executor.map_reduce(backward, chunks)
-    dXi = np.zeros_like(Xi)
+    dzeta, dsf, (dmu_data, Abar, dXi, dtheta_data) = executor.map_reduce(backward, chunks)
     dmu = np.empty_like(mu)
     dchol = np.empty((Q, m_v)) if np.ndim(chol) == 2 else np.empty((Q, m_v, m_v))
     dtheta = np.empty((Q, 1 + D))
     for q, (k, f) in enumerate(zip(kernels, rows, strict=True)):
-        dXi_q, dmu[q], dL, dtheta[q] = _finish_row(k, f, parts[q], Xi, jitter)
-        dXi += dXi_q
+        dXi_q, dmu[q], dL, dtheta[q] = _finish_row(k, f, dmu_data[q], Abar[q],
+                                                   dtheta_data[q], Xi, jitter)
+        dXi = dXi + dXi_q
         dchol[q] = np.diag(dL) if np.ndim(chol) == 2 else dL
     kv = kern.vjp(adj.Kuu, zeta)
     grads = {"zeta": dzeta + kv.X, "Xi": dXi, "mu": dmu, "wtheta": dtheta, "chol": dchol,

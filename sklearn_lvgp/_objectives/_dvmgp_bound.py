@@ -99,8 +99,10 @@ class RowFactors:
     adds ``K_v⁻¹``, ``K_v⁻¹μ`` and ``Σ_q`` for the backward pass.
 
     ``Kv`` already contains the jitter. The pieces below split a row's forward and backward
-    passes into the per-input part (:func:`row_marginals`, :func:`row_local_vjp`), which the
-    chunk engine runs chunk by chunk, and the global part (:func:`row_global_vjp`).
+    passes into the per-input part (:func:`row_marginals`, :func:`row_local_vjp`; the chunk
+    engine runs the same algebra as one jitted call per chunk,
+    :mod:`~sklearn_lvgp._objectives._dvmgp_chunk_numba`) and the global part
+    (:func:`row_global_vjp`).
     """
 
     def __init__(self, Kv, mu_q, Lsig):

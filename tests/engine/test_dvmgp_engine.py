@@ -53,32 +53,38 @@ def _reference(X, Y, p, chol, jitter=1e-6):
                     "noise": adj.noise_variance}
 
 
+@pytest.mark.parametrize("jitted", [False, True])
 @pytest.mark.parametrize("full", [False, True])
 @pytest.mark.parametrize("chunk_rows", [1, 7, N])
-def test_chunked_dvmgp_equals_one_piece(full, chunk_rows):
+def test_chunked_dvmgp_equals_one_piece(full, chunk_rows, jitted):
+    """Both chunk passes (numpy, and jitted) equal the one-piece composition."""
     X, Y, p, chol = _params(full=full)
     F_ref, g_ref = _reference(X, Y, p, chol)
-    F, grads, _ = dvmgp_elbo_and_grads(X, Y, p, chol, 1e-6, chunk_rows=chunk_rows)
+    F, grads, _ = dvmgp_elbo_and_grads(X, Y, p, chol, 1e-6, chunk_rows=chunk_rows,
+                                       jitted=jitted)
     assert F == pytest.approx(F_ref, rel=1e-10)
     for key, ref in g_ref.items():
         np.testing.assert_allclose(grads[key], ref, rtol=1e-10,
                                    atol=1e-10 * max(1.0, np.max(np.abs(ref))), err_msg=key)
 
 
-def test_chunked_dvmgp_bit_identical_for_every_thread_count():
+@pytest.mark.parametrize("jitted", [False, True])
+def test_chunked_dvmgp_bit_identical_for_every_thread_count(jitted):
     X, Y, p, chol = _params(1)
     results = []
     for n_jobs in (1, 2, 3):
         with threads(n_jobs):
-            results.append(dvmgp_elbo_and_grads(X, Y, p, chol, 1e-6, chunk_rows=4))
+            results.append(dvmgp_elbo_and_grads(X, Y, p, chol, 1e-6, chunk_rows=4,
+                                                jitted=jitted))
     for F, grads, _ in results[1:]:
         assert F == results[0][0]
         for key in grads:
             np.testing.assert_array_equal(grads[key], results[0][1][key])
 
 
+@pytest.mark.parametrize("jitted", [False, True])
 @pytest.mark.parametrize("keep", [True, False])
-def test_dvmgp_workspaces_change_no_bit_and_keep_their_memory(monkeypatch, keep):
+def test_dvmgp_workspaces_change_no_bit_and_keep_their_memory(monkeypatch, keep, jitted):
     """With the caller's workspace list the bound and every gradient keep their bits, for
     kept and recomputed chunk caches and any thread count; kept chunks reuse their buffers
     from the first evaluation on."""
@@ -87,12 +93,12 @@ def test_dvmgp_workspaces_change_no_bit_and_keep_their_memory(monkeypatch, keep)
     if not keep:
         monkeypatch.setattr(engine_dvmgp, "KEEP_TOTAL", 0)
     X, Y, p, chol = _params(3)
-    F_ref, g_ref, _ = dvmgp_elbo_and_grads(X, Y, p, chol, 1e-6, chunk_rows=6)
+    F_ref, g_ref, _ = dvmgp_elbo_and_grads(X, Y, p, chol, 1e-6, chunk_rows=6, jitted=jitted)
     workspaces, first = [], None
     for n_jobs in (1, 2, 3):
         with threads(n_jobs):
             F, grads, _ = dvmgp_elbo_and_grads(X, Y, p, chol, 1e-6, chunk_rows=6,
-                                               workspaces=workspaces)
+                                               workspaces=workspaces, jitted=jitted)
         assert F == F_ref
         for key in g_ref:
             np.testing.assert_array_equal(grads[key], g_ref[key], err_msg=key)
@@ -104,7 +110,8 @@ def test_dvmgp_workspaces_change_no_bit_and_keep_their_memory(monkeypatch, keep)
     assert all(buffers) if keep else True
 
 
-def test_chunked_dvmgp_gradient_matches_finite_differences():
+@pytest.mark.parametrize("jitted", [False, True])
+def test_chunked_dvmgp_gradient_matches_finite_differences(jitted):
     from sklearn_lvgp._params import ParamPacker
 
     X, Y, p0, chol0 = _params(2)
@@ -114,7 +121,28 @@ def test_chunked_dvmgp_gradient_matches_finite_differences():
 
     def fun(flat):
         p = packer.unpack(flat)
-        F, grads, _ = dvmgp_elbo_and_grads(X, Y, p, p["chol"], 1e-6, chunk_rows=5)
+        F, grads, _ = dvmgp_elbo_and_grads(X, Y, p, p["chol"], 1e-6, chunk_rows=5,
+                                           jitted=jitted)
         return F, packer.pack_grad(grads, p)
 
     check_grad(fun, packer.pack({**p0, "chol": chol0}), rtol=1e-5)
+
+
+
+def test_jitted_passes_from_the_work_threshold(monkeypatch):
+    """The default takes the jitted chunk passes exactly from ``JITTED_MIN_WORK`` (and several
+    chunks), and the numpy ones below it."""
+    from sklearn_lvgp._engine import _dvmgp as engine_dvmgp
+
+    X, Y, p, chol = _params()
+    calls = []
+    real = engine_dvmgp.chunk_latent_forward
+    monkeypatch.setattr(engine_dvmgp, "chunk_latent_forward",
+                        lambda *a: calls.append(1) or real(*a))
+    work = Q * m_v * (m_v + D) + Q * m_u * (m_u + 1) // 2
+    for threshold, chunk_rows, expected in [(N * work, 7, True), (N * work + 1, 7, False),
+                                            (0, N, False)]:
+        calls.clear()
+        monkeypatch.setattr(engine_dvmgp, "JITTED_MIN_WORK", threshold)
+        dvmgp_elbo_and_grads(X, Y, p, chol, 1e-6, chunk_rows=chunk_rows)
+        assert bool(calls) is expected, (threshold, chunk_rows)
