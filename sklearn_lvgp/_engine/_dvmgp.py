@@ -74,7 +74,7 @@ class _Layer(NamedTuple):
 def _layer(kernels, rows, wtheta, Xi, mu, jitted):
     wtheta = np.asarray(wtheta, dtype=np.float64)
     Xi = np.ascontiguousarray(Xi, dtype=np.float64)
-    # C-contiguous throughout (``np.stack`` of transposes need not be)
+    # C-contiguous throughout, as the jitted passes' ``np.dot`` calls expect
     return _Layer(kernels, rows, jitted, Xi, 1.0 / np.exp(wtheta[:, 1:]),
                   np.exp(wtheta[:, 0]),
                   _stacked([solve_lower(f.Lv, np.eye(f.Lv.shape[0])) for f in rows]),
