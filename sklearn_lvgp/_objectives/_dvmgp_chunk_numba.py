@@ -8,8 +8,9 @@ of ``αᵀda`` (the μ adjoint), ``Ā = (α ∘ db) αᵀ`` and the W-kernels' a
 adjoint of ``K_vw``, ``K_v⁻¹μ da − 2 (α − K_v⁻¹Σ_q α) ∘ db``). The algebra is that of
 :func:`~sklearn_lvgp._objectives._dvmgp_bound.row_marginals`,
 :func:`~sklearn_lvgp._objectives._dvmgp_bound.latent_moments` and their backward passes
-(those stay the reference, used for prediction and in the tests); here a chunk's whole pass
-runs in one call that releases the GIL, so the chunk engine's threads share no Python glue.
+(those stay: for prediction, for problems below the engine's ``JITTED_MIN_WORK`` and as the
+tests' reference); here a chunk's whole pass runs in one call that releases the GIL, so the
+chunk engine's threads share no Python glue.
 
 The per-input matrices of row q (``K_vw``, ``β``, ``α``, …) are (m_v, n) C-contiguous, so the
 kernel loop and the per-input sums run along the n inputs. The products over the inducing
