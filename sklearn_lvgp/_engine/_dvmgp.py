@@ -57,8 +57,8 @@ def _row_factors(kernel, Xi, mu_q, Lsig, jitter):
 
 
 class _Layer(NamedTuple):
-    """The W-layer's global arrays: its kernels and row factors, and the same in the layout
-    of the jitted chunk passes (``jitted``: whether those run)."""
+    """The W-layer's global arrays: its kernels and row factors, and (``jitted``: when the
+    jitted chunk passes run, else ``None``) the same in their layout."""
 
     kernels: list
     rows: list
@@ -72,11 +72,12 @@ class _Layer(NamedTuple):
 
 
 def _layer(kernels, rows, wtheta, Xi, mu, jitted):
-    wtheta = np.asarray(wtheta, dtype=np.float64)
     Xi = np.ascontiguousarray(Xi, dtype=np.float64)
+    if not jitted:
+        return _Layer(kernels, rows, False, Xi, None, None, None, None, np.asarray(mu))
+    wtheta = np.asarray(wtheta, dtype=np.float64)
     # C-contiguous throughout, as the jitted passes' ``np.dot`` calls expect
-    return _Layer(kernels, rows, jitted, Xi, 1.0 / np.exp(wtheta[:, 1:]),
-                  np.exp(wtheta[:, 0]),
+    return _Layer(kernels, rows, True, Xi, 1.0 / np.exp(wtheta[:, 1:]), np.exp(wtheta[:, 0]),
                   _stacked([solve_lower(f.Lv, np.eye(f.Lv.shape[0])) for f in rows]),
                   _stacked([f.Lsig for f in rows]), np.ascontiguousarray(mu))
 
