@@ -37,10 +37,10 @@ __all__ = ["FLOPS_PER_WORK", "chunk_pass", "dsvi_draws", "dsvi_elbo", "dsvi_fini
            "dsvi_globals", "dsvi_rows", "moment_match", "propagate_layers", "sigma_points"]
 
 #: Matrix-product flops counted as one unit of :func:`~._executor.plan_chunks` work. A chunk's
-#: pass costs about 800 Python-level calls (the per-output loops of the marginals and their
-#: backward pass), which hold the GIL; at 32 the chunks of a 10⁴-row minibatch (M = 100,
-#: 2 layers) have about 1100 rows, large enough for threads to overlap (smaller chunks scaled
-#: worse).
+#: pass costs about 600 Python-level calls (the glue around the kernels, solves and the jitted
+#: per-output loops of the marginals), which hold the GIL; at 32 the chunks of a 10⁴-row
+#: minibatch (M = 100, 2 layers) have about 1100 rows, large enough for threads to overlap
+#: (smaller chunks scaled worse).
 FLOPS_PER_WORK = 32
 
 

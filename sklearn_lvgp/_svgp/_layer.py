@@ -7,7 +7,8 @@ Marginals as in Salimbeni (2020, eqs. 1.28–1.29 and 2.6–2.7); hand-derived b
 Pieces (forward and backward side by side):
 
 * :func:`prior_factor` / :func:`prior_factor_vjp` — ``K_uu = k(Z, Z) + jitter``, ``L_u``;
-* :func:`marginals` / :func:`marginals_vjp` — ``(mu, var)`` of ``f`` at inputs ``H``;
+* :func:`marginals` / :func:`marginals_vjp` — ``(mu, var)`` of ``f`` at inputs ``H`` (their
+  per-output loops are one jitted call each, :mod:`._outputs_numba`);
 * :func:`layer_forward` / :func:`layer_vjp` — the three composed with the KL of
   :mod:`._kl`, as a model uses them for one objective evaluation.
 """
@@ -16,10 +17,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._blas_numba import DTRMM
 from .._linalg import (
     cholesky_jitter,
     cholesky_vjp,
-    lower_matmul,
     lower_solve,
     solve_lower_vjp,
     tril,
@@ -29,6 +30,7 @@ from .._workspace import Workspace
 from ..kernels._stationary import K_cached_into
 from ._kl import kl_divergence, kl_divergence_vjp
 from ._mean_functions import ZeroMean
+from ._outputs_numba import output_variances, output_variances_vjp
 
 #: Largest ``D * M * P`` for which the forward keeps every ``B_d = L_d^T A`` for the backward.
 _MAX_CACHED_B = 2 ** 24
@@ -192,6 +194,7 @@ class MarginalsCache(NamedTuple):
     kernel_cache: object
     B: np.ndarray | None
     workspace: Workspace | None = None
+    Lf: np.ndarray | None = None
 
 
 class MarginalsVJP(NamedTuple):
@@ -218,6 +221,11 @@ class MarginalsVJP(NamedTuple):
     theta: np.ndarray
     H: np.ndarray
     Lu: np.ndarray
+
+
+def _transposed_factors(q_sqrt):
+    """``L_dᵀ`` of every output, C-contiguous: ``L_d`` in BLAS's column-major layout."""
+    return np.ascontiguousarray(np.swapaxes(q_sqrt, 1, 2), dtype=np.float64)
 
 
 def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True, workspace=None):
@@ -271,27 +279,20 @@ def marginals(kernel, Z, q_mu, q_sqrt, H, Lu, mean_function=None, whiten=True, w
     if mean_function is not None:
         mu += mean_function(H)
     D = q_mu.shape[1]
+    A = np.ascontiguousarray(A)
     var = np.empty_like(mu)
     base = kappa - np.einsum("mp,mp->p", A1, A1)
+    # every B_d = L_d^T A is kept for the backward pass unless that is too much memory
     keep = D * A.size <= _MAX_CACHED_B
-    if keep:
-        shape = (D,) + A.shape
-        Bs = np.empty(shape) if workspace is None else workspace.array("B", shape)
-        scratch = None
-    else:
-        Bs = None
-        scratch = np.empty_like(A) if workspace is None else workspace.array("scratch", A.shape)
-    for d in range(D):
-        # B_d = L_d^T A, computed in place in its final buffer (no (M, P) temporary per output)
-        B = Bs[d] if keep else scratch
-        np.copyto(B, A)
-        lower_matmul(q_sqrt[d], B, trans=True, overwrite_b=True)
-        var[:, d] = base + np.einsum("mp,mp->p", B, B)
+    shape = (D if keep else 1,) + A.shape
+    Bs = np.empty(shape) if workspace is None else workspace.array("B", shape)
+    Lf = _transposed_factors(q_sqrt)
+    output_variances(DTRMM, Lf, A, base, Bs, var)
     clipped = var < 0.0
     if np.any(clipped):
         var[clipped] = 0.0
     cache = MarginalsCache(kernel, Z, H, q_mu, q_sqrt, Lu, A1, A, mean_function, bool(whiten),
-                           clipped, kcache, Bs, workspace)
+                           clipped, kcache, Bs if keep else None, workspace, Lf)
     return mu, var, cache
 
 
@@ -313,18 +314,17 @@ def marginals_vjp(dL_dmu, dL_dvar, cache):
     dv = np.where(c.clipped, 0.0, dL_dvar)
     dmu = np.asarray(dL_dmu, dtype=np.float64)
     A, A1 = c.A, c.A1
-    D = c.q_mu.shape[1]
     ws = c.workspace
     dq_mu = A @ dmu
     dA = np.matmul(c.q_mu, dmu.T, out=None if ws is None else ws.array("dA", A.shape))
-    dq_sqrt = np.zeros_like(c.q_sqrt)
+    dq_sqrt = np.empty(c.q_sqrt.shape)
     # one (M, P) scratch for every output: fewer fresh pages per step
     Bdv = np.empty_like(A) if ws is None else ws.array("scratch", A.shape)
-    for d in range(D):
-        B = lower_matmul(c.q_sqrt[d], A, trans=True) if c.B is None else c.B[d]
-        np.multiply(B, dv[:, d], out=Bdv)
-        dq_sqrt[d] = 2.0 * tril(A @ Bdv.T)
-        dA += lower_matmul(c.q_sqrt[d], Bdv, alpha=2.0, overwrite_b=True)
+    if c.B is None:  # B_d formed again, one at a time, in a buffer of its own
+        Bs = np.empty((1,) + A.shape) if ws is None else ws.array("B", (1,) + A.shape)
+    else:
+        Bs = c.B
+    output_variances_vjp(DTRMM, c.Lf, A, Bs, dv, dA, dq_sqrt, Bdv)
     dkappa = np.sum(dv, axis=1)
     dA1 = np.multiply(A1, -2.0 * dkappa, out=Bdv)  # the scratch is free again
     kv, dLu = kuf_backward(dA, dA1, c)

@@ -409,3 +409,37 @@ def test_workspace_reuses_and_grows():
     import pickle
 
     assert pickle.loads(pickle.dumps(ws))._flat == {}
+
+
+@pytest.mark.parametrize("keep_B", [True, False])
+def test_jitted_output_loops_equal_the_per_output_products(rng, keep_B):
+    """The per-output loops of the marginals (one jitted call each way) compute, for every
+    output, ``var_d = base + colsum(B_d ∘ B_d)`` with ``B_d = L_dᵀ A``, ``2 tril(A (B_d ∘
+    dv_d)ᵀ)`` and ``dA += 2 L_d (B_d ∘ dv_d)``, reading only the lower triangle of ``L_d``."""
+    from sklearn_lvgp._blas_numba import DTRMM
+    from sklearn_lvgp._svgp._layer import _transposed_factors
+    from sklearn_lvgp._svgp._outputs_numba import output_variances, output_variances_vjp
+
+    D, m, p = 3, 6, 11
+    A = rng.standard_normal((m, p))
+    L = np.tril(rng.standard_normal((D, m, m)))
+    junk = L + np.triu(rng.standard_normal((D, m, m)), 1)  # the upper triangle is not read
+    base = rng.random(p)
+    dv = rng.standard_normal((p, D))
+    dA0 = rng.standard_normal((m, p))
+    B_ref = np.stack([L[d].T @ A for d in range(D)])
+    var_ref = base[:, None] + np.einsum("dmp,dmp->pd", B_ref, B_ref)
+    dq_ref = np.stack([2.0 * np.tril(A @ (B_ref[d] * dv[:, d]).T) for d in range(D)])
+    dA_ref = dA0 + sum(2.0 * L[d] @ (B_ref[d] * dv[:, d]) for d in range(D))
+
+    Lf = _transposed_factors(junk)
+    Bs = np.full((D if keep_B else 1, m, p), np.nan)
+    var = np.empty((p, D))
+    output_variances(DTRMM, Lf, A, base, Bs, var)
+    np.testing.assert_allclose(var, var_ref, rtol=1e-13)
+    if keep_B:
+        np.testing.assert_allclose(Bs, B_ref, rtol=1e-13, atol=1e-15)
+    dA, dq = dA0.copy(), np.full((D, m, m), np.nan)
+    output_variances_vjp(DTRMM, Lf, A, Bs, dv, dA, dq, np.empty((m, p)))
+    np.testing.assert_allclose(dq, dq_ref, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(dA, dA_ref, rtol=1e-13, atol=1e-14)
