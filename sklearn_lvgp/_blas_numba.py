@@ -25,7 +25,7 @@ from numba.core import types
 from numba.extending import get_cython_function_address, intrinsic
 
 __all__ = ["DPOTRF", "DTRMM", "DTRSM", "call_address", "potrf_lower", "triangular_inplace",
-           "trsm_left"]
+           "triangular_inplace_inlined", "trsm_left"]
 
 #: ``dtrsm(side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb)``; every argument a pointer.
 DTRSM = get_cython_function_address("scipy.linalg.cython_blas", "dtrsm")
@@ -178,3 +178,8 @@ def triangular_inplace(fn, L, B, right, trans, alpha):
     a[0] = alpha
     call_address(fn, (flags[0:], flags[1:], flags[2:], flags[3:], dims[0:], dims[1:], a, L,
                       dims[2:], B, dims[0:]))
+
+
+#: :func:`triangular_inplace` for jitted callers, inlined into them: called from jitted code with
+#: constant flags, the dispatcher would compile a variant per literal flag value.
+triangular_inplace_inlined = nb.njit(inline="always")(triangular_inplace.py_func)

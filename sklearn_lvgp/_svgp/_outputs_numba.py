@@ -16,7 +16,7 @@ transpose of ``L_d`` (so ``Lf[d].T`` is ``L_d`` in BLAS's column-major layout).
 import numba as nb
 import numpy as np
 
-from .._blas_numba import triangular_inplace
+from .._blas_numba import triangular_inplace_inlined
 
 __all__ = ["output_variances", "output_variances_vjp"]
 
@@ -28,7 +28,7 @@ def _lower_t_times(trmm, Lf_d, A, B):
     for m in range(M):
         for p in range(P):
             B[m, p] = A[m, p]
-    triangular_inplace(trmm, Lf_d.T, B.T, True, False, 1.0)
+    triangular_inplace_inlined(trmm, Lf_d.T, B.T, True, False, 1.0)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -99,7 +99,7 @@ def output_variances_vjp(trmm, Lf, A, Bs, dv, dA, dq_sqrt, scratch):
         for i in range(M):
             for j in range(M):
                 dq_sqrt[d, i, j] = 2.0 * G[i, j] if j <= i else 0.0
-        triangular_inplace(trmm, Lf[d].T, scratch.T, True, True, 2.0)
+        triangular_inplace_inlined(trmm, Lf[d].T, scratch.T, True, True, 2.0)
         for m in range(M):
             for p in range(P):
                 dA[m, p] += scratch[m, p]
