@@ -311,7 +311,7 @@ def marginals_vjp(dL_dmu, dL_dvar, cache):
     MarginalsVJP
     """
     c = cache
-    dv = np.where(c.clipped, 0.0, dL_dvar)
+    dv = np.ascontiguousarray(np.where(c.clipped, 0.0, dL_dvar), dtype=np.float64)
     dmu = np.asarray(dL_dmu, dtype=np.float64)
     A, A1 = c.A, c.A1
     ws = c.workspace
