@@ -244,3 +244,26 @@ def test_helper_resolves_every_plan_without_the_estimators():
     keys, sklearn_loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert keys == sorted(PLANS)
     assert not sklearn_loaded
+
+
+def test_plan_source_names_equal_plans_and_extends_prefixes():
+    """The plan writer's source rebuilds the plans: equal entries as the other plan's name, a
+    plan starting with another's entries as those entries and the rest."""
+    from sklearn_lvgp._precompile_record import _plans_source
+
+    a = [["m", "f", None, None, ["int64"]], ["m", "g", 0, "serial", ["float64"]]]
+    plans = {"B/x": {"compile_s": 2.0, "entries": a + [["m", "h", None, None, []]]},
+             "A/x": {"compile_s": 1.0, "entries": a},
+             "C/x": {"compile_s": 1.5, "entries": list(a)},
+             "D/x": {"compile_s": 3.0, "entries": [["n", "k", None, None, []]]}}
+    source = _plans_source(plans)
+    namespace = {}
+    exec(source, namespace)
+    rebuilt = namespace["PLANS"]
+    assert {k: p["entries"] for k, p in rebuilt.items()} == {
+        k: p["entries"] for k, p in plans.items()}
+    # a named equal plan shares its compile time (the same compilations)
+    assert [rebuilt[k]["compile_s"] for k in ("A/x", "B/x", "C/x", "D/x")] == [1.0, 2.0, 1.0, 3.0]
+    assert "PLANS['C/x'] = PLANS['A/x']" in source
+    assert "'entries': PLANS['A/x']['entries'] + [" in source
+    assert source.count("['m', 'f', None, None, ['int64']]") == 1
