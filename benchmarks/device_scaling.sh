@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The thread curves of bench_scaling.py on a many-core machine, every part in one run.
+#
+# For a machine that is only lent for minutes (16 cores): each part runs under its own time
+# limit, so one slow part cannot use up the others' time, and writes
+# scaling_<part>_<LABEL>.json into OUT. The numba cache starts empty there, so each part's
+# first (warm-up) round also compiles.
+#
+# Usage:  OUT=/some/folder bash benchmarks/device_scaling.sh
+#         THREADS=1,2 LABEL=try bash benchmarks/device_scaling.sh   (a local dry run)
+set -u
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${OUT:-$here/results}"
+threads="${THREADS:-1,2,4,8,16}"
+label="${LABEL:-device16}"
+cd "$here/.."
+python -c "import os, numba, numpy; print('cpus', os.cpu_count(), 'numba', numba.__version__, \
+'threading layer', numba.config.THREADING_LAYER, 'numpy', numpy.__version__)"
+
+part() {  # part LIMIT_SECONDS ARGS...
+    local limit=$1
+    shift
+    timeout "$limit" python benchmarks/bench_scaling.py --threads "$threads" --out "$out" \
+        --label "$label" "$@" || echo "stopped: $* (exit $?)"
+}
+
+part 170 --part threads --n-rows 50000 --repeats 3
+part 100 --part deepgp --deepgp-batches 10000 --repeats 5
+part 100 --part dvmgp --n-rows 50000 --repeats 5
+part 100 --part ldgd --n-rows 20000 --ldgd-batches 10000 --repeats 3
+part 70 --part gpcde --repeats 5
