@@ -90,8 +90,6 @@ def plan_chunks(n_rows, work_per_row, max_rows=None, chunk_rows=None):
     return [(a, min(n_rows, a + rows)) for a in range(0, n_rows, rows)]
 
 
-
-
 def balanced_count(k, n_rows, max_rows=None):
     """The chunk count used for ``k`` chunks of the size estimate: a power of two up to
     :data:`BALANCE` or a multiple of it — the largest one not above ``k`` (larger chunks, less
