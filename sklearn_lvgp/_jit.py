@@ -50,17 +50,22 @@ class _Twins:
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
 
+    def runs_serial(self, *args):
+        """Whether a call with ``args`` takes the serial twin whatever other threads do: the
+        work is small, or the enclosing :func:`~sklearn_lvgp._parallel.threads` context (numba's
+        thread count outside one) has one thread, as in the objective engine's chunk workers."""
+        if self.work(*args) < PARALLEL_MIN_WORK:
+            return True
+        # numba's own getter takes a lock; it is asked only outside a ``threads`` context
+        n = current_threads()
+        return (numba.get_num_threads() if n is None else n) <= 1
+
     def __call__(self, *args):
-        # the work estimate first, then the thread count of the enclosing ``threads`` context
-        # (numba's own getter takes a lock; it is asked only outside such a context)
-        if self.work(*args) >= PARALLEL_MIN_WORK:
-            n = current_threads()
-            if ((numba.get_num_threads() if n is None else n) > 1
-                    and _PARALLEL_REGION.acquire(blocking=False)):
-                try:
-                    return self.parallel(*args)
-                finally:
-                    _PARALLEL_REGION.release()
+        if not self.runs_serial(*args) and _PARALLEL_REGION.acquire(blocking=False):
+            try:
+                return self.parallel(*args)
+            finally:
+                _PARALLEL_REGION.release()
         return self.serial(*args)
 
 

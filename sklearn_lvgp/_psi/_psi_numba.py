@@ -296,6 +296,15 @@ def two_rbf_pair_terms(lam_a, lam_b, log_c, Z, S, I, J, sym):
     return E, logk2, cmidT, DuT, pconst, tau, wa, wb
 
 
+@nb.njit(inline="always")
+def _two_rbf_row(mu, E, logk2, pconst, cmidT, n, row):
+    """``row[p]``: the two-RBF entry of row ``n`` and pair ``p`` (formula in :mod:`._two_rbf`)."""
+    _half_weighted_sq_dist_row(mu, E, n, cmidT, row)
+    base = logk2[n]
+    for p in range(row.shape[0]):
+        row[p] = vexp(pconst[p] + base + row[p])
+
+
 @twin_jit(work=lambda mu, E, logk2, pconst, cmidT, lo, out, colsum: out.size * mu.shape[1])
 def two_rbf_block(mu, E, logk2, pconst, cmidT, lo, out, colsum):
     """Entries of the two-RBF matrix for rows ``lo:lo + len(out)``, written into ``out``; their
@@ -306,16 +315,41 @@ def two_rbf_block(mu, E, logk2, pconst, cmidT, lo, out, colsum):
     loops run over the pairs ``p`` so they vectorise, ``exp`` included. The column sums run
     serially over the rows afterwards (the same order for any thread count).
     """
-    R, P = out.shape
+    R = out.shape[0]
     for r in nb.prange(R):
         wide_vectors()
-        n = lo + r
-        row = out[r]
-        _half_weighted_sq_dist_row(mu, E, n, cmidT, row)
-        base = logk2[n]
-        for p in range(P):
-            row[p] = vexp(pconst[p] + base + row[p])
+        _two_rbf_row(mu, E, logk2, pconst, cmidT, lo + r, out[r])
     _add_rows(out, colsum)
+
+
+@nb.njit(cache=True, nogil=True)
+def two_rbf_colsums(mu, E, logk2, pconst, cmidT, buf, colsum):
+    """Column sums of the entries of all rows, added to ``colsum``: :func:`two_rbf_block` on
+    consecutive blocks of ``len(buf)`` rows in one serial call (same values, same order),
+    ``buf`` holding each block's entries in turn."""
+    wide_vectors()
+    N = mu.shape[0]
+    rows = buf.shape[0]
+    for lo in range(0, N, rows):
+        out = buf[:min(rows, N - lo)]
+        for r in range(out.shape[0]):
+            _two_rbf_row(mu, E, logk2, pconst, cmidT, lo + r, out[r])
+        _add_rows(out, colsum)
+
+
+@nb.njit(cache=True, nogil=True)
+def two_rbf_backward_blocks(mu, E, logk2, pconst, cmidT, buf, F, CT, sums_n, sums_p):
+    """The backward sums of all rows with the entries recomputed block by block: for each block
+    of ``len(buf)`` rows, the entries as :func:`two_rbf_block` writes them, then
+    :func:`two_rbf_backward_sums` on them, in one serial call."""
+    wide_vectors()
+    N = mu.shape[0]
+    rows = buf.shape[0]
+    for lo in range(0, N, rows):
+        out = buf[:min(rows, N - lo)]
+        for r in range(out.shape[0]):
+            _two_rbf_row(mu, E, logk2, pconst, cmidT, lo + r, out[r])
+        two_rbf_backward_sums(out, F, CT, lo, sums_n, sums_p)
 
 
 @nb.njit(cache=True, nogil=True)

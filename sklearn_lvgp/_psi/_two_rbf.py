@@ -36,6 +36,8 @@ not depend on the thread count (rows are independent in the jitted passes, and t
 chunk by chunk).
 """
 
+import math
+
 import numpy as np
 
 from . import _psi_numba as _nb
@@ -50,10 +52,21 @@ CHUNK_ENTRIES = 2 ** 17
 KEEP_ENTRIES = 2 ** 21
 
 
+def _block_rows(P):
+    """Rows per chunk of the entries."""
+    return max(1, CHUNK_ENTRIES // max(1, P))
+
+
 def _blocks(N, P):
-    """Row ranges of the chunks and the shape of the largest."""
-    rows = max(1, CHUNK_ENTRIES // max(1, P))
-    return [(a, min(N, a + rows)) for a in range(0, N, rows)], (min(N, rows), P)
+    """Row ranges of the chunks."""
+    rows = _block_rows(P)
+    return [(a, min(N, a + rows)) for a in range(0, N, rows)]
+
+
+def _serial_blocks(s, buf, colsum):
+    """Whether :func:`._psi_numba.two_rbf_block` would run serially on blocks of ``buf``'s size,
+    so that one serial call over all blocks gives the same values."""
+    return _nb.two_rbf_block.runs_serial(s.mu, s.E, s.logk2, s.pconst, s.cmidT, 0, buf, colsum)
 
 
 def _entries(s, a, b, buf, colsum):
@@ -84,14 +97,18 @@ def two_rbf_forward(s, per_point=False, keep=None):
     """
     N = s.mu.shape[0]
     P = s.I.shape[0]
-    blocks, shape = _blocks(N, P)
     keep = N * P <= KEEP_ENTRIES if keep is None else bool(keep)
-    buf = None if keep else np.empty(shape)
+    buf = None if keep else np.empty((min(N, _block_rows(P)), P))
     s.kept.clear()  # a repeated forward pass on the same setup replaces, not adds
     if per_point:
         out = np.zeros((N, s.M, s.M))
     colsum = np.zeros(P)
-    for i, (a, b) in enumerate(blocks):
+    if not (keep or per_point) and _serial_blocks(s, buf, colsum):
+        # one jitted call for all blocks: a thread of the objective engine holds the GIL once
+        # per chunk instead of once per block
+        _nb.two_rbf_colsums(s.mu, s.E, s.logk2, s.pconst, s.cmidT, buf, colsum)
+        return _nb.pairs_to_matrix(colsum, s.I, s.J, s.M, s.sym)
+    for i, (a, b) in enumerate(_blocks(N, P)):
         if not keep:
             chunk = buf
         elif s.workspace is not None:
@@ -142,14 +159,19 @@ def two_rbf_backward(G, s):
     F = _nb.two_rbf_row_factors(s.mu, s.E, ctr)
     sums_n = np.zeros((F.shape[1], P))
     sums_p = np.empty((s.mu.shape[0], F.shape[1]))
-    blocks, shape = _blocks(s.mu.shape[0], P)
-    kept = len(s.kept) == len(blocks)
-    buf = None if kept else np.empty(shape)
+    N = s.mu.shape[0]
+    kept = bool(s.kept) and len(s.kept) == math.ceil(N / _block_rows(P))
+    buf = None if kept else np.empty((min(N, _block_rows(P)), P))
     scratch = np.zeros(P)  # the recomputed entries' column sums (not needed)
-    for i, (a, b) in enumerate(blocks):
-        w = s.kept[i] if kept else _entries(s, a, b, buf, scratch)
-        if per_point:
-            w = w * (s.mult[None, :] * G[a:b][:, s.I, s.J])
-        _nb.two_rbf_backward_sums(w, F, CT, a, sums_n, sums_p)
+    if not (kept or per_point) and _serial_blocks(s, buf, scratch):
+        # one jitted call for all blocks (as in the forward pass)
+        _nb.two_rbf_backward_blocks(s.mu, s.E, s.logk2, s.pconst, s.cmidT, buf, F, CT, sums_n,
+                                    sums_p)
+    else:
+        for i, (a, b) in enumerate(_blocks(N, P)):
+            w = s.kept[i] if kept else _entries(s, a, b, buf, scratch)
+            if per_point:
+                w = w * (s.mult[None, :] * G[a:b][:, s.I, s.J])
+            _nb.two_rbf_backward_sums(w, F, CT, a, sums_n, sums_p)
     return _nb.two_rbf_assemble(sums_n, sums_p, gp, s.mu, s.E, s.cmidT, ctr, s.DuT, s.wa,
                                 s.wb, s.I, s.J, s.M)

@@ -372,6 +372,36 @@ def test_two_rbf_chunks_kept_or_recomputed_give_the_same_results(rng, monkeypatc
         np.testing.assert_array_equal(a, c)
 
 
+def test_two_rbf_blocks_in_one_call_equal_the_block_by_block_path(rng, monkeypatch):
+    """Serially, all blocks of the recomputed entries go through one jitted call (forward and
+    backward); it gives the bits of the block-by-block path, whose blocks it replaces."""
+    from sklearn_lvgp._psi import _two_rbf
+
+    N, M, Q = 50, 6, 3
+    mu, S = rng.standard_normal((N, Q)), rng.uniform(0.1, 0.5, (N, Q))
+    Z = rng.standard_normal((M, Q))
+    kernel = RBF(np.array([0.8, 1.2, 1.5]), variance=1.3)
+    g = rng.standard_normal((M, M))
+    P = M * (M + 1) // 2
+    monkeypatch.setattr(_two_rbf, "CHUNK_ENTRIES", 7 * P)  # 7 rows per block, the last has 1
+    monkeypatch.setattr(_two_rbf, "KEEP_ENTRIES", 0)
+    calls = []
+    entries = _two_rbf._entries
+    monkeypatch.setattr(_two_rbf, "_entries", lambda *a: calls.append(1) or entries(*a))
+
+    def run():
+        stats, cache = rbf_psi(kernel, Z, mu, S)
+        return [stats.Psi2, *rbf_psi_vjp(0.3, np.ones((N, M)), g, cache)]
+
+    fused = run()
+    assert not calls
+    monkeypatch.setattr(_two_rbf, "_serial_blocks", lambda *a: False)
+    by_block = run()
+    assert len(calls) == 2 * 8
+    for a, b in zip(fused, by_block, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("shift", [0.0, 1e2, 1e4])
 def test_rbf_psi_is_translation_invariant_far_from_the_origin(rng, shift):
     """Values and adjoints do not move when the latents and inducing inputs are shifted together
