@@ -32,6 +32,19 @@ Two measurements, each runnable alone (``--part``):
     ``DeepGP`` minibatch gradient (10 000 rows, 2 layers) on a
     ``LocalCluster`` of 1 and 2 single-threaded worker processes (``--dask-workers``), the rows
     in ``--dask-partitions`` partitions.
+``chunks``
+    Where the threads' time goes in the ``threads`` part's GPLVM evaluations: for each thread
+    count of ``--threads`` (3 repeats after a warm-up, the median repeat printed), each chunk
+    pass's wall time, its number of chunks, the mean and largest chunk time, the utilisation
+    (sum of chunk times over threads × pass wall time) and the time outside the passes. A
+    chunk time that grows with the thread count is contention inside the chunks (GIL waits,
+    shared caches, memory bandwidth, clock speed); a utilisation below one is idle workers.
+``ceiling``
+    What the machine allows: the throughput of four jitted, GIL-free kernels, one private copy
+    per Python thread, at 1, 2, 4, 8, 12 and 16 threads (a scalar ``exp`` loop bound by
+    latency, a vectorised ``exp`` loop on an L2-sized array, a 256 × 256 dgemm on one BLAS
+    thread, a copy-add over two 32 MB arrays): ``n`` threads' work over the time of one
+    thread's, the best of 3.
 ``rss``
     Peak resident memory of a short ``UnscentedGPLVM`` fit (default kernel and optimiser: from
     10⁵ rows the alternating one; ``--rss-iter`` iterations or rounds, ``--rss-inner-iter``
@@ -43,6 +56,8 @@ Usage::
 
     python benchmarks/bench_scaling.py --part threads --n-rows 50000 --threads 1,2
     python benchmarks/bench_scaling.py --part threads --n-rows 1000 --threads 1,2
+    python benchmarks/bench_scaling.py --part chunks --n-rows 50000 --threads 1,16
+    python benchmarks/bench_scaling.py --part ceiling
     python benchmarks/bench_scaling.py --part rss --rss-rows 100000,200000,400000 \\
         --rss-inducing 100,300
 
@@ -182,6 +197,144 @@ def _thread_curve(fn, thread_counts, repeats, label):
                                    f"({v['speedup_median']:.2f}x)" for n, v in out.items()),
           flush=True)
     return out
+
+
+# ------------------------------------------------------------------------- chunk profile
+
+def run_chunks(args):
+    import threading
+
+    import numpy as np
+
+    from sklearn_lvgp._engine import _executor
+    from sklearn_lvgp._parallel import threads
+
+    records, passes = [], []  # (pass, thread, start, stop) per chunk; (pass, start, stop, n)
+    run = _executor.ChunkExecutor._run
+
+    def timed_run(self, fn, chunks, consume):
+        index = len(passes)
+
+        def timed(i, a, b):
+            t0 = time.perf_counter()
+            result = fn(i, a, b)
+            records.append((index, threading.get_ident(), t0, time.perf_counter()))
+            return result
+
+        t0 = time.perf_counter()
+        run(self, timed, chunks, consume)
+        passes.append((index, t0, time.perf_counter(), len(chunks)))
+
+    _executor.ChunkExecutor._run = timed_run
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    out = {}
+    for kind in ("rbf", "matern32"):
+        evaluate = _gplvm_evaluation(kind, args.n_rows, args.gplvm_inducing)
+        for n in thread_counts:  # warm-up
+            with threads(n):
+                evaluate()
+        for n in thread_counts:
+            repeats = []
+            for _ in range(3):
+                records.clear()
+                passes.clear()
+                with threads(n):
+                    t0 = time.perf_counter()
+                    evaluate()
+                    wall = time.perf_counter() - t0
+                per_pass = []
+                for index, start, stop, n_chunks in passes:
+                    d = np.array([r[3] - r[2] for r in records if r[0] == index])
+                    per_pass.append({
+                        "wall_ms": (stop - start) * 1e3, "chunks": n_chunks,
+                        "chunk_sum_ms": float(d.sum()) * 1e3,
+                        "chunk_mean_ms": float(d.mean()) * 1e3,
+                        "chunk_max_ms": float(d.max()) * 1e3,
+                        "threads_used": len({r[1] for r in records if r[0] == index}),
+                        "util": float(d.sum()) / (min(n, n_chunks) * (stop - start))})
+                repeats.append({"wall_ms": wall * 1e3, "passes": per_pass,
+                                "outside_passes_ms":
+                                    (wall - sum(p[2] - p[1] for p in passes)) * 1e3})
+            out[f"{kind} {n}"] = repeats
+            r = sorted(repeats, key=lambda r: r["wall_ms"])[1]
+            print(f"{kind} n={n}: wall {r['wall_ms']:.1f} ms, outside passes "
+                  f"{r['outside_passes_ms']:.1f} ms; " + "; ".join(
+                      f"pass of {p['chunks']} chunks: wall {p['wall_ms']:.1f} ms, chunk mean "
+                      f"{p['chunk_mean_ms']:.2f} max {p['chunk_max_ms']:.2f} ms, utilisation "
+                      f"{p['util']:.2f}" for p in r["passes"]), flush=True)
+    _executor.ChunkExecutor._run = run
+    return {"n_rows": args.n_rows, "threads": thread_counts, "results": out}
+
+
+# ------------------------------------------------------------------------ machine ceiling
+
+def run_ceiling(args):
+    import threading
+
+    import numba
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    @numba.njit(nogil=True)
+    def latency(x, reps):
+        s = 0.0
+        for r in range(reps):
+            for i in range(x.shape[0]):
+                s += np.exp(-0.5 * x[i] * x[i] * (1.0 + 1e-9 * r))
+        return s
+
+    @numba.njit(nogil=True, fastmath=True)
+    def vector(x, y, reps):
+        for _ in range(reps):
+            for i in range(x.shape[0]):
+                y[i] = np.exp(-0.5 * x[i] * x[i]) * y[i] + x[i]
+        return y[0]
+
+    def gemm(a, b, reps):
+        c = np.empty_like(a)
+        for _ in range(reps):
+            np.matmul(a, b, out=c)
+
+    @numba.njit(nogil=True)
+    def stream(a, b, reps):
+        for _ in range(reps):
+            for i in range(a.shape[0]):
+                b[i] = a[i] * 1.0000001 + b[i]
+        return b[0]
+
+    rng = np.random.default_rng(0)
+    cases = {
+        "latency-bound exp loop": (latency, lambda: (rng.random(4096),), 3000),
+        "vectorised exp (L2)": (vector, lambda: (rng.random(16384), rng.random(16384)), 3000),
+        "dgemm 256 (1 BLAS thread)":
+            (gemm, lambda: (rng.random((256, 256)), rng.random((256, 256))), 150),
+        "stream 2x32MB": (stream, lambda: (rng.random(4_000_000), np.zeros(4_000_000)), 15),
+    }
+
+    def timed(fn, make, n, reps):
+        data = [make() for _ in range(n)]
+        fn(*data[0], 1)  # compile
+        workers = [threading.Thread(target=fn, args=(*d, reps)) for d in data]
+        t0 = time.perf_counter()
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        return time.perf_counter() - t0
+
+    counts = [1, 2, 4, 8, 12, 16]
+    out = {}
+    with threadpool_limits(1):
+        for name, (fn, make, reps) in cases.items():
+            base = None
+            out[name] = {}
+            for n in counts:
+                t = min(timed(fn, make, n, reps) for _ in range(3))
+                base = base or t
+                out[name][str(n)] = {"time_ms": t * 1e3, "throughput": n * base / t}
+            print(f"{name}: " + "  ".join(f"{n}: {v['throughput']:.2f}x"
+                                          for n, v in out[name].items()), flush=True)
+    return {"threads": counts, "results": out}
 
 
 # ------------------------------------------------------------------------------- deep GP
@@ -441,7 +594,8 @@ def _print_table(header, rows):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--part", required=True,
-                        choices=("threads", "rss", "dask", "deepgp", "ldgd", "gpcde", "dvmgp"))
+                        choices=("threads", "chunks", "ceiling", "rss", "dask", "deepgp", "ldgd",
+                                 "gpcde", "dvmgp"))
     parser.add_argument("--source", default=None, help="checkout to time (default: this one)")
     parser.add_argument("--label", default="current")
     parser.add_argument("--n-rows", type=int, default=50_000)
@@ -466,7 +620,8 @@ def main(argv=None):
     parser.add_argument("--out", default=str(HERE / "results"))
     args = parser.parse_args(argv)
     _import_path(args.source)
-    payload = {"threads": run_threads, "rss": run_rss, "dask": run_dask,
+    payload = {"threads": run_threads, "chunks": run_chunks, "ceiling": run_ceiling,
+               "rss": run_rss, "dask": run_dask,
                "deepgp": run_deepgp, "ldgd": run_ldgd, "gpcde": run_gpcde,
                "dvmgp": run_dvmgp}[args.part](args)
     payload["command"] = "python benchmarks/bench_scaling.py " + " ".join(sys.argv[1:])

@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/plot_scaling.py   # writes doc/images/scaling.png
 
-It reads ``benchmarks/results/scaling_threads_device16_h200.json`` (16-core thread curve),
+It reads ``benchmarks/results/scaling_threads_device16_3972eef_r5.json`` (16-core thread curve),
 ``scaling_threads_device16_before.json`` (the code before the engine, same script) and the
 ``scaling_rss_*`` files written by ``bench_scaling.py``.
 """
@@ -28,7 +28,7 @@ def _load(name):
 
 def main():
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4))
-    now = _load("scaling_threads_device16_h200.json")["results"]
+    now = _load("scaling_threads_device16_3972eef_r5.json")["results"]
     before = _load("scaling_threads_device16_before.json")["results"]
     for (name, res), colour in zip(now.items(), ("C0", "C1", "C2"), strict=True):
         threads = [int(t) for t in res]
