@@ -39,6 +39,9 @@ Two measurements, each runnable alone (``--part``):
     (sum of chunk times over threads × pass wall time) and the time outside the passes. A
     chunk time that grows with the thread count is contention inside the chunks (GIL waits,
     shared caches, memory bandwidth, clock speed); a utilisation below one is idle workers.
+    ``--parallel-min-work W`` sets the work below which jitted twins run serially (the
+    library's ``PARALLEL_MIN_WORK``; the global step's M × M kernel matrices open a numba
+    parallel region at M = 100 otherwise), to see what those regions cost outside the passes.
 ``ceiling``
     What the machine allows: the throughput of four jitted, GIL-free kernels, one private copy
     per Python thread, at 1, 2, 4, 8, 12 and 16 threads (a scalar ``exp`` loop bound by
@@ -226,6 +229,10 @@ def run_chunks(args):
         passes.append((index, t0, time.perf_counter(), len(chunks)))
 
     _executor.ChunkExecutor._run = timed_run
+    if args.parallel_min_work is not None:
+        from sklearn_lvgp import _jit
+
+        _jit.PARALLEL_MIN_WORK = int(float(args.parallel_min_work))
     thread_counts = [int(t) for t in args.threads.split(",")]
     out = {}
     for kind in ("rbf", "matern32"):
@@ -263,7 +270,8 @@ def run_chunks(args):
                       f"{p['chunk_mean_ms']:.2f} max {p['chunk_max_ms']:.2f} ms, utilisation "
                       f"{p['util']:.2f}" for p in r["passes"]), flush=True)
     _executor.ChunkExecutor._run = run
-    return {"n_rows": args.n_rows, "threads": thread_counts, "results": out}
+    return {"n_rows": args.n_rows, "threads": thread_counts,
+            "parallel_min_work": args.parallel_min_work, "results": out}
 
 
 # ------------------------------------------------------------------------ machine ceiling
@@ -617,6 +625,8 @@ def main(argv=None):
     parser.add_argument("--ldgd-inducing", type=int, default=25)
     parser.add_argument("--dask-workers", default="1,2")
     parser.add_argument("--dask-partitions", type=int, default=8)
+    parser.add_argument("--parallel-min-work", default=None,
+                        help="chunks part: work below which jitted twins run serially")
     parser.add_argument("--out", default=str(HERE / "results"))
     args = parser.parse_args(argv)
     _import_path(args.source)
