@@ -305,6 +305,16 @@ def _two_rbf_row(mu, E, logk2, pconst, cmidT, n, row):
         row[p] = vexp(pconst[p] + base + row[p])
 
 
+@nb.njit(inline="always")
+def _two_rbf_rows(mu, E, logk2, pconst, cmidT, lo, buf):
+    """The entries of rows ``lo:lo + len(buf)`` (fewer at the end of ``mu``), serially, in the
+    leading rows of ``buf``; returns those rows."""
+    out = buf[:min(buf.shape[0], mu.shape[0] - lo)]
+    for r in range(out.shape[0]):
+        _two_rbf_row(mu, E, logk2, pconst, cmidT, lo + r, out[r])
+    return out
+
+
 @twin_jit(work=lambda mu, E, logk2, pconst, cmidT, lo, out, colsum: out.size * mu.shape[1])
 def two_rbf_block(mu, E, logk2, pconst, cmidT, lo, out, colsum):
     """Entries of the two-RBF matrix for rows ``lo:lo + len(out)``, written into ``out``; their
@@ -328,13 +338,9 @@ def two_rbf_colsums(mu, E, logk2, pconst, cmidT, buf, colsum):
     consecutive blocks of ``len(buf)`` rows in one serial call (same values, same order),
     ``buf`` holding each block's entries in turn."""
     wide_vectors()
-    N = mu.shape[0]
     rows = buf.shape[0]
-    for lo in range(0, N, rows):
-        out = buf[:min(rows, N - lo)]
-        for r in range(out.shape[0]):
-            _two_rbf_row(mu, E, logk2, pconst, cmidT, lo + r, out[r])
-        _add_rows(out, colsum)
+    for lo in range(0, mu.shape[0], rows):
+        _add_rows(_two_rbf_rows(mu, E, logk2, pconst, cmidT, lo, buf), colsum)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -343,13 +349,10 @@ def two_rbf_backward_blocks(mu, E, logk2, pconst, cmidT, buf, F, CT, sums_n, sum
     of ``len(buf)`` rows, the entries as :func:`two_rbf_block` writes them, then
     :func:`two_rbf_backward_sums` on them, in one serial call."""
     wide_vectors()
-    N = mu.shape[0]
     rows = buf.shape[0]
-    for lo in range(0, N, rows):
-        out = buf[:min(rows, N - lo)]
-        for r in range(out.shape[0]):
-            _two_rbf_row(mu, E, logk2, pconst, cmidT, lo + r, out[r])
-        two_rbf_backward_sums(out, F, CT, lo, sums_n, sums_p)
+    for lo in range(0, mu.shape[0], rows):
+        two_rbf_backward_sums(_two_rbf_rows(mu, E, logk2, pconst, cmidT, lo, buf), F, CT, lo,
+                              sums_n, sums_p)
 
 
 @nb.njit(cache=True, nogil=True)
