@@ -39,9 +39,8 @@ Two measurements, each runnable alone (``--part``):
     (sum of chunk times over threads × pass wall time) and the time outside the passes. A
     chunk time that grows with the thread count is contention inside the chunks (GIL waits,
     shared caches, memory bandwidth, clock speed); a utilisation below one is idle workers.
-    ``--parallel-min-work W`` sets the work below which jitted twins run serially (the
-    library's ``PARALLEL_MIN_WORK``; the global step's M × M kernel matrices open a numba
-    parallel region at M = 100 otherwise), to see what those regions cost outside the passes.
+    With ``--parallel-min-work`` (any part) the passes' surroundings run without numba
+    parallel regions: see below.
 ``ceiling``
     What the machine allows: the throughput of four jitted, GIL-free kernels, one private copy
     per Python thread, at 1, 2, 4, 8, 12 and 16 threads (a scalar ``exp`` loop bound by
@@ -54,6 +53,11 @@ Two measurements, each runnable alone (``--part``):
     iterations per step) against N, for each M of ``--rss-inducing``; each fit runs in a fresh
     process (``resource.getrusage``), and the table also gives the RSS of that process before
     the data were made, and the slope between the largest two N.
+
+``--parallel-min-work W`` (every part) sets the work below which jitted twins run serially
+(the library's ``PARALLEL_MIN_WORK``, 10⁵): the global steps' M × M kernel matrices open numba
+parallel regions at M = 100, whose OpenMP threads then spin for some milliseconds beside the
+next pass's workers; ``1e9`` measures the evaluations without them.
 
 Usage::
 
@@ -229,10 +233,6 @@ def run_chunks(args):
         passes.append((index, t0, time.perf_counter(), len(chunks)))
 
     _executor.ChunkExecutor._run = timed_run
-    if args.parallel_min_work is not None:
-        from sklearn_lvgp import _jit
-
-        _jit.PARALLEL_MIN_WORK = int(float(args.parallel_min_work))
     thread_counts = [int(t) for t in args.threads.split(",")]
     out = {}
     for kind in ("rbf", "matern32"):
@@ -270,8 +270,7 @@ def run_chunks(args):
                       f"{p['chunk_mean_ms']:.2f} max {p['chunk_max_ms']:.2f} ms, utilisation "
                       f"{p['util']:.2f}" for p in r["passes"]), flush=True)
     _executor.ChunkExecutor._run = run
-    return {"n_rows": args.n_rows, "threads": thread_counts,
-            "parallel_min_work": args.parallel_min_work, "results": out}
+    return {"n_rows": args.n_rows, "threads": thread_counts, "results": out}
 
 
 # ------------------------------------------------------------------------ machine ceiling
@@ -626,16 +625,22 @@ def main(argv=None):
     parser.add_argument("--dask-workers", default="1,2")
     parser.add_argument("--dask-partitions", type=int, default=8)
     parser.add_argument("--parallel-min-work", default=None,
-                        help="chunks part: work below which jitted twins run serially")
+                        help="work below which jitted twins run serially (default: the "
+                             "library's)")
     parser.add_argument("--out", default=str(HERE / "results"))
     args = parser.parse_args(argv)
     _import_path(args.source)
+    if args.parallel_min_work is not None:
+        from sklearn_lvgp import _jit
+
+        _jit.PARALLEL_MIN_WORK = int(float(args.parallel_min_work))
     payload = {"threads": run_threads, "chunks": run_chunks, "ceiling": run_ceiling,
                "rss": run_rss, "dask": run_dask,
                "deepgp": run_deepgp, "ldgd": run_ldgd, "gpcde": run_gpcde,
                "dvmgp": run_dvmgp}[args.part](args)
     payload["command"] = "python benchmarks/bench_scaling.py " + " ".join(sys.argv[1:])
     payload["cpu_count"] = os.cpu_count()
+    payload["parallel_min_work"] = args.parallel_min_work
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     name = f"scaling_{args.part}_{args.label}.json"

@@ -30,5 +30,8 @@ part 100 --part dvmgp --n-rows 50000 --repeats 5
 part 100 --part ldgd --n-rows 20000 --ldgd-batches 10000 --repeats 3
 part 70 --part gpcde --repeats 5
 part 60 --part chunks --n-rows 50000
+# the same without numba parallel regions beside the passes (bench_scaling.py, --parallel-min-work)
 part 60 --part chunks --n-rows 50000 --parallel-min-work 1e9 --label "${label}_serial_twins"
+part 60 --part deepgp --deepgp-batches 10000 --repeats 5 --parallel-min-work 1e9 \
+    --label "${label}_serial_twins"
 part 40 --part ceiling
