@@ -11,12 +11,13 @@ Everything is evaluated in log space: a Ψ entry is ``exp(constant + per-row ter
 
 The two-RBF Ψ2 matrices (Ψ2 of one RBF and the RBF×RBF cross term) are assembled in
 :mod:`._two_rbf`: their entries and column sums come from :func:`two_rbf_block`, the sums of
-their backward pass from :func:`two_rbf_backward_sums`. The backward pass of the RBF Ψ1 is BLAS
-products between a serial jitted pass that forms their operands and one that turns the sums
-into adjoints (``rbf_psi1_factors`` and ``rbf_psi1_assemble``; the two-RBF backward ends in
-``two_rbf_assemble`` the same way), which beats a fused row-block loop (``doc/developers.rst``,
-"Where a product beats a loop"). With BLAS at one thread (as inside the estimators) these results
-do not depend on ``n_jobs`` either.
+their backward pass from :func:`two_rbf_backward_sums` (serially, every row block of a call in
+one call: :func:`two_rbf_colsums`, :func:`two_rbf_backward_blocks`). The backward pass of the
+RBF Ψ1 is BLAS products between a serial jitted pass that forms their operands and one that
+turns the sums into adjoints (``rbf_psi1_factors`` and ``rbf_psi1_assemble``; the two-RBF
+backward ends in ``two_rbf_assemble`` the same way), which beats a fused row-block loop
+(``doc/developers.rst``, "Where a product beats a loop"). With BLAS at one thread (as inside
+the estimators) these results do not depend on ``n_jobs`` either.
 ``exp`` is :func:`~sklearn_lvgp._vexp_numba.vexp` throughout, so the loops over ``m`` (pairs)
 vectorise.
 """

@@ -23,7 +23,11 @@ keeps for a whole fit) the kept chunks are the workspace's, the same memory at e
 so they are not faulted in again either (``doc/developers.rst``, "Fresh pages").
 Per chunk, one jitted pass (:func:`._psi_numba.two_rbf_block`) writes the entries, vectorised
 over the pairs with :func:`~sklearn_lvgp._vexp_numba.vexp` (a scalar ``exp`` call per entry
-would keep the loop from vectorising), and sums their columns.
+would keep the loop from vectorising), and sums their columns. Where those passes run serially
+(always in the objective engine's chunk threads) and the entries are not kept, one jitted call
+runs every chunk of a call in turn (:func:`._psi_numba.two_rbf_colsums`, and
+:func:`._psi_numba.two_rbf_backward_blocks` for the backward pass), with the same values in the
+same order: a thread then takes the GIL once per call instead of once or twice per chunk.
 The backward pass needs only weighted sums of the adjoint-weighted entries ``w[n, p]``: over
 ``n`` with the per-row factors ``1, E, E mu`` (``Fᵀ w``; they give ``dZ``) and over ``p`` with
 ``1, c, c²`` (``w Cᵀ``; they give ``dmu`` and ``dS``). One jitted pass per chunk forms both
@@ -44,9 +48,9 @@ from . import _psi_numba as _nb
 
 __all__ = ["two_rbf_forward", "two_rbf_backward"]
 
-#: Budget (float64 entries) of the ``(rows, pairs)`` chunk buffer: 1 MiB. Each chunk costs a few
-#: Python calls, which hold the GIL and so limit the objective engine's threads; the
-#: single-thread cost is the same as with 256 KiB (``doc/developers.rst``, "Chunk sizes").
+#: Budget (float64 entries) of the ``(rows, pairs)`` chunk buffer: 1 MiB. On the chunk-by-chunk
+#: path each chunk costs a few Python calls, which hold the GIL; the single-thread cost is the
+#: same as with 256 KiB (``doc/developers.rst``, "Chunk sizes").
 CHUNK_ENTRIES = 2 ** 17
 #: Largest ``N * P`` whose entries the forward pass keeps (chunk by chunk) for the backward pass.
 KEEP_ENTRIES = 2 ** 21
