@@ -6,7 +6,10 @@
 # scaling_<part>_<LABEL>.json into OUT. The numba cache starts empty there, so each part's
 # first (warm-up) round also compiles.
 #
+# It writes nine JSON files, and the lent machine returns at most eight, so pack them there.
+#
 # Usage:  OUT=/some/folder bash benchmarks/device_scaling.sh
+#         OUT=/tmp/s bash benchmarks/device_scaling.sh; tar -czf "$OUT/scaling.tgz" -C /tmp/s .
 #         THREADS=1,2 LABEL=try bash benchmarks/device_scaling.sh   (a local dry run)
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
