@@ -18,6 +18,7 @@ import numpy as np
 from .._linalg import symmetrise
 from . import _psi_numba as _nb
 from ._two_rbf import two_rbf_backward, two_rbf_forward
+from ._two_rbf_numba import two_rbf_pair_terms
 from ._types import PsiStats, PsiVJP, check_psi_adjoints, check_psi_inputs
 
 __all__ = ["rbf_psi", "rbf_psi_vjp"]
@@ -124,7 +125,7 @@ def two_rbf_setup(lam_a, lam_b, log_c, Z, mu, S, sym, workspace=None):
     sym = bool(sym)
     I, J = _pair_indices(M, sym)
     f64 = functools.partial(np.ascontiguousarray, dtype=np.float64)
-    E, logk2, cmidT, DuT, pconst, tau, wa, wb = _nb.two_rbf_pair_terms(
+    E, logk2, cmidT, DuT, pconst, tau, wa, wb = two_rbf_pair_terms(
         f64(lam_a), f64(lam_a if sym else lam_b), float(log_c), f64(Z), f64(S), I, J, sym)
     mult = _sym_mult(M) if sym else np.ones(I.shape[0])
     return TwoRBFSetup(mu, E, logk2, I, J, cmidT, pconst, DuT, mult, wa, wb, tau, M, sym, [],

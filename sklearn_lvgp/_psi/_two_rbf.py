@@ -21,30 +21,30 @@ arrays come from malloc's heap, where one large block would be page-faulted in a
 workspace in the setup (:class:`sklearn_lvgp._workspace.Workspace`, which ``UnscentedGPLVM``
 keeps for a whole fit) the kept chunks are the workspace's, the same memory at every evaluation,
 so they are not faulted in again either (``doc/developers.rst``, "Fresh pages").
-Per chunk, one jitted pass (:func:`._psi_numba.two_rbf_block`) writes the entries, vectorised
+Per chunk, one jitted pass (:func:`._two_rbf_numba.two_rbf_block`) writes the entries, vectorised
 over the pairs with :func:`~sklearn_lvgp._vexp_numba.vexp` (a scalar ``exp`` call per entry
 would keep the loop from vectorising), and sums their columns. Where those passes run serially
 (always in the objective engine's chunk threads) and the entries are not kept, one jitted call
-runs every chunk of a call in turn (:func:`._psi_numba.two_rbf_colsums`, and
-:func:`._psi_numba.two_rbf_backward_blocks` for the backward pass), with the same values in the
+runs every chunk of a call in turn (:func:`._two_rbf_numba.two_rbf_colsums`, and
+:func:`._two_rbf_numba.two_rbf_backward_blocks` for the backward pass), with the same values in the
 same order: a thread then takes the GIL once per call instead of once or twice per chunk.
 The backward pass needs only weighted sums of the adjoint-weighted entries ``w[n, p]``: over
 ``n`` with the per-row factors ``1, E, E mu`` (``Fᵀ w``; they give ``dZ``) and over ``p`` with
 ``1, c, c²`` (``w Cᵀ``; they give ``dmu`` and ``dS``). One jitted pass per chunk forms both
-(:func:`._psi_numba.two_rbf_backward_sums`) instead of two BLAS products per chunk, whose inner
+(:func:`._two_rbf_numba.two_rbf_backward_sums`) instead of two BLAS products per chunk, whose inner
 dimension ``1 + 2Q`` is too small for BLAS.
 The length-scale adjoint's term ``sum_p sum_n w ((mu - c)² E² - E) / 2`` is ``sum_n dS[n]``, so it
 needs no sums over ``n`` with ``E²`` factors (``F`` has ``1 + 2Q`` columns, not ``1 + 5Q``). One
-jitted pass (:func:`._psi_numba.two_rbf_assemble`) turns the sums into the adjoints. The result does
-not depend on the thread count (rows are independent in the jitted passes, and the sums run serially
-chunk by chunk).
+jitted pass (:func:`._two_rbf_numba.two_rbf_assemble`) turns the sums into the adjoints. The
+result does not depend on the thread count (rows are independent in the jitted passes, and the
+sums run serially chunk by chunk).
 """
 
 import math
 
 import numpy as np
 
-from . import _psi_numba as _nb
+from . import _two_rbf_numba as _nb
 
 __all__ = ["two_rbf_forward", "two_rbf_backward"]
 
@@ -68,7 +68,7 @@ def _blocks(N, P):
 
 
 def _serial_blocks(s, buf, colsum):
-    """Whether :func:`._psi_numba.two_rbf_block` would run serially on blocks of ``buf``'s size,
+    """Whether :func:`._two_rbf_numba.two_rbf_block` would run serially on blocks of ``buf``'s size,
     so that one serial call over all blocks gives the same values."""
     return _nb.two_rbf_block.runs_serial(s.mu, s.E, s.logk2, s.pconst, s.cmidT, 0, buf, colsum)
 

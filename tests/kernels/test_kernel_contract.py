@@ -387,13 +387,13 @@ def _rbf_psi1(rng):
 
 
 def _two_rbf_block(rng):
-    from sklearn_lvgp._psi import _psi_numba
+    from sklearn_lvgp._psi import _two_rbf_numba
 
     N, P, Q = 700, 40, 3
     mu, E = rng.standard_normal((N, Q)), rng.uniform(0.2, 1.0, (N, Q))
-    return _psi_numba.two_rbf_block, (mu, E, rng.standard_normal(N), rng.standard_normal(P),
-                                      rng.standard_normal((Q, P)), 0, np.empty((N, P)),
-                                      np.zeros(P))
+    return _two_rbf_numba.two_rbf_block, (mu, E, rng.standard_normal(N), rng.standard_normal(P),
+                                          rng.standard_normal((Q, P)), 0, np.empty((N, P)),
+                                          np.zeros(P))
 
 
 _KINDS = {"rbf": _nb.RBF_KIND, "matern12": _nb.MATERN12_KIND, "matern32": _nb.MATERN32_KIND,
