@@ -8,7 +8,8 @@ of a block, and :func:`two_rbf_assemble` turns the sums into the adjoints. Seria
 block of a call runs in one call (:func:`two_rbf_colsums`, :func:`two_rbf_backward_blocks`), so
 a thread of the objective engine takes the GIL once per call. Rows are independent and every
 sum over rows runs serially in row order, so the results do not depend on the thread count.
-No ``fastmath`` apart from the backward sums' ``reassoc`` (a fixed order in the compiled code).
+No ``fastmath`` apart from ``reassoc`` and ``contract`` in the backward sums (the compiled code
+fixes their order).
 """
 
 import numba as nb
