@@ -468,13 +468,19 @@ def test_twin_dispatch_follows_the_threads_context(monkeypatch):
 
     monkeypatch.setattr(double, "serial", lambda x: calls.append("serial") or 2.0 * x)
     monkeypatch.setattr(double, "parallel", lambda x: calls.append("parallel") or 2.0 * x)
+    @twin_jit(work=lambda x: 10)
+    def small(x):
+        return 2.0 * x
+
     assert current_threads() is None
     with threads(1):
         assert current_threads() == 1
+        assert double.runs_serial(1.0) and small.runs_serial(1.0)
         double(1.0)
         if numba.config.NUMBA_NUM_THREADS >= 2:
             with threads(2):
                 assert current_threads() == 2
+                assert not double.runs_serial(1.0) and small.runs_serial(1.0)
                 double(1.0)
             assert current_threads() == 1  # the inner context restores the outer count
     assert current_threads() is None
