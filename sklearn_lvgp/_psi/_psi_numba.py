@@ -245,7 +245,7 @@ def rbf_psi1_assemble(mu, B, Z, ctr, r, S1, T):
     return dmu, dS, dZ, dl, total
 
 
-# ------------------------------------------------------------------------- two-RBF Ψ2 block
+# ------------------------------------------------------------------------------ RBF × linear
 
 @twin_jit(work=lambda mu, S, Z, *rest: mu.shape[0] * Z.shape[0] * mu.shape[1])
 def rbf_linear_tilted(mu, S, Z, lam, B, Psi1):

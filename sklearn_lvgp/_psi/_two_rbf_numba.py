@@ -309,6 +309,3 @@ def two_rbf_assemble(sums_n, sums_p, gp, mu, E, cmidT, ctr, DuT, wa, wb, I, J, M
         dla[q] += wa[q] * wa[q] * W2[q]
         dlb[q] += wb[q] * wb[q] * W2[q]
     return dmu, dS, dZ, dla, dlb, total
-
-
-# ------------------------------------------------------------------------------ RBF × linear
