@@ -39,8 +39,8 @@ Two measurements, each runnable alone (``--part``):
     (sum of chunk times over threads × pass wall time) and the time outside the passes. A
     chunk time that grows with the thread count is contention inside the chunks (GIL waits,
     shared caches, memory bandwidth, clock speed); a utilisation below one is idle workers.
-    With ``--parallel-min-work`` (any part) the passes' surroundings run without numba
-    parallel regions: see below.
+    With ``--parallel-global-steps`` (any part) the global steps between the passes may open
+    numba parallel regions, as before the engine held them serial: see below.
 ``ceiling``
     What the machine allows: the throughput of four jitted, GIL-free kernels, one private copy
     per Python thread, at 1, 2, 4, 8, 12 and 16 threads (a scalar ``exp`` loop bound by
@@ -55,9 +55,12 @@ Two measurements, each runnable alone (``--part``):
     the data were made, and the slope between the largest two N.
 
 ``--parallel-min-work W`` (every part) sets the work below which jitted twins run serially
-(the library's ``PARALLEL_MIN_WORK``, 10⁵): the global steps' M × M kernel matrices open numba
-parallel regions at M = 100, whose OpenMP threads then spin for some milliseconds beside the
-next pass's workers; ``1e9`` measures the evaluations without them.
+(the library's ``PARALLEL_MIN_WORK``, 10⁵; ``1e9``: no numba parallel region anywhere).
+``--parallel-global-steps`` (every part) lets the engine's global steps take the parallel
+twins again (``sklearn_lvgp._engine._executor.serial_global_steps`` holds them serial): at
+M = 100 their M × M kernel matrices then open numba parallel regions, whose OpenMP threads
+spin for some milliseconds beside the next pass's workers. It is the baseline of that choice,
+measured in the same run.
 
 Usage::
 
@@ -627,6 +630,9 @@ def main(argv=None):
     parser.add_argument("--parallel-min-work", default=None,
                         help="work below which jitted twins run serially (default: the "
                              "library's)")
+    parser.add_argument("--parallel-global-steps", action="store_true",
+                        help="let the engine's global steps open numba parallel regions (the "
+                             "baseline of holding them serial)")
     parser.add_argument("--out", default=str(HERE / "results"))
     args = parser.parse_args(argv)
     _import_path(args.source)
@@ -634,6 +640,10 @@ def main(argv=None):
         from sklearn_lvgp import _jit
 
         _jit.PARALLEL_MIN_WORK = int(float(args.parallel_min_work))
+    if args.parallel_global_steps:
+        from sklearn_lvgp import _jit
+
+        _jit.twins_held_serial = lambda: False
     payload = {"threads": run_threads, "chunks": run_chunks, "ceiling": run_ceiling,
                "rss": run_rss, "dask": run_dask,
                "deepgp": run_deepgp, "ldgd": run_ldgd, "gpcde": run_gpcde,
@@ -641,6 +651,7 @@ def main(argv=None):
     payload["command"] = "python benchmarks/bench_scaling.py " + " ".join(sys.argv[1:])
     payload["cpu_count"] = os.cpu_count()
     payload["parallel_min_work"] = args.parallel_min_work
+    payload["parallel_global_steps"] = args.parallel_global_steps
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     name = f"scaling_{args.part}_{args.label}.json"

@@ -6,7 +6,7 @@
 # scaling_<part>_<LABEL>.json into OUT. The numba cache starts empty there, so each part's
 # first (warm-up) round also compiles.
 #
-# It writes nine JSON files, and the lent machine returns at most eight, so pack them there.
+# It writes eleven JSON files, and the lent machine returns at most eight, so pack them there.
 #
 # Usage:  OUT=/some/folder bash benchmarks/device_scaling.sh
 #         OUT=/tmp/s bash benchmarks/device_scaling.sh; tar -czf "$OUT/scaling.tgz" -C /tmp/s .
@@ -33,8 +33,10 @@ part 100 --part dvmgp --n-rows 50000 --repeats 5
 part 100 --part ldgd --n-rows 20000 --ldgd-batches 10000 --repeats 3
 part 70 --part gpcde --repeats 5
 part 60 --part chunks --n-rows 50000
-# the same without numba parallel regions beside the passes (bench_scaling.py, --parallel-min-work)
-part 60 --part chunks --n-rows 50000 --parallel-min-work 1e9 --label "${label}_serial_twins"
-part 60 --part deepgp --deepgp-batches 10000 --repeats 5 --parallel-min-work 1e9 \
-    --label "${label}_serial_twins"
+# the baseline: global steps that open numba parallel regions beside the passes
+part 110 --part threads --n-rows 50000 --repeats 3 --threads 1,16 --parallel-global-steps \
+    --label "${label}_parallel_globals"
+part 60 --part chunks --n-rows 50000 --parallel-global-steps --label "${label}_parallel_globals"
+part 60 --part deepgp --deepgp-batches 10000 --repeats 5 --parallel-global-steps \
+    --label "${label}_parallel_globals"
 part 40 --part ceiling

@@ -18,7 +18,7 @@ import types
 
 import numba
 
-from ._parallel import current_threads
+from ._parallel import current_threads, twins_held_serial
 
 __all__ = ["twin_jit", "twin_jit_per_value", "PARALLEL_MIN_WORK"]
 
@@ -52,9 +52,11 @@ class _Twins:
 
     def runs_serial(self, *args):
         """Whether a call with ``args`` takes the serial twin whatever other threads do: the
-        work is small, or the enclosing :func:`~sklearn_lvgp._parallel.threads` context (numba's
-        thread count outside one) has one thread, as in the objective engine's chunk workers."""
-        if self.work(*args) < PARALLEL_MIN_WORK:
+        work is small, the enclosing :func:`~sklearn_lvgp._parallel.threads` context (numba's
+        thread count outside one) has one thread, as in the objective engine's chunk workers,
+        or a :func:`~sklearn_lvgp._parallel.serial_twins` context holds it serial, as in the
+        engine's global steps."""
+        if self.work(*args) < PARALLEL_MIN_WORK or twins_held_serial():
             return True
         # numba's own getter takes a lock; it is asked only outside a ``threads`` context
         n = current_threads()

@@ -21,7 +21,8 @@ import numba
 from joblib import effective_n_jobs
 from threadpoolctl import ThreadpoolController, threadpool_limits
 
-__all__ = ["threads", "resolve_n_jobs", "current_threads", "serial_section", "mark_serial_thread"]
+__all__ = ["threads", "resolve_n_jobs", "current_threads", "serial_section", "mark_serial_thread",
+           "serial_twins", "twins_held_serial"]
 
 #: The thread count set by the innermost :func:`threads` context of each Python thread.
 _state = threading.local()
@@ -142,6 +143,29 @@ def serial_section():
         yield 1
     finally:
         _state.n = outer
+
+
+@contextmanager
+def serial_twins():
+    """Context in which the jitted twins of this Python thread take their serial branch, while
+    :func:`current_threads` (the thread count a chunk executor takes) stays as it is.
+
+    The objective engine runs each evaluation in one (:mod:`sklearn_lvgp._engine._executor`):
+    its global steps between the chunk passes are M-sized, and a numba parallel region there
+    leaves its OpenMP threads spinning for milliseconds into the next pass, on the cores the
+    chunk workers need.
+    """
+    outer = getattr(_state, "serial_twins", False)
+    try:
+        _state.serial_twins = True
+        yield
+    finally:
+        _state.serial_twins = outer
+
+
+def twins_held_serial():
+    """Whether an enclosing :func:`serial_twins` context holds this thread's twins serial."""
+    return getattr(_state, "serial_twins", False)
 
 
 def mark_serial_thread():

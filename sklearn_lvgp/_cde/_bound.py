@@ -13,7 +13,7 @@ from scipy.special import expit
 
 from .._blocks import row_blocks
 from .._engine._dsvi import FLOPS_PER_WORK
-from .._engine._executor import ChunkExecutor, plan_chunks
+from .._engine._executor import ChunkExecutor, plan_chunks, serial_global_steps
 from .._objectives._kl import gaussian_kl_std, gaussian_kl_std_vjp
 from .._params import ParamPacker, softplus
 from .._psi._rules import (
@@ -209,6 +209,7 @@ class CDEModel:
             yield sl, b - a, self._points(s, sl, b - a)
 
     # ------------------------------------------------------------------------------ bound
+    @serial_global_steps
     def elbo(self, x, Xb, Yb, idx, scale, random_state=None, eps_w=None, eps_A=None):
         """Minibatch bound estimate and its gradient wrt ``x`` (Salimbeni 2020, eqs. 4.5 and 4.8).
 

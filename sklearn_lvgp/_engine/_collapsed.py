@@ -32,7 +32,7 @@ from .._objectives._collapsed import (
 from .._psi import PointRule, psi_statistics, psi_vjp
 from .._workspace import chunk_workspace, thread_workspace
 from ..kernels._stationary import K_cached_into
-from ._executor import ChunkExecutor, plan_chunks
+from ._executor import ChunkExecutor, plan_chunks, serial_global_steps
 
 __all__ = ["CollapsedPsiBound", "CollapsedKernelBound", "KEEP_TOTAL", "psi_chunk_stats",
            "psi_chunk_grads", "rule_rows"]
@@ -125,6 +125,7 @@ class CollapsedPsiBound:
     def _workspace(self, i, keep):
         return chunk_workspace(self._chunk_ws, i, keep, "collapsed")
 
+    @serial_global_steps
     def evaluate(self, kernel, Z, mu, S, noise_variance, rule, *, jitter=1e-6, max_tries=0,
                  need_S=True, need_local=True):
         """Bound F (without any KL term), its gradients and the collapsed posterior.
@@ -265,6 +266,7 @@ class CollapsedKernelBound:
             self._plans[M] = (chunks, 2 * N * M <= KEEP_TOTAL)
         return self._plans[M]
 
+    @serial_global_steps
     def evaluate(self, kernel, Z, noise_variance, *, jitter=1e-6, max_tries=0, need_Z=True):
         """Bound F, gradients wrt Z (if ``need_Z``), θ and σ², and the collapsed posterior.
 

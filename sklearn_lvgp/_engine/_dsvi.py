@@ -31,7 +31,7 @@ from .._svgp import (
     tril_pack,
 )
 from .._workspace import thread_workspace
-from ._executor import ChunkExecutor, plan_chunks
+from ._executor import ChunkExecutor, plan_chunks, serial_global_steps
 
 __all__ = ["FLOPS_PER_WORK", "chunk_pass", "dsvi_draws", "dsvi_elbo", "dsvi_finish",
            "dsvi_globals", "dsvi_rows", "moment_match", "propagate_layers", "sigma_points"]
@@ -185,6 +185,7 @@ def chunk_pass(model, layers, priors, noise, X, Y, scale, S, eps, workspaces):
     return data, float(gv.noise_variance), tuple(partials)
 
 
+@serial_global_steps
 def dsvi_elbo(model, x, X, Y, scale, n_samples, random_state=None, eps=None, workspaces=None,
               chunk_rows=None, n_threads=None):
     """Minibatch ELBO estimate and its gradient wrt the flat parameters ``x`` of ``model``.

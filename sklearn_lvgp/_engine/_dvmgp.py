@@ -38,7 +38,7 @@ from .._objectives._dvmgp_bound import (
 from .._objectives._dvmgp_chunk_numba import chunk_latent_backward, chunk_latent_forward
 from .._workspace import chunk_workspace
 from ._collapsed import KEEP_TOTAL
-from ._executor import ChunkExecutor, plan_chunks
+from ._executor import ChunkExecutor, plan_chunks, serial_global_steps
 
 __all__ = ["dvmgp_elbo_and_grads", "JITTED_MIN_WORK"]
 
@@ -147,6 +147,7 @@ def _finish_row(kernel, f, dmu, Abar, dtheta, Xi, jitter):
     return v1.X, dmu, dL, th
 
 
+@serial_global_steps
 def dvmgp_elbo_and_grads(X, Y, p, chol, jitter, *, max_tries=0, chunk_rows=None,
                          n_threads=None, workspaces=None, jitted=None):
     """DVMGP ELBO, its gradient wrt ``zeta``, ``Xi``, ``mu``, ``chol``, ``wtheta``,

@@ -13,7 +13,10 @@ Three rules keep the results exact and the threads useful:
   serial branch in every worker and in the inline path), so there is one parallel region
   per pass instead of thousands of small ones;
 * a pass of a single chunk runs inline in the calling thread: work too small to share is not
-  shared, so ``n_jobs=2`` is never slower than ``n_jobs=1`` by more than the check.
+  shared, so ``n_jobs=2`` is never slower than ``n_jobs=1`` by more than the check;
+* the global steps between the passes (M × M kernels and their adjoints) run serially too
+  (:func:`serial_global_steps` on every evaluation): a numba parallel region there would leave
+  its OpenMP threads spinning into the next pass, beside the chunk workers.
 
 The jitted loops release the GIL (``nogil=True``), and BLAS is held at one thread per caller
 (:func:`sklearn_lvgp._parallel.threads`), so the workers run the chunks' numeric work
@@ -27,6 +30,7 @@ calling thread (``doc/developers.rst``, "The chunked objective engine").
 """
 
 import atexit
+import functools
 import math
 import os
 import threading
@@ -34,9 +38,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .._parallel import current_threads, mark_serial_thread, serial_section
+from .._parallel import current_threads, mark_serial_thread, serial_section, serial_twins
 
-__all__ = ["ChunkExecutor", "plan_chunks", "reduce_in_order", "MIN_CHUNK_WORK"]
+__all__ = ["ChunkExecutor", "plan_chunks", "reduce_in_order", "serial_global_steps",
+           "MIN_CHUNK_WORK"]
 
 #: Estimated inner-loop work per chunk below which rows are not split further: at this size
 #: the Python glue of one chunk (tens of microseconds per call) is a few percent of its work.
@@ -142,6 +147,24 @@ def _shutdown_pools():
         for pool in _pools.values():
             pool.shutdown(wait=False, cancel_futures=True)
         _pools.clear()
+
+
+def serial_global_steps(evaluate):
+    """Decorator of an engine evaluation: its own steps run their jitted twins serially.
+
+    Only the chunk passes use several threads. The steps between them are M-sized (K_uu and
+    its adjoint: 2 M² Q kernel entries, a fraction of a millisecond serially at M = 100), so
+    waking a numba parallel region for them costs more than it saves, and libgomp's threads
+    then spin for milliseconds before they sleep, on the cores the next pass's workers need.
+    The thread count of the enclosing :func:`~sklearn_lvgp._parallel.threads` context, which
+    the executor takes, is kept, and the twins give the same bits either way.
+    """
+    @functools.wraps(evaluate)
+    def run(*args, **kwargs):
+        with serial_twins():
+            return evaluate(*args, **kwargs)
+
+    return run
 
 
 class ChunkExecutor:

@@ -27,7 +27,7 @@ from .._svgp import (
 )
 from .._svgp._likelihoods import gaussian_expectation, gaussian_expectation_vjp
 from ._dsvi import FLOPS_PER_WORK
-from ._executor import ChunkExecutor, plan_chunks
+from ._executor import ChunkExecutor, plan_chunks, serial_global_steps
 
 __all__ = ["ldgd_forward", "ldgd_value_and_vjp", "ldgd_vjp"]
 
@@ -74,6 +74,7 @@ def _finish_path(kernel, prior, part, kl_cache, dkl):
     return dtheta, dZ, dq_mu, dq_sqrt
 
 
+@serial_global_steps
 def ldgd_value_and_vjp(glob, Yr, Yc, mu, sigma, nodes, weights, *, scale=1.0,
                        factors=(1.0, 1.0, 1.0), kl_factors=(1.0, 1.0), jitter=1e-6,
                        gh_order=20, chunk_rows=None, n_threads=None):

@@ -393,6 +393,68 @@ def test_pool_threads_run_the_serial_twins():
     assert seen == [1] * len(chunks) and inline == [1]
 
 
+def test_global_steps_between_the_passes_run_serially(monkeypatch):
+    """An engine evaluation opens no numba parallel region outside its chunk passes: an
+    M-sized kernel there would leave OpenMP threads spinning into the next pass. Its passes
+    still get the context's thread count."""
+    import numba
+
+    from sklearn_lvgp import _jit
+    from sklearn_lvgp._engine._executor import serial_global_steps
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs two numba threads")
+    opened = []
+    call = _jit._Twins.__call__
+
+    def recorded(self, *args):
+        if not self.runs_serial(*args):
+            opened.append(self.__name__)
+        return call(self, *args)
+
+    monkeypatch.setattr(_jit._Twins, "__call__", recorded)
+    r = np.random.default_rng(0)
+    q, m = 5, 120  # K_uu: 2 m² q = 144 000 kernel entries and adjoints, above the threshold
+    kernel = RBF(length_scale=np.ones(q))
+    Z = r.standard_normal((m, q))
+    Y = r.standard_normal((40, 3))
+    mu, S = r.standard_normal((40, q)), np.full((40, q), 0.2)
+    bound = CollapsedPsiBound(Y, chunk_rows=10)
+    with threads(2):
+        kernel.K(Z)  # outside an evaluation the same kernel opens a region
+        assert opened == ["stationary_K"]
+        opened.clear()
+        F, grads, _ = bound.evaluate(kernel, Z, mu, S, 0.1, "analytic")
+        assert opened == []
+
+        @serial_global_steps
+        def step():
+            kernel.K(Z)
+            return ChunkExecutor().n_threads
+
+        assert step() == 2 and opened == []
+        kernel.K(Z)
+        assert opened == ["stationary_K"]
+    with threads(1):  # the same bits as a one-thread evaluation
+        F1, grads1, _ = bound.evaluate(kernel, Z, mu, S, 0.1, "analytic")
+    assert F == F1
+    for key in ("mu", "S", "Z", "theta"):
+        np.testing.assert_array_equal(grads[key], grads1[key])
+
+
+def test_every_engine_evaluation_holds_its_global_steps_serial():
+    """Each objective's entry point into the engine carries :func:`serial_global_steps`."""
+    from sklearn_lvgp._cde._bound import CDEModel
+    from sklearn_lvgp._engine._dsvi import dsvi_elbo
+    from sklearn_lvgp._engine._dvmgp import dvmgp_elbo_and_grads
+    from sklearn_lvgp._engine._ldgd import ldgd_value_and_vjp
+
+    entries = [CollapsedPsiBound.evaluate, CollapsedKernelBound.evaluate, dsvi_elbo,
+               dvmgp_elbo_and_grads, ldgd_value_and_vjp, CDEModel.elbo]
+    for entry in entries:
+        assert entry.__code__ is engine_executor.serial_global_steps(len).__code__, entry
+
+
 def test_map_reduce_adds_in_chunk_order_with_a_bounded_window():
     chunks = plan_chunks(40, 1.0, chunk_rows=1)
     parts = [np.full(3, 0.1 * i) for i in range(40)]
