@@ -30,6 +30,7 @@ from .._objectives._collapsed import (
     collapsed_stats_vjp,
 )
 from .._psi import PointRule, psi_statistics, psi_vjp
+from .._psi._ut_stationary import axis_point_chunk_grads, axis_point_chunk_stats, uses_axis_points
 from .._workspace import chunk_workspace, thread_workspace
 from ..kernels._stationary import K_cached_into
 from ._executor import ChunkExecutor, plan_chunks, serial_global_steps
@@ -64,32 +65,64 @@ def psi_row_cost(rule, M, Q):
     return pairs * Q + M * Q, pairs + M, CHUNK_ELEMENTS // max(1, M)
 
 
-def psi_chunk_stats(kernel, Z, rule, mu, S, Y, *, need_cache=False, workspace=None):
+def psi_chunk_stats(kernel, Z, rule, mu, S, Y, *, need_cache=False, workspace=None,
+                    one_call=False):
     """Forward map of one chunk: its (ψ0, Ψ1ᵀY, Ψ2, Σy²) and, if asked, the backward cache.
 
     Pure: it reads its arguments only, so it can run on any thread or on a Dask worker.
+    ``one_call`` (the unscented rule with a stationary kernel only, :func:`uses_one_call`)
+    computes the statistics in one jitted call instead of the point-set path's numpy calls.
     """
-    stats, cache = psi_statistics(kernel, Z, mu, S, rule, workspace=workspace,
-                                  need_cache=need_cache)
     Y = np.ascontiguousarray(Y)
     y = Y.reshape(-1)
+    if one_call:
+        Ks, scratch = _axis_point_buffers(workspace, mu.shape[0], rule, Z)
+        psi0, PY, Psi2 = axis_point_chunk_stats(kernel, Z, rule, mu, S, Y, Ks, scratch)
+        return (psi0, PY, Psi2, float(y @ y)), (Ks if need_cache else None)
+    stats, cache = psi_statistics(kernel, Z, mu, S, rule, workspace=workspace,
+                                  need_cache=need_cache)
     return (float(stats.psi0), stats.Psi1.T @ Y, stats.Psi2, float(y @ y)), cache
 
 
 def psi_chunk_grads(kernel, Z, rule, mu, S, Y, adj, dPY_T, *, cache=None, need_local=True,
-                    need_S=True, workspace=None):
+                    need_S=True, workspace=None, one_call=False):
     """Backward map of one chunk: local adjoints ``(dmu, dS)`` and partial ``(dZ, dθ)``.
 
     ``adj`` is the global step's :class:`~sklearn_lvgp._objectives._collapsed.StatsVJP` and
     ``dPY_T`` its ``PY`` adjoint transposed; the chunk's Ψ1 adjoint is ``Y dPY_T``. Without a
-    ``cache`` the chunk's forward pass is recomputed, all but its Ψ2.
+    ``cache`` the chunk's forward pass is recomputed, all but its Ψ2. ``one_call`` as in
+    :func:`psi_chunk_stats` (whose cache it then takes).
     """
+    if one_call:
+        Ks, scratch = _axis_point_buffers(workspace, mu.shape[0], rule, Z)
+        dmu, dS, dZ, dtheta = axis_point_chunk_grads(
+            kernel, Z, rule, mu, S, np.ascontiguousarray(Y), float(adj.psi0), dPY_T, adj.Psi2,
+            Ks if cache is None else cache, cache is not None, scratch)
+        local = (dmu, dS if need_S else None) if need_local else None
+        return local, (dZ, dtheta)
     if cache is None:
         _, cache = psi_statistics(kernel, Z, mu, S, rule, workspace=workspace, need_psi2=False)
     with np.errstate(divide="ignore", invalid="ignore"):  # dS of S = 0 rows (S as data)
         pv = psi_vjp(adj.psi0, Y @ dPY_T, adj.Psi2, cache)
     local = (pv.mu, pv.S if need_S else None) if need_local else None
     return local, (pv.Z, pv.theta)
+
+
+def uses_one_call(kernel, rule, n_chunks):
+    """Whether the chunks of a pass take the one-call path of :func:`psi_chunk_stats`: the
+    unscented rule with a stationary kernel, on more than one chunk (a problem large enough to
+    share between threads; the choice depends on the problem size only)."""
+    return n_chunks > 1 and isinstance(rule, PointRule) and uses_axis_points(kernel, rule)
+
+
+def _axis_point_buffers(workspace, n, rule, Z):
+    """The one-call path's kernel rows (in ``workspace``: the chunk's own when its cache is
+    kept) and their scratch twin (this thread's)."""
+    shape = (n, rule.weights.shape[0], Z.shape[0])
+    if workspace is None:
+        return np.empty(shape), np.empty(shape)
+    return (workspace.array("axis-points/Ks", shape),
+            thread_workspace().child("axis-points").array("scratch", shape))
 
 
 class CollapsedPsiBound:
@@ -165,11 +198,14 @@ class CollapsedPsiBound:
         chunks, keep = self.plan(rule, M, Q)
         executor = ChunkExecutor(self.n_threads)
         kept = [None] * len(chunks)
+        one_call = uses_one_call(kernel, rule, len(chunks))
+        if one_call:
+            mu, S = np.ascontiguousarray(mu), np.ascontiguousarray(S)
 
         def forward(i, a, b):
             stats, cache = psi_chunk_stats(kernel, Z, rule_rows(rule, a, b), mu[a:b], S[a:b],
                                            Y[a:b], need_cache=keep,
-                                           workspace=self._workspace(i, keep))
+                                           workspace=self._workspace(i, keep), one_call=one_call)
             kept[i] = cache
             return stats
 
@@ -183,7 +219,7 @@ class CollapsedPsiBound:
             local, partial = psi_chunk_grads(
                 kernel, Z, rule_rows(rule, a, b), mu[a:b], S[a:b], Y[a:b], adj, dPY_T,
                 cache=kept[i], need_local=need_local, need_S=need_S,
-                workspace=self._workspace(i, keep))
+                workspace=self._workspace(i, keep), one_call=one_call)
             kept[i] = None
             if need_local:
                 dmu[a:b] = local[0]

@@ -27,7 +27,8 @@ from ..kernels._kernels_numba import (
     sum_block_partials,
 )
 
-__all__ = ["ut_stationary_K", "ut_stationary_vjp", "UT_BLOCK"]
+__all__ = ["ut_stationary_K", "ut_stationary_vjp", "point_rows", "point_rows_vjp", "ut_chunk_stats",
+           "ut_chunk_grads", "UT_BLOCK"]
 
 #: Rows per parallel task (each task has one ``(Q, M)`` scratch block of differences).
 UT_BLOCK = 16
@@ -55,6 +56,64 @@ def _point_r2(base, D, q, s, wq, dq, row):
         row[m] = max(base[m] + wq * dq * (2.0 * s * D[q, m] + dq), 0.0)
 
 
+@nb.njit(inline="always")
+def point_rows(kind, mu, delta, ZT, w, variance, alpha, n, D, base, Ks_n):
+    """``Ks_n[k] = k(x_nk, Z)`` for the ``2Q`` points of row ``n`` (``D``, ``base``: scratch)."""
+    Q = mu.shape[1]
+    _centre_rows(mu, n, ZT, w, D, base)
+    for q in range(Q):
+        for half in range(2):
+            row = Ks_n[q + half * Q]
+            _point_r2(base, D, q, 1.0 - 2.0 * half, w[q], delta[n, q], row)
+            _profile_row(kind, row, variance, alpha)
+
+
+@nb.njit(inline="always")
+def point_rows_vjp(kind, dKs_n, Ks_n, mu, delta, ZT, w, alpha, n, D, base, r2, C, Cb, dZT, dw,
+                   dmu, ddelta, dvar, dalpha):
+    """Backward pass of :func:`point_rows` for row ``n``: writes ``dmu[n]`` and
+    ``ddelta[n]``, adds to ``dZT`` (Q, M) and ``dw`` (Q,), and returns the running sums
+    ``(dvar, dalpha)`` with the row's ``dlogvar`` and ``dlogalpha`` terms added one by one
+    (``D``, ``base``, ``r2``, ``C``, ``Cb``: scratch)."""
+    Q = mu.shape[1]
+    M = ZT.shape[1]
+    _centre_rows(mu, n, ZT, w, D, base)
+    for m in range(M):
+        Cb[m] = 0.0
+    for q in range(Q):
+        for half in range(2):
+            k = q + half * Q
+            _point_r2(base, D, q, 1.0 - 2.0 * half, w[q], delta[n, q], r2)
+            dalpha += slope_weight_row(kind, dKs_n[k], Ks_n[k], r2, alpha, 1.0, C[k])
+            Ck = C[k]
+            dKk = dKs_n[k]
+            Kk = Ks_n[k]
+            for m in range(M):
+                Cb[m] += Ck[m]
+                dvar += dKk[m] * Kk[m]
+    for q in range(Q):
+        wq = w[q]
+        dq = delta[n, q]
+        Cp = C[q]
+        Cm = C[Q + q]
+        gmu = 0.0
+        gdelta = 0.0
+        gw = 0.0
+        for m in range(M):
+            d = D[q, m]
+            diff = Cp[m] - Cm[m]
+            both = Cp[m] + Cm[m]
+            dd = 2.0 * wq * (d * Cb[m] + dq * diff)
+            gmu += dd
+            dZT[q, m] -= dd
+            gdelta += d * diff + dq * both
+            gw += Cb[m] * d * d + dq * (2.0 * d * diff + dq * both)
+        dmu[n, q] = gmu
+        ddelta[n, q] = 2.0 * wq * gdelta
+        dw[q] += gw
+    return dvar, dalpha
+
+
 @twin_jit_per_value(position=5, names=PROFILE_NAMES,
                     work=lambda mu, delta, ZT, w, variance, alpha, Ks: Ks.size * 4)
 def ut_stationary_K(kind):
@@ -69,12 +128,7 @@ def ut_stationary_K(kind):
             D = np.empty((Q, ZT.shape[1]))
             base = np.empty(ZT.shape[1])
             for n in range(b * UT_BLOCK, min(N, (b + 1) * UT_BLOCK)):
-                _centre_rows(mu, n, ZT, w, D, base)
-                for q in range(Q):
-                    for half in range(2):
-                        row = Ks[n, q + half * Q]
-                        _point_r2(base, D, q, 1.0 - 2.0 * half, w[q], delta[n, q], row)
-                        _profile_row(kind, row, variance, alpha)
+                point_rows(kind, mu, delta, ZT, w, variance, alpha, n, D, base, Ks[n])
 
     return ut_stationary_K
 
@@ -113,40 +167,9 @@ def ut_stationary_vjp(kind):
             dvar = 0.0
             dalpha = 0.0
             for n in range(b * UT_BLOCK, min(N, (b + 1) * UT_BLOCK)):
-                _centre_rows(mu, n, ZT, w, D, base)
-                for m in range(M):
-                    Cb[m] = 0.0
-                for q in range(Q):
-                    for half in range(2):
-                        k = q + half * Q
-                        _point_r2(base, D, q, 1.0 - 2.0 * half, w[q], delta[n, q], r2)
-                        dalpha += slope_weight_row(kind, dKs[n, k], Ks[n, k], r2, alpha, 1.0, C[k])
-                        Ck = C[k]
-                        dKk = dKs[n, k]
-                        Kk = Ks[n, k]
-                        for m in range(M):
-                            Cb[m] += Ck[m]
-                            dvar += dKk[m] * Kk[m]
-                for q in range(Q):
-                    wq = w[q]
-                    dq = delta[n, q]
-                    Cp = C[q]
-                    Cm = C[Q + q]
-                    gmu = 0.0
-                    gdelta = 0.0
-                    gw = 0.0
-                    for m in range(M):
-                        d = D[q, m]
-                        diff = Cp[m] - Cm[m]
-                        both = Cp[m] + Cm[m]
-                        dd = 2.0 * wq * (d * Cb[m] + dq * diff)
-                        gmu += dd
-                        dZb[q, m] -= dd
-                        gdelta += d * diff + dq * both
-                        gw += Cb[m] * d * d + dq * (2.0 * d * diff + dq * both)
-                    dmu[n, q] = gmu
-                    ddelta[n, q] = 2.0 * wq * gdelta
-                    dw_parts[b, q] += gw
+                dvar, dalpha = point_rows_vjp(kind, dKs[n], Ks[n], mu, delta, ZT, w, alpha, n,
+                                              D, base, r2, C, Cb, dZb, dw_parts[b], dmu, ddelta,
+                                              dvar, dalpha)
             dvar_parts[b] = dvar
             dalpha_parts[b] = dalpha
         dZT, dw, dlogvar, dlogalpha = sum_block_partials(dZ_parts, dw_parts, dvar_parts,
@@ -154,3 +177,108 @@ def ut_stationary_vjp(kind):
         return dmu, ddelta, dZT.T.copy(), dw, dlogvar, dlogalpha
 
     return ut_stationary_vjp
+
+
+# ----------------------------------------------------------- one chunk of the objective engine
+
+@nb.njit(inline="always")
+def _half_widths(S, node):
+    """``delta = node sqrt(S)``: the half-widths of the unscented points (one per row and axis)."""
+    N, Q = S.shape
+    delta = np.empty((N, Q))
+    for n in range(N):
+        for q in range(Q):
+            delta[n, q] = node * np.sqrt(S[n, q])
+    return delta
+
+
+@twin_jit_per_value(position=6, names=PROFILE_NAMES,
+                    work=lambda mu, S, node, ZT, w, variance, alpha, weights, Y, Ks, Kw: 0)
+def ut_chunk_stats(kind):
+    """One chunk's ``(Ψ1ᵀY, Ψ2)`` at the unscented points; the kernel rows go into ``Ks``.
+
+    Only its serial twin is called (the objective engine's chunk threads are the parallelism):
+    the chunk's kernel rows, ``Ψ1 = Σ_k w_k Ks[:, k]``, the weighted rows ``Kw`` (scratch of the
+    shape of ``Ks``) and the products ``Ψ1ᵀY`` and ``Kwᵀ Kw`` (BLAS) in one call that holds no
+    GIL, where the point-set path makes about fifteen numpy calls per chunk.
+    """
+    def ut_chunk_stats(mu, S, node, ZT, w, variance, alpha, weights, Y, Ks, Kw):
+        N, Q = mu.shape
+        M = ZT.shape[1]
+        K = 2 * Q
+        delta = _half_widths(S, node)
+        D = np.empty((Q, M))
+        base = np.empty(M)
+        Psi1 = np.zeros((N, M))
+        for n in range(N):
+            point_rows(kind, mu, delta, ZT, w, variance, alpha, n, D, base, Ks[n])
+            for k in range(K):
+                wk = weights[k]
+                swk = np.sqrt(wk)
+                Kk = Ks[n, k]
+                Wk = Kw[n, k]
+                for m in range(M):
+                    Psi1[n, m] += wk * Kk[m]
+                    Wk[m] = swk * Kk[m]
+        flat = Kw.reshape(N * K, M)
+        return np.dot(Psi1.T, Y), np.dot(flat.T, flat)
+
+    return ut_chunk_stats
+
+
+@twin_jit_per_value(position=8, names=PROFILE_NAMES,
+                    work=lambda Ks, have_Ks, mu, S, node, ZT, w, variance, alpha, weights, Y,
+                    dPY_T, dPsi2, dKs: 0)
+def ut_chunk_grads(kind):
+    """Backward pass of :func:`ut_chunk_stats` for the adjoints ``dPY_T`` ((dF/dΨ1ᵀY)ᵀ, D × M)
+    and ``dPsi2``.
+
+    ``Ks`` holds the chunk's kernel rows when ``have_Ks``, else they are recomputed into it;
+    ``dKs`` (the shape of ``Ks``) is scratch. ``dKs[n, k] = w_k (Ks[n, k] (dΨ2 + dΨ2ᵀ) +
+    y_n dPY_T)`` as in the point-set path, then :func:`point_rows_vjp` row by row. Returns
+    ``dmu``, ``dS`` (0 where ``S`` is 0), ``dZ`` (M, Q), ``dw`` (wrt the inverse squared length
+    scales), ``dlogvar`` and ``dlogalpha``. Serial twin only, as :func:`ut_chunk_stats`.
+    """
+    def ut_chunk_grads(Ks, have_Ks, mu, S, node, ZT, w, variance, alpha, weights, Y, dPY_T,
+                       dPsi2, dKs):
+        N, Q = mu.shape
+        M = ZT.shape[1]
+        K = 2 * Q
+        delta = _half_widths(S, node)
+        D = np.empty((Q, M))
+        base = np.empty(M)
+        if not have_Ks:
+            for n in range(N):
+                point_rows(kind, mu, delta, ZT, w, variance, alpha, n, D, base, Ks[n])
+        G2 = np.empty((M, M))
+        for i in range(M):
+            for j in range(M):
+                G2[i, j] = dPsi2[i, j] + dPsi2[j, i]
+        np.dot(Ks.reshape(N * K, M), G2, dKs.reshape(N * K, M))
+        dPsi1 = np.dot(Y, dPY_T)
+        for n in range(N):
+            for k in range(K):
+                wk = weights[k]
+                dKk = dKs[n, k]
+                for m in range(M):
+                    dKk[m] = (dKk[m] + dPsi1[n, m]) * wk
+        dmu = np.empty((N, Q))
+        ddelta = np.empty((N, Q))
+        dZT = np.zeros((Q, M))
+        dw = np.zeros(Q)
+        r2 = np.empty(M)
+        C = np.empty((K, M))
+        Cb = np.empty(M)
+        dvar = 0.0
+        dalpha = 0.0
+        for n in range(N):
+            dvar, dalpha = point_rows_vjp(kind, dKs[n], Ks[n], mu, delta, ZT, w, alpha, n, D,
+                                          base, r2, C, Cb, dZT, dw, dmu, ddelta, dvar, dalpha)
+        dS = np.empty((N, Q))
+        for n in range(N):
+            for q in range(Q):
+                s = np.sqrt(S[n, q])
+                dS[n, q] = ddelta[n, q] * node / (2.0 * s) if s > 0.0 else 0.0
+        return dmu, dS, dZT.T.copy(), dw, dvar, dalpha
+
+    return ut_chunk_grads

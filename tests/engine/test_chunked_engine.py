@@ -195,6 +195,26 @@ def test_chunked_psi_bound_equals_unchunked(config, chunk_rows):
         _assert_close(F, grads, F_ref, g_ref)
 
 
+@pytest.mark.parametrize("chunk_rows", [7, N])
+def test_unscented_chunks_take_one_jitted_call_when_there_are_several(chunk_rows, monkeypatch):
+    """The unscented rule with a stationary kernel: a pass of several chunks computes each
+    chunk in one jitted call per pass (no numpy glue to share the GIL over), a single chunk
+    takes the point-set path; both give the unchunked bound (checked above)."""
+    make_kernel, name = RULES["unscented-matern32"]
+    kernel = make_kernel().initialize(Q, np.random.RandomState(0))
+    rule = _rule(name, kernel)
+    Y, mu, S, Z = _problem()
+    calls = []
+    for fn in ("axis_point_chunk_stats", "axis_point_chunk_grads"):
+        real = getattr(engine_collapsed, fn)
+        monkeypatch.setattr(engine_collapsed, fn,
+                            lambda *a, _real=real, _fn=fn: calls.append(_fn) or _real(*a))
+    CollapsedPsiBound(Y, chunk_rows=chunk_rows).evaluate(kernel, Z, mu, S, 0.3, rule)
+    n_chunks = math.ceil(N / chunk_rows)
+    expected = 2 * n_chunks if n_chunks > 1 else 0
+    assert len(calls) == expected and calls.count("axis_point_chunk_grads") == expected // 2
+
+
 @pytest.mark.parametrize("config", ["analytic-rbf", "unscented-matern32"])
 def test_psi_bound_recomputing_chunks_equals_keeping_them(config, monkeypatch):
     make_kernel, name = RULES[config]

@@ -269,6 +269,39 @@ def test_unscented_axis_points_equal_the_point_array(rng, monkeypatch, kernel_na
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11, err_msg=name)
 
 
+@pytest.mark.parametrize("kernel_name", list(STATIONARY))
+def test_one_call_chunk_equals_the_pointset_path(rng, kernel_name):
+    """The objective engine's one-call chunk statistics and backward pass (the unscented rule,
+    a stationary kernel) equal the point-set path's sums and adjoints, from kept kernel rows and
+    from recomputed ones, with a deterministic row (S = 0: its S adjoint is 0)."""
+    from sklearn_lvgp._psi._ut_stationary import axis_point_chunk_grads, axis_point_chunk_stats
+
+    N, M, Q, D = 23, 7, 4, 3
+    mu, S, Z = _gaussians(rng, N, M, Q, 0.3)
+    S[3] = 0.0
+    Y = rng.standard_normal((N, D))
+    kernel = STATIONARY[kernel_name](Q)
+    rule = unscented_rule(Q)
+    stats, cache = psi_statistics(kernel, Z, mu, S, rule)
+    Ks, scratch = np.empty((N, 2 * Q, M)), np.empty((N, 2 * Q, M))
+    psi0, PY, Psi2 = axis_point_chunk_stats(kernel, Z, rule, mu, S, Y, Ks, scratch)
+    np.testing.assert_allclose(psi0, stats.psi0, rtol=1e-13)
+    np.testing.assert_allclose(PY, stats.Psi1.T @ Y, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(Psi2, stats.Psi2, rtol=1e-12, atol=1e-14)
+    dpsi0, dPY_T, dPsi2 = 0.7, rng.standard_normal((D, M)), rng.standard_normal((M, M))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ref = psi_vjp(dpsi0, Y @ dPY_T, dPsi2, cache)
+    ref_S = np.where(S > 0, ref.S, 0.0)
+    for have_Ks in (True, False):
+        rows = Ks.copy() if have_Ks else np.full_like(Ks, np.nan)
+        dmu, dS, dZ, dtheta = axis_point_chunk_grads(kernel, Z, rule, mu, S, Y, dpsi0, dPY_T,
+                                                     dPsi2, rows, have_Ks, scratch)
+        for name, a, b in (("mu", dmu, ref.mu), ("S", dS, ref_S), ("Z", dZ, ref.Z),
+                           ("theta", dtheta, ref.theta)):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=name)
+        assert np.all(dS[3] == 0.0)
+
+
 def test_axis_points_only_for_the_unscented_rule_and_stationary_kernels():
     from sklearn_lvgp._psi._ut_stationary import uses_axis_points
 
