@@ -60,7 +60,9 @@ Two measurements, each runnable alone (``--part``):
 twins again (``sklearn_lvgp._engine._executor.serial_global_steps`` holds them serial): at
 M = 100 their M × M kernel matrices then open numba parallel regions, whose OpenMP threads
 spin for some milliseconds beside the next pass's workers. It is the baseline of that choice,
-measured in the same run.
+measured in the same run. ``--pointset-chunks`` (every part) sends the unscented rule's engine
+chunks through the point-set path (about fifteen numpy calls per chunk) instead of one jitted
+call per chunk and pass: the baseline of that path.
 
 Usage::
 
@@ -633,6 +635,9 @@ def main(argv=None):
     parser.add_argument("--parallel-global-steps", action="store_true",
                         help="let the engine's global steps open numba parallel regions (the "
                              "baseline of holding them serial)")
+    parser.add_argument("--pointset-chunks", action="store_true",
+                        help="unscented chunks through the point-set path instead of one "
+                             "jitted call per chunk (the baseline of that path)")
     parser.add_argument("--out", default=str(HERE / "results"))
     args = parser.parse_args(argv)
     _import_path(args.source)
@@ -644,6 +649,10 @@ def main(argv=None):
         from sklearn_lvgp import _jit
 
         _jit.twins_held_serial = lambda: False
+    if args.pointset_chunks:
+        from sklearn_lvgp._engine import _collapsed
+
+        _collapsed.uses_one_call = lambda kernel, rule, n_chunks: False
     payload = {"threads": run_threads, "chunks": run_chunks, "ceiling": run_ceiling,
                "rss": run_rss, "dask": run_dask,
                "deepgp": run_deepgp, "ldgd": run_ldgd, "gpcde": run_gpcde,
@@ -652,6 +661,7 @@ def main(argv=None):
     payload["cpu_count"] = os.cpu_count()
     payload["parallel_min_work"] = args.parallel_min_work
     payload["parallel_global_steps"] = args.parallel_global_steps
+    payload["pointset_chunks"] = args.pointset_chunks
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     name = f"scaling_{args.part}_{args.label}.json"

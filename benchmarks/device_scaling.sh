@@ -33,10 +33,12 @@ part 100 --part dvmgp --n-rows 50000 --repeats 5
 part 100 --part ldgd --n-rows 20000 --ldgd-batches 10000 --repeats 3
 part 70 --part gpcde --repeats 5
 part 60 --part chunks --n-rows 50000
-# the baseline: global steps that open numba parallel regions beside the passes
+# the baselines, in the same run: global steps that open numba parallel regions beside the
+# passes, and unscented chunks through the point-set path (the code before either change)
 part 110 --part threads --n-rows 50000 --repeats 3 --threads 1,16 --parallel-global-steps \
-    --label "${label}_parallel_globals"
-part 60 --part chunks --n-rows 50000 --parallel-global-steps --label "${label}_parallel_globals"
+    --pointset-chunks --label "${label}_baseline"
+part 60 --part chunks --n-rows 50000 --parallel-global-steps --pointset-chunks \
+    --label "${label}_baseline"
 part 60 --part deepgp --deepgp-batches 10000 --repeats 5 --parallel-global-steps \
-    --label "${label}_parallel_globals"
+    --label "${label}_baseline"
 part 40 --part ceiling
