@@ -33,10 +33,11 @@ Two measurements, each runnable alone (``--part``):
     ``LocalCluster`` of 1 and 2 single-threaded worker processes (``--dask-workers``), the rows
     in ``--dask-partitions`` partitions.
 ``chunks``
-    Where the threads' time goes in the ``threads`` part's GPLVM evaluations: for each thread
-    count of ``--threads`` (3 repeats after a warm-up, the median repeat printed), each chunk
-    pass's wall time, its number of chunks, the mean and largest chunk time, the utilisation
-    (sum of chunk times over threads × pass wall time) and the time outside the passes. A
+    Where the threads' time goes in the ``threads`` part's evaluations (both GPLVM ones and
+    ``SparseGPRegressor``'s): for each thread count of ``--threads`` (3 repeats after a
+    warm-up, the median repeat printed), each chunk pass's wall time, its number of chunks,
+    the mean and largest chunk time, the utilisation (sum of chunk times over threads × pass
+    wall time) and the time outside the passes. A
     chunk time that grows with the thread count is contention inside the chunks (GIL waits,
     shared caches, memory bandwidth, clock speed); a utilisation below one is idle workers.
     With ``--parallel-global-steps`` (any part) the global steps between the passes may open
@@ -240,8 +241,11 @@ def run_chunks(args):
     _executor.ChunkExecutor._run = timed_run
     thread_counts = [int(t) for t in args.threads.split(",")]
     out = {}
-    for kind in ("rbf", "matern32"):
-        evaluate = _gplvm_evaluation(kind, args.n_rows, args.gplvm_inducing)
+    evaluations = {kind: functools.partial(_gplvm_evaluation, kind, args.n_rows,
+                                           args.gplvm_inducing) for kind in ("rbf", "matern32")}
+    evaluations["sgpr"] = functools.partial(_sgpr_evaluation, args.n_rows, args.sgpr_inducing)
+    for kind, make in evaluations.items():
+        evaluate = make()
         for n in thread_counts:  # warm-up
             with threads(n):
                 evaluate()
