@@ -5,7 +5,7 @@ This is the one place in the package that runs data chunks in parallel. An objec
 :cite:`gal2014distributed`) hands its per-chunk forward or backward pass to
 :meth:`ChunkExecutor.map` and adds the returned partial statistics with :func:`reduce_in_order`.
 
-Three rules keep the results exact and the threads useful:
+These rules keep the results exact and the threads useful:
 
 * the chunk partition (:func:`plan_chunks`) depends on the problem size only, never on the
   thread count, and partials are added in chunk order, so every ``n_jobs`` gives the same bits;

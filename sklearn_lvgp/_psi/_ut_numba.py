@@ -14,6 +14,10 @@ the explicit ``(N, 2Q, Q)`` point array. The backward pass has the same structur
 ``prange`` runs over fixed blocks of ``UT_BLOCK`` rows; the reductions over rows (``dZ``, the
 length-scale, variance and ``alpha`` adjoints) go to one partial per block, summed serially, so
 results do not depend on the thread count.
+
+``ut_chunk_stats`` and ``ut_chunk_grads`` are the objective engine's chunk passes: the same
+per-row loops (``point_rows``, ``point_rows_vjp``) plus Ψ1ᵀY, Ψ2 and the Ψ2 adjoint's product,
+one serial call per chunk, whose rows are summed in order (the engine's threads run the chunks).
 """
 
 import numba as nb
