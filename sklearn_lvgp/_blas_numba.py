@@ -24,13 +24,15 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import get_cython_function_address, intrinsic
 
-__all__ = ["DPOTRF", "DTRMM", "DTRSM", "call_address", "potrf_lower", "triangular_inplace",
-           "triangular_inplace_inlined", "trsm_left"]
+__all__ = ["DPOTRF", "DSYRK", "DTRMM", "DTRSM", "call_address", "gram_inlined", "potrf_lower",
+           "triangular_inplace", "triangular_inplace_inlined", "trsm_left"]
 
 #: ``dtrsm(side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb)``; every argument a pointer.
 DTRSM = get_cython_function_address("scipy.linalg.cython_blas", "dtrsm")
 #: ``dtrmm(side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb)``; every argument a pointer.
 DTRMM = get_cython_function_address("scipy.linalg.cython_blas", "dtrmm")
+#: ``dsyrk(uplo, trans, n, k, alpha, a, lda, beta, c, ldc)``; every argument a pointer.
+DSYRK = get_cython_function_address("scipy.linalg.cython_blas", "dsyrk")
 #: ``dpotrf(uplo, n, a, lda, info)``; every argument a pointer.
 DPOTRF = get_cython_function_address("scipy.linalg.cython_lapack", "dpotrf")
 
@@ -183,3 +185,28 @@ def triangular_inplace(fn, L, B, right, trans, alpha):
 #: :func:`triangular_inplace` for jitted callers, inlined into them: called from jitted code with
 #: constant flags, the dispatcher would compile a variant per literal flag value.
 triangular_inplace_inlined = nb.njit(inline="always")(triangular_inplace.py_func)
+
+
+@nb.njit(inline="always")
+def gram_inlined(fn, A, C):
+    """``C = AᵀA`` for a C-contiguous ``A`` (n, M) into the C-contiguous ``C`` (M, M).
+
+    ``fn`` is :data:`DSYRK`. In BLAS's column-major layout ``A`` is the (M, n) matrix ``Aᵀ``, so
+    one ``dsyrk`` (half the products of a general matrix product, as numpy's ``A.T @ A``
+    does) fills one triangle, which is then mirrored. Inlined into its jitted callers.
+    """
+    n, M = A.shape
+    if M == 0:
+        return
+    if n == 0:
+        C[:, :] = 0.0
+        return
+    flags = _flags(_LOWER, _NO, _NO, _NO)
+    dims = _ints(M, n)
+    ab = np.empty(2)
+    ab[0], ab[1] = 1.0, 0.0
+    call_address(fn, (flags[0:], flags[1:], dims[0:], dims[1:], ab[0:], A, dims[0:], ab[1:], C,
+                      dims[0:]))
+    for i in range(M):  # column-major lower = row-major upper: C[i, j] for j >= i
+        for j in range(i + 1, M):
+            C[j, i] = C[i, j]

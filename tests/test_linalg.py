@@ -247,3 +247,20 @@ def test_trsm_left_from_jitted_code_matches_scipy(rng, trans, shape):
     expected = solve_triangular(L, B, lower=True, trans=1 if trans else 0)
     trsm_left(DTRSM, L, B, trans)
     np.testing.assert_allclose(B, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(40, 6), (7, 1), (1, 5), (0, 3)])
+def test_gram_from_jitted_code_equals_numpy(rng, shape):
+    """``dsyrk`` from jitted code gives ``A.T @ A``, both triangles, also for an empty ``A``."""
+    import numba
+
+    from sklearn_lvgp._blas_numba import DSYRK, gram_inlined
+
+    @numba.njit
+    def gram(fn, A):
+        C = np.full((A.shape[1], A.shape[1]), np.nan)
+        gram_inlined(fn, A, C)
+        return C
+
+    A = rng.standard_normal(shape)
+    np.testing.assert_allclose(gram(DSYRK, A), A.T @ A, rtol=1e-13, atol=1e-13)

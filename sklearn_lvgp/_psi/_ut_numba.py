@@ -23,6 +23,7 @@ one serial call per chunk, whose rows are summed in order (the engine's threads 
 import numba as nb
 import numpy as np
 
+from .._blas_numba import gram_inlined
 from .._jit import twin_jit_per_value
 from ..kernels._kernels_numba import (
     PROFILE_NAMES,
@@ -196,17 +197,18 @@ def _half_widths(S, node):
     return delta
 
 
-@twin_jit_per_value(position=6, names=PROFILE_NAMES,
-                    work=lambda mu, S, node, ZT, w, variance, alpha, weights, Y, Ks, Kw: 0)
+@twin_jit_per_value(position=7, names=PROFILE_NAMES,
+                    work=lambda syrk, mu, S, node, ZT, w, variance, alpha, weights, Y, Ks, Kw: 0)
 def ut_chunk_stats(kind):
     """One chunk's ``(Ψ1ᵀY, Ψ2)`` at the unscented points; the kernel rows go into ``Ks``.
 
     Only its serial twin is called (the objective engine's chunk threads are the parallelism):
     the chunk's kernel rows, ``Ψ1 = Σ_k w_k Ks[:, k]``, the weighted rows ``Kw`` (scratch of the
-    shape of ``Ks``) and the products ``Ψ1ᵀY`` and ``Kwᵀ Kw`` (BLAS) in one call that holds no
-    GIL, where the point-set path makes about fifteen numpy calls per chunk.
+    shape of ``Ks``) and the products ``Ψ1ᵀY`` and ``Kwᵀ Kw`` (BLAS; ``syrk`` is
+    :data:`~sklearn_lvgp._blas_numba.DSYRK`) in one call that holds no GIL, where the point-set
+    path makes about fifteen numpy calls per chunk.
     """
-    def ut_chunk_stats(mu, S, node, ZT, w, variance, alpha, weights, Y, Ks, Kw):
+    def ut_chunk_stats(syrk, mu, S, node, ZT, w, variance, alpha, weights, Y, Ks, Kw):
         N, Q = mu.shape
         M = ZT.shape[1]
         K = 2 * Q
@@ -224,8 +226,9 @@ def ut_chunk_stats(kind):
                 for m in range(M):
                     Psi1[n, m] += wk * Kk[m]
                     Wk[m] = swk * Kk[m]
-        flat = Kw.reshape(N * K, M)
-        return np.dot(Psi1.T, Y), np.dot(flat.T, flat)
+        Psi2 = np.empty((M, M))
+        gram_inlined(syrk, Kw.reshape(N * K, M), Psi2)
+        return np.dot(Psi1.T, Y), Psi2
 
     return ut_chunk_stats
 

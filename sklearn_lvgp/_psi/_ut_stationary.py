@@ -9,6 +9,7 @@ instead of ``O(M Q²)`` (formulas in :mod:`._ut_numba`). The Ψ-statistics are t
 
 import numpy as np
 
+from .._blas_numba import DSYRK
 from ..kernels._stationary import _Stationary
 from . import _ut_numba as _nb
 
@@ -115,9 +116,9 @@ def axis_point_chunk_stats(kernel, Z, rule, mu, S, Y, Ks, scratch):
     """
     Q = mu.shape[1]
     PY, Psi2 = _nb.ut_chunk_stats.serial(
-        mu, S, float(rule.nodes[0, 0]), np.ascontiguousarray(Z.T), _inverse_sq_lengths(kernel, Q),
-        float(kernel.variance), kernel._kind, float(kernel._alpha()), rule.weights, Y, Ks,
-        scratch)
+        DSYRK, mu, S, float(rule.nodes[0, 0]), np.ascontiguousarray(Z.T),
+        _inverse_sq_lengths(kernel, Q), float(kernel.variance), kernel._kind,
+        float(kernel._alpha()), rule.weights, Y, Ks, scratch)
     psi0 = mu.shape[0] * float(np.sum(rule.weights)) * float(kernel.Kdiag(mu[:1])[0])
     return psi0, PY, Psi2
 
