@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._blas_numba import DTRSM, trsm_left
+from .._blas_numba import DTRSM, triangular_inplace
 from .._linalg import cholesky_jitter, logdet_from_chol, solve_lower, solve_upper, symmetrise
 from .._objectives._collapsed import (
     CollapsedPosterior,
@@ -407,18 +407,19 @@ def kernel_chunk_stats(kernel, Z, prior, X, Y, *, workspace=None, scratch=None):
     (:class:`~sklearn_lvgp._workspace.Workspace`; the cache then lives in ``workspace``).
     """
     Kfu, kcache = K_cached_into(kernel, X, Z, workspace, "Kfu")
+    # Aᵀ = K_fu L⁻ᵀ/σ, solved in place from the right on an F-ordered (rows, M) copy (faster in
+    # BLAS than the left-side solve on (M, rows): doc/developers.rst, "Measured")
     if scratch is None:
-        A = np.array(Kfu.T, order="F")  # solved in place
+        At = np.array(Kfu, order="F")
     else:
-        A = scratch.array("A", Kfu.shape).T
-        np.copyto(A, Kfu.T)
-    trsm_left(DTRSM, prior.L, A, False)
-    A /= prior.sigma
+        At = scratch.array("A", Kfu.shape[::-1]).T
+        np.copyto(At, Kfu)
+    triangular_inplace(DTRSM, prior.L, At, True, True, 1.0 / prior.sigma)
     Y = np.ascontiguousarray(Y)
     y = Y.reshape(-1)
-    aa = float(np.einsum("mn,mn->", A, A))
+    aa = float(np.einsum("nm,nm->", At, At))
     kd = float(np.sum(kernel.Kdiag(X)))
-    return (A @ A.T, A @ Y, kd, aa, float(y @ y)), (Kfu, kcache)
+    return (At.T @ At, At.T @ Y, kd, aa, float(y @ y)), (Kfu, kcache)
 
 
 def kernel_global_step(N, D, prior, stats, *, max_tries=0):
