@@ -187,14 +187,15 @@ def ut_stationary_vjp(kind):
 # ----------------------------------------------------------- one chunk of the objective engine
 
 @nb.njit(inline="always")
-def _half_widths(S, node):
-    """``delta = node sqrt(S)``: the half-widths of the unscented points (one per row and axis)."""
+def _chunk_scratch(S, node, M):
+    """``delta = node sqrt(S)``, the half-widths of the unscented points of a chunk's rows, and
+    the per-row scratch ``(D, base)`` of :func:`point_rows` and :func:`point_rows_vjp`."""
     N, Q = S.shape
     delta = np.empty((N, Q))
     for n in range(N):
         for q in range(Q):
             delta[n, q] = node * np.sqrt(S[n, q])
-    return delta
+    return delta, np.empty((Q, M)), np.empty(M)
 
 
 @twin_jit_per_value(position=7, names=PROFILE_NAMES,
@@ -211,14 +212,11 @@ def ut_chunk_stats(kind):
     def ut_chunk_stats(syrk, mu, S, node, ZT, w, variance, alpha, weights, Y, Ks, Kw):
         N, Q = mu.shape
         M = ZT.shape[1]
-        K = 2 * Q
-        delta = _half_widths(S, node)
-        D = np.empty((Q, M))
-        base = np.empty(M)
+        delta, D, base = _chunk_scratch(S, node, M)
         Psi1 = np.zeros((N, M))
         for n in range(N):
             point_rows(kind, mu, delta, ZT, w, variance, alpha, n, D, base, Ks[n])
-            for k in range(K):
+            for k in range(2 * Q):
                 wk = weights[k]
                 swk = np.sqrt(wk)
                 Kk = Ks[n, k]
@@ -227,7 +225,7 @@ def ut_chunk_stats(kind):
                     Psi1[n, m] += wk * Kk[m]
                     Wk[m] = swk * Kk[m]
         Psi2 = np.empty((M, M))
-        gram_inlined(syrk, Kw.reshape(N * K, M), Psi2)
+        gram_inlined(syrk, Kw.reshape(N * 2 * Q, M), Psi2)
         return np.dot(Psi1.T, Y), Psi2
 
     return ut_chunk_stats
@@ -251,9 +249,7 @@ def ut_chunk_grads(kind):
         N, Q = mu.shape
         M = ZT.shape[1]
         K = 2 * Q
-        delta = _half_widths(S, node)
-        D = np.empty((Q, M))
-        base = np.empty(M)
+        delta, D, base = _chunk_scratch(S, node, M)
         if not have_Ks:
             for n in range(N):
                 point_rows(kind, mu, delta, ZT, w, variance, alpha, n, D, base, Ks[n])
