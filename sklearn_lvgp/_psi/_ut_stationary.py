@@ -135,6 +135,9 @@ def axis_point_chunk_grads(kernel, Z, rule, mu, S, Y, dpsi0, dPY_T, dPsi2, Ks, h
     """
     Q = mu.shape[1]
     w = _inverse_sq_lengths(kernel, Q)
+    # only dΨ2 + dΨ2ᵀ is used: an F-ordered adjoint is passed as its C-ordered transpose (the
+    # same sums), so one compiled layout serves every caller
+    dPsi2 = np.ascontiguousarray(dPsi2.T if dPsi2.flags.f_contiguous else dPsi2)
     dmu, dS, dZ, dw, dlogvar, dlogalpha = _nb.ut_chunk_grads.serial(
         Ks, have_Ks, mu, S, float(rule.nodes[0, 0]), np.ascontiguousarray(Z.T), w,
         float(kernel.variance), kernel._kind, float(kernel._alpha()), rule.weights, Y, dPY_T,
