@@ -17,6 +17,7 @@ import numpy as np
 
 from .._objectives._kl import standard_normal_kl_and_vjp
 from .._parallel import serial_section
+from .._workspace import thread_workspace
 from ._alternating import local_step
 from ._collapsed import (
     kernel_chunk_grads,
@@ -30,7 +31,7 @@ from ._collapsed import (
     psi_global_step,
 )
 from ._dsvi import chunk_pass, dsvi_draws, dsvi_finish, dsvi_globals, dsvi_rows
-from ._executor import reduce_in_order
+from ._executor import reduce_in_order, serial_global_steps
 
 __all__ = ["is_dask_collection", "DaskRows", "DaskKernelBound", "DaskPsiBound", "DaskDSVI",
            "map_row_blocks"]
@@ -161,6 +162,7 @@ class DaskKernelBound:
     def __init__(self, rows):
         self.rows = rows
 
+    @serial_global_steps
     def evaluate(self, kernel, Z, noise_variance, *, jitter=1e-6, max_tries=0, need_Z=True):
         """As :meth:`CollapsedKernelBound.evaluate`, each map a round of Dask tasks."""
         N, D = self.rows.n_rows, self.rows.shapes["y"][1]
@@ -214,6 +216,7 @@ class DaskPsiBound:
         mu, S = dask.compute(self._mu, self._S)
         return np.vstack(mu), np.vstack(S)
 
+    @serial_global_steps
     def evaluate(self, kernel, Z, noise_variance, rule, *, jitter=1e-6, max_tries=0):
         """Bound F, gradients of the globals (Z, θ, σ²) and q(u), the q(x_n) held fixed."""
         N, D = self.rows.n_rows, self.rows.shapes["Y"][1]
@@ -246,8 +249,9 @@ class DaskPsiBound:
 # -------------------------------------------------------------------------- deep GP (DSVI)
 
 def _dsvi_task(X, Y, rows, eps, model, layers, priors, noise, scale, S):
-    return chunk_pass(model, layers, priors, noise, X[rows], Y[rows], scale, S, eps,
-                      [None] * model.n_layers)
+    # the worker thread's buffers, kept from one step's task to the next (as a chunk worker's)
+    ws = [thread_workspace().child(f"dsvi{ell}") for ell in range(model.n_layers)]
+    return chunk_pass(model, layers, priors, noise, X[rows], Y[rows], scale, S, eps, ws)
 
 
 class DaskDSVI:
@@ -264,6 +268,7 @@ class DaskDSVI:
         self.rows = rows
         self.offsets = np.concatenate([[0], np.cumsum(rows.row_chunks)])
 
+    @serial_global_steps
     def elbo(self, model, x, idx, scale, n_samples, random_state):
         """ELBO estimate and gradient on the rows ``idx`` (as ``_DSVI.elbo`` on ``X[idx]``)."""
         dask, _ = _dask()

@@ -465,12 +465,14 @@ def test_global_steps_between_the_passes_run_serially(monkeypatch):
 def test_every_engine_evaluation_holds_its_global_steps_serial():
     """Each objective's entry point into the engine carries :func:`serial_global_steps`."""
     from sklearn_lvgp._cde._bound import CDEModel
+    from sklearn_lvgp._engine._dask import DaskDSVI, DaskKernelBound, DaskPsiBound
     from sklearn_lvgp._engine._dsvi import dsvi_elbo
     from sklearn_lvgp._engine._dvmgp import dvmgp_elbo_and_grads
     from sklearn_lvgp._engine._ldgd import ldgd_value_and_vjp
 
     entries = [CollapsedPsiBound.evaluate, CollapsedKernelBound.evaluate, dsvi_elbo,
-               dvmgp_elbo_and_grads, ldgd_value_and_vjp, CDEModel.elbo]
+               dvmgp_elbo_and_grads, ldgd_value_and_vjp, CDEModel.elbo,
+               DaskKernelBound.evaluate, DaskPsiBound.evaluate, DaskDSVI.elbo]
     for entry in entries:
         assert entry.__code__ is engine_executor.serial_global_steps(len).__code__, entry
 
