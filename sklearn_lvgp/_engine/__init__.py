@@ -2,7 +2,11 @@
 
 :mod:`._executor` runs per-chunk passes on the calling thread and a thread pool and reduces
 their partials in a fixed order; :mod:`._collapsed` writes the collapsed sparse-GP bound
-(GPLVM and sparse GP regression) as that map-reduce (Gal, van der Wilk & Rasmussen 2014).
+(GPLVM and sparse GP regression) as that map-reduce (Gal, van der Wilk & Rasmussen 2014),
+:mod:`._alternating` its local and global steps; :mod:`._dsvi`, :mod:`._ldgd` and
+:mod:`._dvmgp` do the same for the deep GP, LDGD and DVMGP bounds (GPCDE's is
+``sklearn_lvgp._cde._bound.CDEModel.elbo``), and :mod:`._dask` runs the chunk passes as Dask
+tasks where the row partitions live.
 """
 
 from ._collapsed import CollapsedKernelBound, CollapsedPsiBound
