@@ -14,10 +14,9 @@ the same M) on inputs and targets standardised with the training statistics, as 
 (GPCDE standardises both itself). "GPCDE quadrature" uses L-BFGS by default (its bound is
 deterministic) or the thesis's Adam + natural-gradient schedule
 (``LVGP_GPCDE_UCI_QUAD_OPT=adam``); "GPCDE amortised" uses Adam + natural gradients with batch
-512. Both GPCDE variants use the default ``init="auto"``: they
-start from the fitted switched-off model (the SVGP on ``x``) and keep it if its bound is higher
-than the trained model's (see the ``init`` parameter). Test log-likelihood (LL) per point,
-original units.
+512. Both GPCDE variants use the default ``init="auto"``: they start from the fitted
+switched-off model (the SVGP on ``x``) and keep it if its bound is higher than the trained
+model's (see the ``init`` parameter). Test log-likelihood (LL) per point, original units.
 
 Environment knobs (the defaults are the full protocol, far beyond a shared 2-core machine):
 ``LVGP_GPCDE_UCI_DATASETS`` (comma list, default boston,concrete,energy,yacht,wine_red,power,
@@ -87,7 +86,7 @@ def make_model(name):
                  batch_size=512, random_state=0)
 
 
-def test_log_density(model, X, y):
+def mean_log_density(model, X, y):
     """Mean test log density per point, original units (through the GP's input scaler)."""
     if hasattr(model, "steps"):
         X, model = model[:-1].transform(X), model[-1]
@@ -115,7 +114,7 @@ for dataset in DATASETS:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 model = make_model(name).fit(X_tr, y_tr)
-            ll = float(test_log_density(model, X_te, y_te))
+            ll = float(mean_log_density(model, X_te, y_te))
             runs = results.setdefault(dataset, {}).setdefault(name, [])
             runs[:] = [r for r in runs if r["split"] != split]  # a rerun replaces the split
             runs.append({"split": split, "ll": ll, "seconds": time.time() - t,
