@@ -35,12 +35,13 @@ Two measurements, each runnable alone (``--part``):
     fit with the default ``n_jobs``.
 ``chunks``
     Where the threads' time goes in the ``threads`` part's evaluations (both GPLVM ones and
-    ``SparseGPRegressor``'s): for each thread count of ``--threads`` (3 repeats after a
-    warm-up, the median repeat printed), each chunk pass's wall time, its number of chunks,
-    the mean and largest chunk time, the utilisation (sum of chunk times over threads × pass
-    wall time) and the time outside the passes. A
-    chunk time that grows with the thread count is contention inside the chunks (GIL waits,
-    shared caches, memory bandwidth, clock speed); a utilisation below one is idle workers.
+    ``SparseGPRegressor``'s) and the ``deepgp`` part's 10 000-row minibatch: for each thread
+    count of ``--threads`` (3 repeats after a warm-up, the median repeat printed), each chunk
+    pass's wall time, its number of chunks, the mean and largest chunk time, the chunks' thread
+    CPU time, the utilisation (sum of chunk times over threads × pass wall time) and the time
+    outside the passes. A chunk time that grows with the thread count is contention inside the
+    chunks: waits for the GIL where the thread CPU time does not grow with it, shared caches,
+    memory bandwidth or clock speed where it does; a utilisation below one is idle workers.
     With ``--parallel-global-steps`` (any part) the global steps between the passes may open
     numba parallel regions, as before the engine held them serial: see below.
 ``ceiling``
@@ -230,9 +231,10 @@ def run_chunks(args):
         index = len(passes)
 
         def timed(i, a, b):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             result = fn(i, a, b)
-            records.append((index, threading.get_ident(), t0, time.perf_counter()))
+            records.append((index, threading.get_ident(), t0, time.perf_counter(),
+                            time.thread_time() - c0))
             return result
 
         t0 = time.perf_counter()
@@ -245,6 +247,7 @@ def run_chunks(args):
     evaluations = {kind: functools.partial(_gplvm_evaluation, kind, args.n_rows,
                                            args.gplvm_inducing) for kind in ("rbf", "matern32")}
     evaluations["sgpr"] = functools.partial(_sgpr_evaluation, args.n_rows, args.sgpr_inducing)
+    evaluations["deepgp"] = functools.partial(_deepgp_evaluation, 10_000, args.gplvm_inducing)
     for kind, make in evaluations.items():
         evaluate = make()
         for n in thread_counts:  # warm-up
@@ -262,9 +265,11 @@ def run_chunks(args):
                 per_pass = []
                 for index, start, stop, n_chunks in passes:
                     d = np.array([r[3] - r[2] for r in records if r[0] == index])
+                    cpu = np.array([r[4] for r in records if r[0] == index])
                     per_pass.append({
                         "wall_ms": (stop - start) * 1e3, "chunks": n_chunks,
                         "chunk_sum_ms": float(d.sum()) * 1e3,
+                        "chunk_cpu_sum_ms": float(cpu.sum()) * 1e3,
                         "chunk_mean_ms": float(d.mean()) * 1e3,
                         "chunk_max_ms": float(d.max()) * 1e3,
                         "threads_used": len({r[1] for r in records if r[0] == index}),
@@ -277,8 +282,9 @@ def run_chunks(args):
             print(f"{kind} n={n}: wall {r['wall_ms']:.1f} ms, outside passes "
                   f"{r['outside_passes_ms']:.1f} ms; " + "; ".join(
                       f"pass of {p['chunks']} chunks: wall {p['wall_ms']:.1f} ms, chunk mean "
-                      f"{p['chunk_mean_ms']:.2f} max {p['chunk_max_ms']:.2f} ms, utilisation "
-                      f"{p['util']:.2f}" for p in r["passes"]), flush=True)
+                      f"{p['chunk_mean_ms']:.2f} max {p['chunk_max_ms']:.2f} ms, thread CPU "
+                      f"{p['chunk_cpu_sum_ms'] / p['chunk_sum_ms']:.0%} of the chunks' wall "
+                      f"time, utilisation {p['util']:.2f}" for p in r["passes"]), flush=True)
     _executor.ChunkExecutor._run = run
     return {"n_rows": args.n_rows, "threads": thread_counts, "results": out}
 
@@ -356,29 +362,33 @@ def run_ceiling(args):
 
 # ------------------------------------------------------------------------------- deep GP
 
-def run_deepgp(args):
+def _deepgp_evaluation(batch, n_inducing):
+    """One Adam step's ELBO + gradient of a 2-layer ``DeepGP`` (D = 8) on a ``batch``-row
+    minibatch, Monte Carlo with one sample, as a callable."""
     import warnings
 
     import numpy as np
 
     from sklearn_lvgp import DeepGP
 
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (batch, 8))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(batch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = DeepGP(n_layers=2, n_inducing=n_inducing, max_iter=1, batch_size=batch,
+                   random_state=0).fit(X[:2000], y[:2000])
+    Xs = (X - m.X_mean_) / m.X_scale_
+    Ys = (y[:, None] - m.y_mean_) / m.y_scale_
+    return lambda: m._model.elbo(m._x, Xs, Ys, 1.0, 1, np.random.RandomState(0))
+
+
+def run_deepgp(args):
     thread_counts = [int(t) for t in args.threads.split(",")]
     out = {}
     for batch in [int(b) for b in args.deepgp_batches.split(",")]:
-        rng = np.random.default_rng(0)
-        X = rng.uniform(-2, 2, (batch, 8))
-        y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(batch)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            m = DeepGP(n_layers=2, n_inducing=args.gplvm_inducing, max_iter=1, batch_size=batch,
-                       random_state=0).fit(X[:2000], y[:2000])
-        Xs = (X - m.X_mean_) / m.X_scale_
-        Ys = (y[:, None] - m.y_mean_) / m.y_scale_
-        out[str(batch)] = _thread_curve(
-            lambda m=m, Xs=Xs, Ys=Ys: m._model.elbo(m._x, Xs, Ys, 1.0, 1,
-                                                    np.random.RandomState(0)),
-            thread_counts, args.repeats, f"DeepGP batch {batch}")
+        out[str(batch)] = _thread_curve(_deepgp_evaluation(batch, args.gplvm_inducing),
+                                        thread_counts, args.repeats, f"DeepGP batch {batch}")
     return {"threads": thread_counts, "repeats": args.repeats, "results": out}
 
 
