@@ -17,7 +17,6 @@ import numpy as np
 
 from .._objectives._kl import standard_normal_kl_and_vjp
 from .._parallel import serial_section
-from .._workspace import thread_workspace
 from ._alternating import local_step
 from ._collapsed import (
     kernel_chunk_grads,
@@ -30,7 +29,14 @@ from ._collapsed import (
     psi_finish,
     psi_global_step,
 )
-from ._dsvi import chunk_pass, dsvi_draws, dsvi_finish, dsvi_globals, dsvi_rows
+from ._dsvi import (
+    chunk_pass,
+    dsvi_draws,
+    dsvi_finish,
+    dsvi_globals,
+    dsvi_rows,
+    thread_layer_workspaces,
+)
 from ._executor import reduce_in_order, serial_global_steps
 
 __all__ = ["is_dask_collection", "DaskRows", "DaskKernelBound", "DaskPsiBound", "DaskDSVI",
@@ -250,8 +256,8 @@ class DaskPsiBound:
 
 def _dsvi_task(X, Y, rows, eps, model, layers, priors, noise, scale, S):
     # the worker thread's buffers, kept from one step's task to the next (as a chunk worker's)
-    ws = [thread_workspace().child(f"dsvi{ell}") for ell in range(model.n_layers)]
-    return chunk_pass(model, layers, priors, noise, X[rows], Y[rows], scale, S, eps, ws)
+    return chunk_pass(model, layers, priors, noise, X[rows], Y[rows], scale, S, eps,
+                      thread_layer_workspaces(model.n_layers))
 
 
 class DaskDSVI:

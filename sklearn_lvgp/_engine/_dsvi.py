@@ -34,7 +34,8 @@ from .._workspace import thread_workspace
 from ._executor import ChunkExecutor, plan_chunks, serial_global_steps
 
 __all__ = ["FLOPS_PER_WORK", "chunk_pass", "dsvi_draws", "dsvi_elbo", "dsvi_finish",
-           "dsvi_globals", "dsvi_rows", "moment_match", "propagate_layers", "sigma_points"]
+           "dsvi_globals", "dsvi_rows", "moment_match", "propagate_layers", "sigma_points",
+           "thread_layer_workspaces"]
 
 #: Matrix-product flops counted as one unit of :func:`~._executor.plan_chunks` work. A chunk's
 #: pass costs about 600 Python-level calls (the glue around the kernels, solves and the jitted
@@ -231,13 +232,19 @@ def dsvi_elbo(model, x, X, Y, scale, n_samples, random_state=None, eps=None, wor
     def chunk(i, a, b):
         if single:
             ws = workspaces or [None] * L
-        else:  # this thread's buffers, one part per layer
-            ws = [thread_workspace().child(f"dsvi{ell}") for ell in range(L)]
+        else:
+            ws = thread_layer_workspaces(L)
         return chunk_pass(model, layers, priors, noise, X[a:b], Y[a:b], scale, S,
                           dsvi_rows(eps, n, S, np.arange(a, b)), ws)
 
     partials = ChunkExecutor(n_threads).map_reduce(chunk, chunks)
     return dsvi_finish(model, layers, priors, kls, values, partials)
+
+
+def thread_layer_workspaces(n_layers):
+    """This thread's buffers for a chunk pass, one part per layer: kept from one pass on this
+    thread to the next (the partials a pass returns never alias them)."""
+    return [thread_workspace().child(f"dsvi{ell}") for ell in range(n_layers)]
 
 
 def dsvi_globals(model, x):
