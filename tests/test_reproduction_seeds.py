@@ -89,7 +89,7 @@ def test_dvmgp_beats_the_sparse_gp_rmse_on_two_clusters_across_seeds():
     GP's 0.215. Five data seeds of the generator and split, defaults of both estimators
     (the sparse GP with the paper's 50 inducing inputs): DVMGP's RMSE below the sparse GP's
     on the majority, and on no seed more than 25 % above it. (Over data seeds 1–10,
-    ``examples/output/calibration_seeds.md``, DVMGP is better on 6 and reaches 1.30 times the
+    ``examples/output/calibration_seeds.md``, DVMGP is better on 6 and reaches 1.27 times the
     sparse GP's RMSE on seed 10: the claim is a majority one.)
 
     The table's NLPD part does not hold across seeds and is not asserted: where the clusters
