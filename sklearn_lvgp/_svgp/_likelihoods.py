@@ -7,8 +7,9 @@ Gaussian: closed form. Bernoulli with a probit link: 1-D Gauss–Hermite quadrat
 from typing import NamedTuple
 
 import numpy as np
-from numpy.polynomial.hermite_e import hermegauss
 from scipy.special import log_ndtr
+
+from .._psi._rules import gauss_hermite_rule
 
 __all__ = ["gaussian_expectation", "gaussian_expectation_vjp", "gaussian_log_density",
            "bernoulli_probit_expectation", "bernoulli_probit_expectation_vjp",
@@ -87,8 +88,9 @@ def gaussian_log_density(y, mean, var):
 
 
 def _gh(n_points):
-    x, w = hermegauss(int(n_points))
-    return x, w / w.sum()
+    """1-D probabilists' Gauss–Hermite nodes and normalised weights (cached, read-only)."""
+    rule = gauss_hermite_rule(n_points, 1)
+    return rule.nodes[:, 0], rule.weights
 
 
 def bernoulli_probit_expectation(y, mu, var, n_points=20):
