@@ -28,7 +28,7 @@ FAST_PARAMS = {
 VARIANTS = {
     "DVMGP": [{"qv_covariance": "full", "optimizer": "adam", "learning_rate": 0.05},
               {"max_iter": 50},
-              {"optimizer": "adam", "learning_rate": 0.05, "max_iter": 300, "tol": 1e-3,
+              {"optimizer": "adam", "learning_rate": 0.05, "max_iter": 200, "tol": 1e-3,
                "early_stopping": True, "n_iter_no_change": 1}],
     "DeepGP": [
         {"n_layers": 1, "optimizer": "lbfgs"},
@@ -60,7 +60,7 @@ VARIANTS = {
         {"amortized": True, "encoder_hidden": (8,), "n_inducing": (5, 4), "max_iter": 100,
          "learning_rate": 0.02, "elbo_weighting": "ref-2024-03", "proba": "marginal",
          "normalize_X": "none"},
-        {"early_stopping": True, "max_iter": 300, "learning_rate": 0.05, "batch_size": 50,
+        {"early_stopping": True, "max_iter": 200, "learning_rate": 0.05, "batch_size": 50,
          "n_iter_no_change": 1},
     ],
     "SparseGPRegressor": [
