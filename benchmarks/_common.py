@@ -185,7 +185,7 @@ def machine_info():
     from threadpoolctl import threadpool_info
 
     import sklearn_lvgp
-    from sklearn_lvgp._parallel import threads
+    from sklearn_lvgp._core.parallel import threads
 
     # a tiny parallel call so that numba has chosen its threading layer
     @numba.njit(parallel=True)

@@ -35,7 +35,7 @@ def main(path, kernel_name, expectation, n_threads):
     ensure_repo_on_path()
     from bench_fit import make_objective
 
-    from sklearn_lvgp._parallel import threads
+    from sklearn_lvgp._core.parallel import threads
 
     data = np.load(path)
     prob = {k: data[k] for k in data.files}

@@ -16,7 +16,7 @@ fresh ``pip install``. The child reports
 
 Each cold fit is measured twice per repeat, alternating: as a user gets it (a helper process
 compiles the fit's plan from its end while the fit compiles from its start,
-``sklearn_lvgp._precompile``) and with the helper switched off
+``sklearn_lvgp._compile.precompile``) and with the helper switched off
 (``SKLEARN_LVGP_PRECOMPILE=0``: every kernel compiled by the fitting process, one after
 another), each with its own empty cache. The table gives the median over the repeats.
 

@@ -64,10 +64,10 @@ from _common import (
 ensure_repo_on_path()
 
 from sklearn_lvgp import DeepGP  # noqa: E402
-from sklearn_lvgp._parallel import threads  # noqa: E402
-from sklearn_lvgp._svgp import SVGPLayer, layer_forward, layer_vjp  # noqa: E402
-from sklearn_lvgp._workspace import Workspace  # noqa: E402
+from sklearn_lvgp._core.parallel import threads  # noqa: E402
+from sklearn_lvgp._core.workspace import Workspace  # noqa: E402
 from sklearn_lvgp.kernels import RBF, KernelVJP  # noqa: E402
+from sklearn_lvgp.variational import SVGPLayer, layer_forward, layer_vjp  # noqa: E402
 
 
 def _problem(N, D, seed=0):
@@ -243,7 +243,7 @@ def _blas_floor(M, P, widths, repeats):
     layers. Each kind is timed alone (median of ``repeats``) and the floor is the weighted sum:
     no model can take less with these products, so floor ratios bound what ``÷ SGP`` can be.
     """
-    from sklearn_lvgp._linalg import lower_matmul, lower_solve
+    from sklearn_lvgp._core.linalg import lower_matmul, lower_solve
 
     rng = np.random.RandomState(0)
     L = np.linalg.cholesky(np.cov(rng.standard_normal((M, 3 * M))) + np.eye(M))

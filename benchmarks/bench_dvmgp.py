@@ -1,7 +1,8 @@
 """Benchmark ``dvmgp_bound_grad``: one DVMGP bound + gradient against the GPLVM bound of that size.
 
 What is timed is what the optimiser calls once per iteration inside
-:meth:`sklearn_lvgp._dvmgp.DVMGP.fit`: unpack the flat unconstrained vector, evaluate the ELBO
+:meth:`sklearn_lvgp.models._dvmgp.DVMGP.fit`: unpack the flat unconstrained vector, evaluate the
+ELBO
 (projection layer → latent Gaussians → closed-form RBF Ψ → collapsed bound, minus KL(q(V))) and
 its gradient, and pack the gradient. The baseline, timed in the same interleaved repeats, is the
 analytic-RBF :class:`~sklearn_lvgp.UnscentedGPLVM` objective (``bench_fit.make_objective``) with
@@ -33,8 +34,8 @@ ensure_repo_on_path()
 
 import bench_fit  # noqa: E402
 
-from sklearn_lvgp._dvmgp import DVMGP, _elbo_and_grads  # noqa: E402
-from sklearn_lvgp._parallel import threads  # noqa: E402
+from sklearn_lvgp._core.parallel import threads  # noqa: E402
+from sklearn_lvgp.models._dvmgp import DVMGP, _elbo_and_grads  # noqa: E402
 
 NAME = "dvmgp_bound_grad"
 SIZES = [(250, 2, 50, 25), (1000, 8, 50, 25)]

@@ -9,7 +9,7 @@ pack the gradient — at N=1000, D=12, Q=5, M=20 for
 * UT RBF and UT Matérn 3/2 (unscented transform, 2Q = 10 points per row),
 * GH(2) Matérn 3/2 (tensor Gauss–Hermite, 2^Q = 32 points per row),
 
-with 1 and 2 threads (``sklearn_lvgp._parallel.threads``: numba and BLAS). GPy's
+with 1 and 2 threads (``sklearn_lvgp._core.parallel.threads``: numba and BLAS). GPy's
 ``m._objective_grads(m.optimizer_array)`` (RBF ARD, the same data, means, variances, inducing
 inputs and hyperparameters) is timed in the same repeats.
 
@@ -103,8 +103,8 @@ def make_problem(N=1000, D=12, Q=5, M=20, seed=0):
 def make_objective(kernel_name, expectation, prob):
     """The optimiser's objective closure, as built in ``UnscentedGPLVM._fit``; plus ``x0``."""
     from sklearn_lvgp import UnscentedGPLVM
-    from sklearn_lvgp._params import ParamPacker
-    from sklearn_lvgp._psi import make_rule
+    from sklearn_lvgp._core.params import ParamPacker
+    from sklearn_lvgp.expectations import make_rule
     from sklearn_lvgp.kernels import RBF, Matern32
 
     kcls = {"RBF": RBF, "Matern32": Matern32}[kernel_name]
@@ -121,12 +121,12 @@ def make_objective(kernel_name, expectation, prob):
                       "noise": float(prob["noise"])})
     work = kernel.clone()
     try:  # the fit's chunked bound (reused by every evaluation), as the estimator's fit does
-        from sklearn_lvgp._engine import CollapsedPsiBound
+        from sklearn_lvgp.bounds._collapsed import CollapsedPsiBound
 
         extra = {"bound": CollapsedPsiBound(Y)}
     except ImportError:  # earlier versions: the fit's buffers, where they exist
         try:
-            from sklearn_lvgp._workspace import Workspace
+            from sklearn_lvgp._core.workspace import Workspace
 
             extra = {"workspace": Workspace()}
         except ImportError:

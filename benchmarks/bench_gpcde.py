@@ -33,7 +33,7 @@ from _common import (
 ensure_repo_on_path()
 
 from sklearn_lvgp import GPCDE  # noqa: E402
-from sklearn_lvgp._parallel import threads  # noqa: E402
+from sklearn_lvgp._core.parallel import threads  # noqa: E402
 
 VARIANTS = {"amortised (MC, S=1)": {"q_w": "amortized"},
             "amortised (unscented)": {"q_w": "amortized", "expectation": "unscented"},

@@ -42,13 +42,13 @@ ensure_repo_on_path()
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
-from sklearn_lvgp._ldgd import LDGD  # noqa: E402
-from sklearn_lvgp._ldgd_parts import preset_factors  # noqa: E402
-from sklearn_lvgp._ldgd_parts._problem import TrainingProblem  # noqa: E402
-from sklearn_lvgp._parallel import threads  # noqa: E402
-from sklearn_lvgp._psi import unscented_rule  # noqa: E402
+from sklearn_lvgp._core.parallel import threads  # noqa: E402
+from sklearn_lvgp.bounds._ldgd_objective import preset_factors  # noqa: E402
+from sklearn_lvgp.bounds._ldgd_problem import TrainingProblem  # noqa: E402
 from sklearn_lvgp.datasets import fetch_oil_flow  # noqa: E402
+from sklearn_lvgp.expectations import unscented_rule  # noqa: E402
 from sklearn_lvgp.kernels import RBF  # noqa: E402
+from sklearn_lvgp.models._ldgd import LDGD  # noqa: E402
 
 TARGET = 0.95
 COMMON = {"n_components": 7, "n_inducing": 25, "elbo_weighting": "ref-2024-03",

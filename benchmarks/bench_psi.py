@@ -49,7 +49,7 @@ def _fit_linear(q, t):
 
 def _scaling_point(Q, rules, N, M, repeats, seed):
     """Time forward+backward of each rule at one Q; errors against the closed form."""
-    from sklearn_lvgp._psi import make_rule, psi_statistics, psi_vjp
+    from sklearn_lvgp.expectations import make_rule, psi_statistics, psi_vjp
     from sklearn_lvgp.kernels import RBF
 
     rng = np.random.RandomState(seed + Q)
@@ -106,7 +106,7 @@ def _scaling_point(Q, rules, N, M, repeats, seed):
 
 def run_scaling(quick=False, repeats=None):
     """``psi_scaling``: Ψ cost and accuracy against Q (JSON-serialisable dict)."""
-    from sklearn_lvgp._parallel import threads
+    from sklearn_lvgp._core.parallel import threads
 
     N, M = 40, 20
     repeats = repeats or (5 if quick else 21)
@@ -183,9 +183,9 @@ def run_gemm(quick=False, repeats=None):
     """``psi2_gemm``: UT Ψ forward at large N against a GEMM of the same size."""
     from contextlib import contextmanager
 
-    from sklearn_lvgp._parallel import threads
-    from sklearn_lvgp._psi import make_rule, psi_statistics
-    from sklearn_lvgp._psi._pointset import chunk_rows
+    from sklearn_lvgp._core.parallel import threads
+    from sklearn_lvgp.expectations import make_rule, psi_statistics
+    from sklearn_lvgp.expectations._pointset import chunk_rows
     from sklearn_lvgp.kernels import RBF
 
     N = 10_000 if quick else 100_000

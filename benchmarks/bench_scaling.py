@@ -60,7 +60,7 @@ Two measurements, each runnable alone (``--part``):
 ``--parallel-min-work W`` (every part) sets the work below which jitted twins run serially
 (the library's ``PARALLEL_MIN_WORK``, 10⁵; ``1e9``: no numba parallel region anywhere).
 ``--parallel-global-steps`` (every part) lets the engine's global steps take the parallel
-twins again (``sklearn_lvgp._engine._executor.serial_global_steps`` holds them serial): at
+twins again (``sklearn_lvgp.engine._executor.serial_global_steps`` holds them serial): at
 M = 100 their M × M kernel matrices then open numba parallel regions, whose OpenMP threads
 spin for some milliseconds beside the next pass's workers. It is the baseline of that choice,
 measured in the same run. ``--pointset-chunks`` (every part) sends the unscented rule's engine
@@ -104,7 +104,7 @@ def _gplvm_evaluation(kind, N, M, Q=5, D=12, seed=0):
     import numpy as np
 
     from sklearn_lvgp import UnscentedGPLVM
-    from sklearn_lvgp._psi import make_rule
+    from sklearn_lvgp.expectations import make_rule
     from sklearn_lvgp.kernels import RBF, Matern32
 
     rng = np.random.RandomState(seed)
@@ -115,11 +115,11 @@ def _gplvm_evaluation(kind, N, M, Q=5, D=12, seed=0):
     rule = make_rule("analytic" if kind == "rbf" else "unscented", kernel, Q)[1]
     est = UnscentedGPLVM(n_components=Q)
     try:  # the engine's bound object (this version) or the workspace (earlier versions)
-        from sklearn_lvgp._engine import CollapsedPsiBound
+        from sklearn_lvgp.bounds._collapsed import CollapsedPsiBound
 
         extra = {"bound": CollapsedPsiBound(Y)}
     except ImportError:
-        from sklearn_lvgp._workspace import Workspace
+        from sklearn_lvgp._core.workspace import Workspace
 
         extra = {"workspace": Workspace()}
     return lambda: est._elbo_and_grads(kernel, Y, p, rule, 1e-6, **extra)
@@ -129,8 +129,8 @@ def _sgpr_evaluation(N, M, Q=8, seed=0):
     """A callable running one SparseGPRegressor bound + gradient (deterministic inputs)."""
     import numpy as np
 
-    from sklearn_lvgp import _sgpr
     from sklearn_lvgp.kernels import RBF
+    from sklearn_lvgp.models import _sgpr
 
     rng = np.random.RandomState(seed)
     X = rng.uniform(-2, 2, (N, Q))
@@ -146,7 +146,7 @@ def _sgpr_evaluation(N, M, Q=8, seed=0):
 def run_threads(args):
     import numpy as np
 
-    from sklearn_lvgp._parallel import threads
+    from sklearn_lvgp._core.parallel import threads
 
     thread_counts = [int(t) for t in args.threads.split(",")]
     N = args.n_rows
@@ -194,7 +194,7 @@ def _thread_curve(fn, thread_counts, repeats, label):
     median per-repeat speed-up over the first count; prints one line."""
     import numpy as np
 
-    from sklearn_lvgp._parallel import threads
+    from sklearn_lvgp._core.parallel import threads
 
     times = {n: [] for n in thread_counts}
     for rep in range(repeats + 1):
@@ -221,8 +221,8 @@ def run_chunks(args):
 
     import numpy as np
 
-    from sklearn_lvgp._engine import _executor
-    from sklearn_lvgp._parallel import threads
+    from sklearn_lvgp._core.parallel import threads
+    from sklearn_lvgp.engine import _executor
 
     records, passes = [], []  # (pass, thread, start, stop) per chunk; (pass, start, stop, n)
     run = _executor.ChunkExecutor._run
@@ -397,9 +397,9 @@ def run_deepgp(args):
 def run_ldgd(args):
     import numpy as np
 
-    from sklearn_lvgp._ldgd_parts import preset_factors
-    from sklearn_lvgp._ldgd_parts._problem import TrainingProblem
-    from sklearn_lvgp._psi import unscented_rule
+    from sklearn_lvgp.bounds._ldgd_objective import preset_factors
+    from sklearn_lvgp.bounds._ldgd_problem import TrainingProblem
+    from sklearn_lvgp.expectations import unscented_rule
     from sklearn_lvgp.kernels import RBF
 
     thread_counts = [int(t) for t in args.threads.split(",")]
@@ -457,7 +457,7 @@ def run_gpcde(args):
 def run_dvmgp(args):
     import numpy as np
 
-    from sklearn_lvgp._dvmgp import _elbo_and_grads
+    from sklearn_lvgp.models._dvmgp import _elbo_and_grads
 
     thread_counts = [int(t) for t in args.threads.split(",")]
     N, D, Q, m_v, m_u = args.n_rows, 8, 2, 10, 30
@@ -488,7 +488,7 @@ from sklearn_lvgp import UnscentedGPLVM
 N, M, iters, n_jobs, inner = (int(a) for a in sys.argv[2:7])
 optimizer = sys.argv[7]
 if inner > 0:  # L-BFGS-B iterations of the alternating optimiser's steps (memory: the same)
-    import sklearn_lvgp._engine._alternating as alternating
+    import sklearn_lvgp.optim._alternating as alternating
     alternating.LOCAL_ITER = alternating.GLOBAL_ITER = inner
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 Y = np.random.RandomState(0).standard_normal((N, 12))
@@ -549,9 +549,9 @@ def run_dask(args):
     from distributed import Client, LocalCluster
 
     from sklearn_lvgp import DeepGP
-    from sklearn_lvgp._engine._dask import DaskDSVI, DaskKernelBound, DaskPsiBound, DaskRows
-    from sklearn_lvgp._parallel import threads
-    from sklearn_lvgp._psi import make_rule
+    from sklearn_lvgp._core.parallel import threads
+    from sklearn_lvgp.engine._dask import DaskDSVI, DaskKernelBound, DaskPsiBound, DaskRows
+    from sklearn_lvgp.expectations import make_rule
     from sklearn_lvgp.kernels import RBF
 
     N, workers = args.n_rows, [int(w) for w in args.dask_workers.split(",")]
@@ -660,15 +660,15 @@ def main(argv=None):
     args = parser.parse_args(argv)
     _import_path(args.source)
     if args.parallel_min_work is not None:
-        from sklearn_lvgp import _jit
+        from sklearn_lvgp._compile import jit as _jit
 
         _jit.PARALLEL_MIN_WORK = int(float(args.parallel_min_work))
     if args.parallel_global_steps:
-        from sklearn_lvgp import _jit
+        from sklearn_lvgp._compile import jit as _jit
 
         _jit.twins_held_serial = lambda: False
     if args.pointset_chunks:
-        from sklearn_lvgp._engine import _collapsed
+        from sklearn_lvgp.bounds import _collapsed
 
         _collapsed.uses_one_call = lambda kernel, rule, n_chunks: False
     payload = {"threads": run_threads, "chunks": run_chunks, "ceiling": run_ceiling,

@@ -17,7 +17,7 @@ from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 
 from . import UnscentedGPLVM
-from ._compile_report import compile_timer
+from ._compile.report import compile_timer
 from .utils.evaluation import knn_accuracy
 
 

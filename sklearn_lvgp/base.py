@@ -11,17 +11,17 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._compile_report import compile_report
-from ._engine._dask import is_dask_collection
-from ._optimize import minimize_lbfgsb
-from ._parallel import threads
-from ._precompile import compile_ahead
-from ._progress import check_callback, fit_progress
-from ._scaling import normalization
-from ._stochastic import AdamState, run_adam
-from ._validation import check_int, check_numeric_targets
+from ._compile.precompile import compile_ahead
+from ._compile.report import compile_report
+from ._core.parallel import threads
+from ._core.progress import check_callback, fit_progress
+from ._core.scaling import normalization
+from ._core.validation import check_int, check_numeric_targets
+from ._core.warn import InconsistentVersionWarning, warn
 from ._version import __version__
-from ._warn import InconsistentVersionWarning, warn
+from .engine._dask import is_dask_collection
+from .optim._adam import AdamState, run_adam
+from .optim._lbfgsb import minimize_lbfgsb
 
 __all__ = ["_BaseLVGP", "_BaseLVGPRegressor"]
 
@@ -43,7 +43,7 @@ class _BaseLVGP(BaseEstimator):
     """Template: validate the data and parameters, seed, enter the thread context, call ``_fit``.
 
     The fit's ``callback(estimator, info)`` reaches every optimiser loop through
-    :func:`sklearn_lvgp._progress.fit_progress`. Subclasses implement ``_check_params(X, y)``
+    :func:`sklearn_lvgp._core.progress.fit_progress`. Subclasses implement ``_check_params(X, y)``
     (hand-written parameter checks, raising ``ValueError``/``TypeError``) and
     ``_fit(X, y, random_state)``. They never reassign a constructor parameter.
     """
@@ -125,7 +125,7 @@ class _BaseLVGP(BaseEstimator):
         max_iter : int or None
             Iterations of this call (default ``self.max_iter``).
         **adam_options
-            Passed on to :func:`sklearn_lvgp._stochastic.run_adam` (schedule, natural
+            Passed on to :func:`sklearn_lvgp.optim._adam.run_adam` (schedule, natural
             gradients, ...).
 
         Returns

@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_finite_array, check_int
+from ._core.validation import check_finite_array, check_int
 
 __all__ = ["lagged_regressors", "free_simulation", "NARXForecaster"]
 
@@ -208,7 +208,7 @@ class NARXForecaster(BaseEstimator):
         self : NARXForecaster
             The fitted forecaster.
         """
-        from ._sgpr import SparseGPRegressor
+        from .models._sgpr import SparseGPRegressor
 
         X, target = lagged_regressors(series, self.lags)
         if self.propagate_variance not in _PROPAGATE:

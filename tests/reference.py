@@ -279,7 +279,7 @@ def exact_gp_log_density(X, y, Xt, yt):
 
 def checks_since_last_gain(scores, tol=1e-4):
     """Held-out checks after the last one that beat the best so far by more than ``tol``
-    (relative): the early-stopping rule's count (``sklearn_lvgp._stochastic.run_adam``)."""
+    (relative): the early-stopping rule's count (``sklearn_lvgp.optim._adam.run_adam``)."""
     best, last = scores[0], 0
     for i, s in enumerate(scores[1:], start=1):
         if s > best + tol * max(1.0, abs(best)):

@@ -2,9 +2,9 @@
 
 import numpy as np
 
-import sklearn_lvgp._blocks as blocks
+import sklearn_lvgp._core.blocks as blocks
 from sklearn_lvgp import DeepGP
-from sklearn_lvgp._blocks import row_blocks
+from sklearn_lvgp._core.blocks import row_blocks
 
 
 def test_row_blocks_cover_the_rows_in_order_within_the_budget():

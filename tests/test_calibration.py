@@ -14,7 +14,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_lvgp import DVMGP, GPCDE, DeepGP, SparseGPRegressor
-from sklearn_lvgp._parallel import threads
+from sklearn_lvgp._core.parallel import threads
 
 NOISE_STD = 0.1
 #: Expected log density of N(0, 0.1²) noise under its own density (the oracle).

@@ -8,7 +8,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_lvgp import DVMGP, GPCDE, LDGD, DeepGP, SparseGPRegressor, UnscentedGPLVM
-from sklearn_lvgp._stochastic import run_adam
+from sklearn_lvgp.optim._adam import run_adam
 
 CASES = [
     SparseGPRegressor(n_inducing=5, max_iter=40, random_state=0),

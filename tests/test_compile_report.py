@@ -6,7 +6,7 @@ import numba
 import numpy as np
 
 from sklearn_lvgp import SparseGPRegressor
-from sklearn_lvgp._compile_report import compile_report
+from sklearn_lvgp._compile.report import compile_report
 
 
 class _Verbose:

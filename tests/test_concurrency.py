@@ -23,8 +23,8 @@ def test_overlapping_fits_in_two_threads_restore_the_blas_limit(monkeypatch):
     The limiter is recorded rather than read back through ``threadpool_info``: OpenBLAS does not
     report a limit set from a non-main thread once its thread pool is running, so the reading
     would depend on what ran before in the process."""
-    import sklearn_lvgp._parallel as parallel
-    from sklearn_lvgp._parallel import threads
+    import sklearn_lvgp._core.parallel as parallel
+    from sklearn_lvgp._core.parallel import threads
 
     events = []
 

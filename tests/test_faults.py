@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_lvgp import DVMGP, GPCDE, LDGD, DeepGP, SparseGPRegressor, UnscentedGPLVM
-from sklearn_lvgp._warn import InconsistentVersionWarning
+from sklearn_lvgp._core.warn import InconsistentVersionWarning
 
 CASES = [
     SparseGPRegressor(n_inducing=5, max_iter=30, random_state=0),

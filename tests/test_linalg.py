@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-from sklearn_lvgp._linalg import (
+from sklearn_lvgp._core.linalg import (
     CholeskyError,
     JitterWarning,
     cho_solve,
@@ -84,7 +84,7 @@ def test_cholesky_factor_is_lower_with_zero_upper_triangle(rng, order):
 def test_potrf_lower_from_jitted_code_matches_lapack(rng, order):
     from scipy.linalg import lapack
 
-    from sklearn_lvgp._blas_numba import DPOTRF, potrf_lower
+    from sklearn_lvgp._core.blas_numba import DPOTRF, potrf_lower
 
     A = np.asarray(_spd(rng, 7), order=order)
     A_copy = A.copy()
@@ -100,7 +100,7 @@ def test_potrf_lower_from_jitted_code_matches_lapack(rng, order):
 
 
 def test_potrf_lower_status_codes():
-    from sklearn_lvgp._blas_numba import DPOTRF, potrf_lower
+    from sklearn_lvgp._core.blas_numba import DPOTRF, potrf_lower
 
     assert potrf_lower(DPOTRF, -np.eye(3), 1e-6)[1] == 1  # not positive definite
     upper_nan = np.eye(3)
@@ -239,7 +239,7 @@ def test_tril_indices_cached_and_read_only():
 def test_trsm_left_from_jitted_code_matches_scipy(rng, trans, shape):
     from scipy.linalg import solve_triangular
 
-    from sklearn_lvgp._blas_numba import DTRSM, trsm_left
+    from sklearn_lvgp._core.blas_numba import DTRSM, trsm_left
 
     m, n = shape
     L = np.asfortranarray(np.linalg.cholesky(_spd(rng, m)))
@@ -254,7 +254,7 @@ def test_gram_from_jitted_code_equals_numpy(rng, shape):
     """``dsyrk`` from jitted code gives ``A.T @ A``, both triangles, also for an empty ``A``."""
     import numba
 
-    from sklearn_lvgp._blas_numba import DSYRK, gram_inlined
+    from sklearn_lvgp._core.blas_numba import DSYRK, gram_inlined
 
     @numba.njit
     def gram(fn, A):

@@ -166,7 +166,7 @@ def test_log_density_kde_matches_smoothed_mixture(svgp_1d):
 
 
 def test_log_density_kde_chunks_rows(svgp_1d, monkeypatch):
-    import sklearn_lvgp._blocks as blocks
+    import sklearn_lvgp._core.blocks as blocks
 
     model, Xt, yt = svgp_1d
     monkeypatch.setattr(blocks, "PREDICT_POINTS", 1)  # one row per block (50 samples, 1 layer)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from sklearn_lvgp._mlp import mlp_forward, mlp_vjp
+from sklearn_lvgp.nn._mlp import mlp_forward, mlp_vjp
 from sklearn_lvgp.utils.gradcheck import check_vjp
 
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_lvgp._linalg import CholeskyError
-from sklearn_lvgp._optimize import minimize_adam, minimize_lbfgsb
-from sklearn_lvgp._params import ParamPacker
+from sklearn_lvgp._core.linalg import CholeskyError
+from sklearn_lvgp._core.params import ParamPacker
+from sklearn_lvgp.optim._lbfgsb import minimize_adam, minimize_lbfgsb
 from sklearn_lvgp.utils.gradcheck import check_grad
 
 

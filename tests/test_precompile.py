@@ -12,17 +12,17 @@ import pytest
 from numba import types
 
 import sklearn_lvgp
-from sklearn_lvgp import _precompile
-from sklearn_lvgp._compile_plans import PLANS
-from sklearn_lvgp._precompile import (
+from sklearn_lvgp._compile import precompile as _precompile
+from sklearn_lvgp._compile.plans import PLANS
+from sklearn_lvgp._compile.precompile import (
     compile_ahead,
     decode_type,
     encode_type,
     plan_key,
     resolve,
 )
-from sklearn_lvgp._precompile_record import RECIPES, recipe_fit
 from sklearn_lvgp.kernels import RBF, Matern32, Matern52
+from sklearn_lvgp.utils._record_compile_plans import RECIPES, recipe_fit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,9 +71,9 @@ def test_every_recipe_has_a_plan_and_every_entry_resolves():
 
 _COVERS = textwrap.dedent("""
     import json, sys, warnings
-    from sklearn_lvgp._compile_plans import PLANS
-    from sklearn_lvgp._precompile import locators, plan_key, resolve
-    from sklearn_lvgp._precompile_record import recipe_fit
+    from sklearn_lvgp._compile.plans import PLANS
+    from sklearn_lvgp._compile.precompile import locators, plan_key, resolve
+    from sklearn_lvgp.utils._record_compile_plans import recipe_fit
 
     estimator, data = recipe_fit(sys.argv[1])
     for entry in PLANS[plan_key(estimator)]["entries"]:
@@ -108,15 +108,15 @@ def test_each_plan_covers_its_fit():
         assert proc.returncode == 0, err
         missing = json.loads(out.strip().splitlines()[-1])
         assert missing == [], f"{name}: the plan lacks {missing}; rerun " \
-                              "python -m sklearn_lvgp._precompile_record"
+                              "python -m sklearn_lvgp.utils._record_compile_plans"
 
 
 _HELPER = textwrap.dedent("""
     import json, sys
     from numba.core import event
-    from sklearn_lvgp._precompile import _is_cached, resolve, start_helper
+    from sklearn_lvgp._compile.precompile import _is_cached, resolve, start_helper
 
-    entry = ["sklearn_lvgp._vexp_numba", "vexp", None, None, ["float64"]]
+    entry = ["sklearn_lvgp._compile.vexp_numba", "vexp", None, None, ["float64"]]
     dispatcher, sig = resolve(entry)
     before = _is_cached(dispatcher, sig)
     proc = start_helper([entry])
@@ -223,8 +223,8 @@ def test_verbose_fit_says_a_helper_compiles(monkeypatch, caplog):
 
 _RESOLVE_BARE = textwrap.dedent("""
     import json, sys
-    from sklearn_lvgp._compile_plans import PLANS
-    from sklearn_lvgp._precompile import _bare_packages, resolve
+    from sklearn_lvgp._compile.plans import PLANS
+    from sklearn_lvgp._compile.precompile import _bare_packages, resolve
 
     entries = [e for plan in PLANS.values() for e in plan["entries"]]
     _bare_packages(e[0] for e in entries)
@@ -237,7 +237,7 @@ _RESOLVE_BARE = textwrap.dedent("""
 def test_helper_resolves_every_plan_without_the_estimators():
     """The helper's bare import finds every planned kernel, and leaves scikit-learn unloaded."""
     command, env = _precompile._helper_command()
-    stub = command[2].split("from sklearn_lvgp._precompile")[0]
+    stub = command[2].split("from sklearn_lvgp._compile.precompile")[0]
     out = subprocess.run([sys.executable, "-c", stub + _RESOLVE_BARE], env=env,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
@@ -249,7 +249,7 @@ def test_helper_resolves_every_plan_without_the_estimators():
 def test_plan_source_names_equal_plans_and_extends_prefixes():
     """The plan writer's source rebuilds the plans: equal entries as the other plan's name, a
     plan starting with another's entries as those entries and the rest."""
-    from sklearn_lvgp._precompile_record import _plans_source
+    from sklearn_lvgp.utils._record_compile_plans import _plans_source
 
     a = [["m", "f", None, None, ["int64"]], ["m", "g", 0, "serial", ["float64"]]]
     plans = {"B/x": {"compile_s": 2.0, "entries": a + [["m", "h", None, None, []]]},

@@ -12,7 +12,7 @@ from reference import diabetes_split, exact_gp_log_density  # tests/ is on sys.p
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_lvgp import GPCDE, DeepGP, SparseGPRegressor
-from sklearn_lvgp._parallel import threads
+from sklearn_lvgp._core.parallel import threads
 from sklearn_lvgp.datasets._conditional import (
     bimodal_conditional_log_density,
     make_bimodal_conditional,

@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.preprocessing import StandardScaler
 
-from sklearn_lvgp._scaling import column_moments, column_scales
+from sklearn_lvgp._core.scaling import column_moments, column_scales
 
 
 def test_constant_columns_up_to_rounding():

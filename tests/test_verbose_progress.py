@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_lvgp import DeepGP, SparseGPRegressor
-from sklearn_lvgp._progress import iteration_line
+from sklearn_lvgp._core.progress import iteration_line
 
 
 def test_iteration_line_gives_share_elapsed_and_eta():

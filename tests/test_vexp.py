@@ -4,7 +4,7 @@ import numba
 import numpy as np
 import pytest
 
-from sklearn_lvgp._vexp_numba import fma, vexp, vlog1p, wide_vectors
+from sklearn_lvgp._compile.vexp_numba import fma, vexp, vlog1p, wide_vectors
 
 
 @numba.njit(cache=False)

@@ -6,7 +6,7 @@ See ``_base.py`` for the cache folder, the integrity checks and the download.
 import numpy as np
 from sklearn.utils import Bunch
 
-from .._validation import check_bool, check_float, check_int, check_option
+from .._core.validation import check_bool, check_float, check_int, check_option
 from ._base import fetch_file
 from ._formats import (
     OIL_SPLITS,

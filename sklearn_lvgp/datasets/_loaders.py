@@ -4,7 +4,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._validation import check_int, check_option
+from .._core.validation import check_int, check_option
 from ._base import get_data_home
 from ._fetchers import fetch_oil_flow, fetch_uci, fetch_usps
 from ._registry import UCI_HL_DATASETS

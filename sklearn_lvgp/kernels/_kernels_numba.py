@@ -8,8 +8,8 @@ then are summed serially — so results are bit-identical for any thread count. 
 import numba as nb
 import numpy as np
 
-from .._jit import twin_jit, twin_jit_per_value
-from .._vexp_numba import vexp
+from .._compile.jit import twin_jit, twin_jit_per_value
+from .._compile.vexp_numba import vexp
 
 ROW_BLOCK = 128
 
@@ -22,7 +22,8 @@ ROW_BLOCK = 128
 # whose backward is one fused loop over (n, m) (``stationary_K_vjp``, also the tests' reference).
 RBF_KIND, MATERN12_KIND, MATERN32_KIND, MATERN52_KIND, RQ_KIND = 0, 1, 2, 3, 4
 #: Name of each profile: the jitted functions that take ``kind`` are compiled once per profile,
-#: ``kind`` a constant in each (:func:`sklearn_lvgp._jit.twin_jit_per_value`), so a fit compiles
+#: ``kind`` a constant in each (:func:`sklearn_lvgp._compile.jit.twin_jit_per_value`), so a fit
+#: compiles
 #: only the loops of the profile it uses.
 PROFILE_NAMES = {RBF_KIND: "rbf", MATERN12_KIND: "matern12", MATERN32_KIND: "matern32",
                  MATERN52_KIND: "matern52", RQ_KIND: "rq"}

@@ -7,20 +7,15 @@ import numpy as np
 import pytest
 
 from sklearn_lvgp import SparseGPRegressor, UnscentedGPLVM
-from sklearn_lvgp import _workspace as engine_workspace
-from sklearn_lvgp._engine import (
-    ChunkExecutor,
-    CollapsedKernelBound,
-    CollapsedPsiBound,
-    plan_chunks,
-    reduce_in_order,
-)
-from sklearn_lvgp._engine import _collapsed as engine_collapsed
-from sklearn_lvgp._engine import _executor as engine_executor
-from sklearn_lvgp._objectives._collapsed import collapsed_bound, collapsed_bound_vjp
-from sklearn_lvgp._parallel import threads
-from sklearn_lvgp._params import ParamPacker
-from sklearn_lvgp._psi import make_rule, monte_carlo_rule, psi_statistics, psi_vjp
+from sklearn_lvgp._core import workspace as engine_workspace
+from sklearn_lvgp._core.parallel import threads
+from sklearn_lvgp._core.params import ParamPacker
+from sklearn_lvgp.bounds import _collapsed as engine_collapsed
+from sklearn_lvgp.bounds._collapsed import CollapsedKernelBound, CollapsedPsiBound
+from sklearn_lvgp.bounds._collapsed_global import collapsed_bound, collapsed_bound_vjp
+from sklearn_lvgp.engine import ChunkExecutor, plan_chunks, reduce_in_order
+from sklearn_lvgp.engine import _executor as engine_executor
+from sklearn_lvgp.expectations import make_rule, monte_carlo_rule, psi_statistics, psi_vjp
 from sklearn_lvgp.kernels import RBF, Linear, Matern32
 from sklearn_lvgp.utils.gradcheck import check_grad
 
@@ -403,7 +398,7 @@ def test_sgpr_fit_identical_for_every_n_jobs(small_chunks):
 
 def test_pool_threads_run_the_serial_twins():
     """A chunk never opens a numba parallel region of its own (the pool is the parallelism)."""
-    from sklearn_lvgp._parallel import current_threads
+    from sklearn_lvgp._core.parallel import current_threads
 
     chunks = plan_chunks(8, 1.0, chunk_rows=2)
     with threads(2):
@@ -419,8 +414,8 @@ def test_global_steps_between_the_passes_run_serially(monkeypatch):
     still get the context's thread count."""
     import numba
 
-    from sklearn_lvgp import _jit
-    from sklearn_lvgp._engine._executor import serial_global_steps
+    from sklearn_lvgp._compile import jit as _jit
+    from sklearn_lvgp.engine._executor import serial_global_steps
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs two numba threads")
@@ -464,11 +459,11 @@ def test_global_steps_between_the_passes_run_serially(monkeypatch):
 
 def test_every_engine_evaluation_holds_its_global_steps_serial():
     """Each objective's entry point into the engine carries :func:`serial_global_steps`."""
-    from sklearn_lvgp._cde._bound import CDEModel
-    from sklearn_lvgp._engine._dask import DaskDSVI, DaskKernelBound, DaskPsiBound
-    from sklearn_lvgp._engine._dsvi import dsvi_elbo
-    from sklearn_lvgp._engine._dvmgp import dvmgp_elbo_and_grads
-    from sklearn_lvgp._engine._ldgd import ldgd_value_and_vjp
+    from sklearn_lvgp.bounds._dsvi import dsvi_elbo
+    from sklearn_lvgp.bounds._dvmgp import dvmgp_elbo_and_grads
+    from sklearn_lvgp.bounds._gpcde import CDEModel
+    from sklearn_lvgp.bounds._ldgd import ldgd_value_and_vjp
+    from sklearn_lvgp.engine._dask import DaskDSVI, DaskKernelBound, DaskPsiBound
 
     entries = [CollapsedPsiBound.evaluate, CollapsedKernelBound.evaluate, dsvi_elbo,
                dvmgp_elbo_and_grads, ldgd_value_and_vjp, CDEModel.elbo,
@@ -534,7 +529,7 @@ def test_alternating_fit_identical_for_every_n_jobs(small_chunks):
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_auto_optimizer_alternates_from_the_row_threshold(monkeypatch):
-    from sklearn_lvgp import _gplvm_setup
+    from sklearn_lvgp.models import _unscented_gplvm_setup as _gplvm_setup
 
     Y = np.random.default_rng(7).standard_normal((30, 3))
     small = UnscentedGPLVM(n_inducing=5, max_iter=2, random_state=0).fit(Y)
@@ -575,7 +570,7 @@ def _child_sum(queue):
 def test_transform_runs_chunks_on_threads_and_blocks_its_distances(small_chunks, monkeypatch):
     """New rows: one L-BFGS-B problem per chunk, the same for every n_jobs; the nearest-row
     start is found in blocks of rows (memory bounded in the number of new rows)."""
-    from sklearn_lvgp import _gplvm_predict
+    from sklearn_lvgp.models import _unscented_gplvm_predict as _gplvm_predict
 
     r = np.random.default_rng(8)
     Y = r.standard_normal((60, 4))

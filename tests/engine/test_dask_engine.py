@@ -9,9 +9,9 @@ distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
 
 from sklearn_lvgp import GPCDE, DeepGP, SparseGPRegressor, UnscentedGPLVM  # noqa: E402
-from sklearn_lvgp._engine import CollapsedPsiBound  # noqa: E402
-from sklearn_lvgp._engine import _executor as engine_executor  # noqa: E402
-from sklearn_lvgp._engine._dask import DaskPsiBound, DaskRows  # noqa: E402
+from sklearn_lvgp.bounds._collapsed import CollapsedPsiBound  # noqa: E402
+from sklearn_lvgp.engine import _executor as engine_executor  # noqa: E402
+from sklearn_lvgp.engine._dask import DaskPsiBound, DaskRows  # noqa: E402
 from sklearn_lvgp.kernels import Matern32  # noqa: E402
 
 
@@ -89,7 +89,7 @@ def test_dask_psi_bound_equals_in_memory_bound(client, chunks_of_75):
     r = np.random.default_rng(2)
     mu, S, Z = r.standard_normal((300, 2)), r.uniform(0.1, 0.5, (300, 2)), r.standard_normal((6, 2))
     for kernel, rule in ((Matern32(length_scale=[1.0, 0.7]), "unscented"), (None, "analytic")):
-        from sklearn_lvgp._psi import make_rule
+        from sklearn_lvgp.expectations import make_rule
         from sklearn_lvgp.kernels import RBF
 
         kernel = (kernel or RBF(length_scale=[0.9, 1.2])).initialize(2, np.random.RandomState(0))

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from sklearn_lvgp import DeepGP
-from sklearn_lvgp._parallel import threads
-from sklearn_lvgp._svgp import gaussian_expectation
+from sklearn_lvgp._core.parallel import threads
+from sklearn_lvgp.likelihoods._gaussian import gaussian_expectation
 from sklearn_lvgp.utils.gradcheck import check_grad
 
 CONFIGS = [(1, "monte_carlo"), (2, "monte_carlo"), (3, "monte_carlo"), (2, "unscented"),
@@ -90,8 +90,8 @@ def test_chunk_partials_do_not_alias_the_workspace(n_layers, expectation):
     the same thread runs the next partition's pass with the same buffers."""
     import copy
 
-    from sklearn_lvgp._engine import _dsvi
-    from sklearn_lvgp._workspace import Workspace
+    from sklearn_lvgp._core.workspace import Workspace
+    from sklearn_lvgp.bounds import _dsvi
 
     model, x, Xs, Ys = _model(n_layers, expectation)
     layers, noise, _, priors, _ = _dsvi.dsvi_globals(model, x)

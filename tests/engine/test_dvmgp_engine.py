@@ -3,9 +3,11 @@
 import numpy as np
 import pytest
 
-from sklearn_lvgp._engine._dvmgp import dvmgp_elbo_and_grads
-from sklearn_lvgp._objectives._collapsed import collapsed_bound, collapsed_bound_vjp
-from sklearn_lvgp._objectives._dvmgp_bound import (
+from sklearn_lvgp._core.parallel import threads
+from sklearn_lvgp.bounds._collapsed_global import collapsed_bound, collapsed_bound_vjp
+from sklearn_lvgp.bounds._dvmgp import dvmgp_elbo_and_grads
+from sklearn_lvgp.utils.gradcheck import check_grad
+from sklearn_lvgp.variational._projection import (
     latent_moments,
     latent_moments_vjp,
     output_kernel,
@@ -15,8 +17,6 @@ from sklearn_lvgp._objectives._dvmgp_bound import (
     projection_kernels,
     projection_vjp,
 )
-from sklearn_lvgp._parallel import threads
-from sklearn_lvgp.utils.gradcheck import check_grad
 
 N, D, Q, m_v, m_u, Dy = 23, 3, 2, 4, 5, 2
 
@@ -88,7 +88,7 @@ def test_dvmgp_workspaces_change_no_bit_and_keep_their_memory(monkeypatch, keep,
     """With the caller's workspace list the bound and every gradient keep their bits, for
     kept and recomputed chunk caches and any thread count; kept chunks reuse their buffers
     from the first evaluation on."""
-    from sklearn_lvgp._engine import _dvmgp as engine_dvmgp
+    from sklearn_lvgp.bounds import _dvmgp as engine_dvmgp
 
     if not keep:
         monkeypatch.setattr(engine_dvmgp, "KEEP_TOTAL", 0)
@@ -112,7 +112,7 @@ def test_dvmgp_workspaces_change_no_bit_and_keep_their_memory(monkeypatch, keep,
 
 @pytest.mark.parametrize("jitted", [False, True])
 def test_chunked_dvmgp_gradient_matches_finite_differences(jitted):
-    from sklearn_lvgp._params import ParamPacker
+    from sklearn_lvgp._core.params import ParamPacker
 
     X, Y, p0, chol0 = _params(2)
     packer = ParamPacker([("zeta", (m_u, Q)), ("Xi", (m_v, D)), ("mu", (Q, m_v, D)),
@@ -132,7 +132,7 @@ def test_chunked_dvmgp_gradient_matches_finite_differences(jitted):
 def test_jitted_passes_from_the_work_threshold(monkeypatch):
     """The default takes the jitted chunk passes exactly from ``JITTED_MIN_WORK`` (and several
     chunks), and the numpy ones below it."""
-    from sklearn_lvgp._engine import _dvmgp as engine_dvmgp
+    from sklearn_lvgp.bounds import _dvmgp as engine_dvmgp
 
     X, Y, p, chol = _params()
     calls = []

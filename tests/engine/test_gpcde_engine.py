@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from sklearn_lvgp import GPCDE
-from sklearn_lvgp._engine import _executor as engine_executor
-from sklearn_lvgp._parallel import threads
+from sklearn_lvgp._core.parallel import threads
+from sklearn_lvgp.engine import _executor as engine_executor
 
 
 def _fitted(q_w):

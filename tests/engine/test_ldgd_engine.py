@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from sklearn_lvgp._engine._ldgd import ldgd_forward, ldgd_value_and_vjp, ldgd_vjp
-from sklearn_lvgp._ldgd_parts import Globals
-from sklearn_lvgp._parallel import threads
-from sklearn_lvgp._psi import unscented_rule
+from sklearn_lvgp._core.parallel import threads
+from sklearn_lvgp.bounds._ldgd import ldgd_forward, ldgd_value_and_vjp, ldgd_vjp
+from sklearn_lvgp.bounds._ldgd_objective import Globals
+from sklearn_lvgp.expectations import unscented_rule
 from sklearn_lvgp.kernels import RBF, Matern32
 
 B, D, K, Q, M = 23, 4, 3, 2, 5
@@ -69,8 +69,8 @@ def test_chunked_ldgd_bit_identical_for_every_thread_count(classify, per_row_nod
 
 def test_training_objective_gradient_through_chunks():
     """The LDGD training objective, rows in chunks of 3, against finite differences."""
-    from sklearn_lvgp._ldgd_parts import preset_factors
-    from sklearn_lvgp._ldgd_parts._problem import TrainingProblem
+    from sklearn_lvgp.bounds._ldgd_objective import preset_factors
+    from sklearn_lvgp.bounds._ldgd_problem import TrainingProblem
     from sklearn_lvgp.utils.gradcheck import check_grad
 
     glob, Yr, Yc, mu, sigma, nodes, weights = _batch(seed=2)

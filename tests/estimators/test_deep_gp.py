@@ -15,13 +15,13 @@ from sklearn.gaussian_process.kernels import RBF as SkRBF
 from sklearn.gaussian_process.kernels import ConstantKernel, WhiteKernel
 
 from sklearn_lvgp import DeepGP, SparseGPRegressor
-from sklearn_lvgp._linalg import JitterWarning
-from sklearn_lvgp._parallel import threads
-from sklearn_lvgp._stochastic import DivergenceError, run_adam
-from sklearn_lvgp._svgp import IdentityMean, tril_pack, tril_unpack
+from sklearn_lvgp._core.linalg import JitterWarning
+from sklearn_lvgp._core.parallel import threads
 from sklearn_lvgp.datasets import uci_hl_splits
 from sklearn_lvgp.kernels import RBF
+from sklearn_lvgp.optim._adam import DivergenceError, run_adam
 from sklearn_lvgp.utils.gradcheck import check_grad
+from sklearn_lvgp.variational import IdentityMean, tril_pack, tril_unpack
 
 
 @pytest.fixture(autouse=True)
@@ -101,7 +101,7 @@ def test_single_layer_equals_dense_svgp(rng, whiten):
 
 def _unwhiten(model_w, model_u, x_w):
     """Map whitened parameters to the unwhitened parameterisation, layer by layer."""
-    from sklearn_lvgp._svgp import prior_factor
+    from sklearn_lvgp.variational import prior_factor
 
     layers, _, values = model_w.unpack(x_w)
     x_u = x_w.copy()
@@ -190,7 +190,7 @@ def test_switched_off_inner_layer_equals_svgp(rng):
 
 def _bound_value(model, x, Xs, Ys, scale, S, rs):
     """Forward-only minibatch bound (eq. 2.19), for the many-draw statistical tests."""
-    from sklearn_lvgp._svgp import gaussian_expectation
+    from sklearn_lvgp.likelihoods._gaussian import gaussian_expectation
 
     layers, noise, _ = model.unpack(x)
     mu, var, w, kl, _ = model.propagate(layers, Xs, S, rs)
@@ -222,7 +222,7 @@ def test_monte_carlo_matches_gauss_hermite_for_1d_hidden_layer(rng):
     """MC data term vs 100-point Gauss–Hermite over the hidden layer's noise."""
     from numpy.polynomial.hermite_e import hermegauss
 
-    from sklearn_lvgp._svgp import gaussian_expectation
+    from sklearn_lvgp.likelihoods._gaussian import gaussian_expectation
 
     X, y = _toy(n=10, d=2)
     m = _fitted(X, y, n_layers=2, hidden_dims=1, n_inducing=4)
@@ -762,7 +762,7 @@ def test_kin8nm_natgrad_after_adam_like_the_reference_notebook(shared_data):
 
 # ------------------------------------------------------------------------ stochastic driver
 def test_schedules():
-    from sklearn_lvgp._stochastic import gamma_at, learning_rate_at
+    from sklearn_lvgp.optim._adam import gamma_at, learning_rate_at
 
     assert learning_rate_at(0.01, 1, "constant") == 0.01
     assert learning_rate_at(0.01, 1000, "staircase") == 0.01
@@ -775,7 +775,7 @@ def test_schedules():
 
 
 def test_cosine_schedule_anneals_to_its_floor_at_the_horizon_and_stays():
-    from sklearn_lvgp._stochastic import gamma_at, learning_rate_at
+    from sklearn_lvgp.optim._adam import gamma_at, learning_rate_at
 
     H = 101
     rates = np.array([learning_rate_at(0.01, t, "cosine", horizon=H) for t in range(1, 131)])
@@ -790,7 +790,7 @@ def test_cosine_schedule_anneals_to_its_floor_at_the_horizon_and_stays():
 
 
 def test_run_adam_steps_follow_the_cosine_schedule_across_a_warm_start():
-    from sklearn_lvgp._stochastic import AdamState, learning_rate_at
+    from sklearn_lvgp.optim._adam import AdamState, learning_rate_at
 
     # a constant gradient makes each Adam step exactly (up to eps) the learning rate
     def linear(x, idx):
@@ -829,7 +829,7 @@ def test_deep_gp_cosine_schedule_anneals_over_max_iter(monkeypatch):
 
 
 def test_minibatches_are_shuffled_epochs_without_replacement():
-    from sklearn_lvgp._stochastic import AdamState, minibatches
+    from sklearn_lvgp.optim._adam import AdamState, minibatches
 
     state, rs = AdamState(1), np.random.RandomState(0)
     batches = [minibatches(state, 12, 4, rs) for _ in range(6)]
@@ -858,7 +858,7 @@ def test_frozen_parameters_ignore_momentum_from_a_warm_start():
     """Adam-only steps, then steps with the last q(u) frozen for natgrad (warm start): the
     momentum built up before must not keep moving the frozen block. It once did, and on kin8nm
     it drove the last layer's q_sqrt towards singularity within 30 steps (LL 1.32 -> -0.35)."""
-    from sklearn_lvgp._stochastic import AdamState
+    from sklearn_lvgp.optim._adam import AdamState
 
     target = np.array([1.0, -2.0, 3.0])
 
@@ -888,7 +888,7 @@ def test_training_workspaces_do_not_change_the_bound(rng, kw):
     Two evaluations at different parameters and batch sizes share the workspaces, as
     consecutive optimiser steps do (``fit`` passes them).
     """
-    from sklearn_lvgp._workspace import Workspace
+    from sklearn_lvgp._core.workspace import Workspace
 
     X, y = _toy()
     m = _fitted(X, y, **kw)
@@ -947,8 +947,8 @@ def test_inner_layer_init_prior_and_collapsed_starts():
     """"prior": inner q(u) equals its prior (zero KL) under a default kernel of variance 0.05;
     "collapsed": 1e-5 times the prior's square root under unit variance; the last layer starts
     at the prior in both."""
-    from sklearn_lvgp._deep_gp_model import initial_layers
-    from sklearn_lvgp._svgp._kl import kl_divergence
+    from sklearn_lvgp.bounds._dsvi_model import initial_layers
+    from sklearn_lvgp.variational._kl_inducing import kl_divergence
 
     Xs = np.random.default_rng(0).standard_normal((40, 3))
     dims = [3, 3, 3, 1]

@@ -11,9 +11,10 @@ import pytest
 from scipy.special import logsumexp
 
 from sklearn_lvgp import DeepGP, SparseGPRegressor
-from sklearn_lvgp._parallel import threads
-from sklearn_lvgp._svgp import gaussian_log_density, tril_pack
+from sklearn_lvgp._core.parallel import threads
 from sklearn_lvgp.kernels import RBF
+from sklearn_lvgp.likelihoods._gaussian import gaussian_log_density
+from sklearn_lvgp.variational import tril_pack
 
 
 @pytest.fixture(autouse=True)

@@ -6,17 +6,17 @@ import numpy as np
 import pytest
 from reference import checks_since_last_gain  # tests/ is on sys.path
 
-from sklearn_lvgp._dvmgp import DVMGP
-from sklearn_lvgp._dvmgp_parts import _elbo_and_grads
-from sklearn_lvgp._objectives._collapsed import collapsed_bound
-from sklearn_lvgp._objectives._dvmgp_bound import (
+from sklearn_lvgp.bounds._collapsed_global import collapsed_bound
+from sklearn_lvgp.datasets import make_two_parabolas, two_parabolas_split
+from sklearn_lvgp.models._dvmgp import DVMGP
+from sklearn_lvgp.models._dvmgp_parts import _elbo_and_grads
+from sklearn_lvgp.variational._projection import (
     latent_moments,
     output_kernel,
     output_psi,
     projection_forward,
     projection_kernels,
 )
-from sklearn_lvgp.datasets import make_two_parabolas, two_parabolas_split
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -446,10 +446,10 @@ def test_return_cov_matches_the_moments_and_a_monte_carlo_over_joint_q_w():
     """``predict(return_cov=True)``: mean and diagonal equal ``predict(return_std=True)``; the
     off-diagonal entries equal a Monte Carlo estimate that draws the latent points of all test
     inputs jointly from q(W) and averages the conditional GP moments."""
-    from sklearn_lvgp._dvmgp_parts import _chol
-    from sklearn_lvgp._objectives._collapsed import _weight_matrices
-    from sklearn_lvgp._objectives._dvmgp_bound import latent_covariance, projection_kernels
+    from sklearn_lvgp.bounds._collapsed_global import _weight_matrices
     from sklearn_lvgp.datasets import two_parabolas_split
+    from sklearn_lvgp.models._dvmgp_parts import _chol
+    from sklearn_lvgp.variational._projection import latent_covariance, projection_kernels
 
     X, Xt, y, _ = two_parabolas_split(n_per_cluster=60, random_state=3)
     m = DVMGP(n_inducing=10, n_inducing_projection=6, max_iter=100, random_state=0).fit(X, y)

@@ -8,16 +8,16 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import r2_score
 from sklearn.preprocessing import StandardScaler, scale
 
-from sklearn_lvgp._gpcde import GPCDE
-from sklearn_lvgp._parallel import threads
-from sklearn_lvgp._sgpr import SparseGPRegressor
-from sklearn_lvgp._stochastic import DivergenceError
+from sklearn_lvgp._core.parallel import threads
 from sklearn_lvgp.datasets._conditional import (
     bimodal_conditional_log_density,
     make_bimodal_conditional,
 )
 from sklearn_lvgp.kernels import RBF, Matern32
 from sklearn_lvgp.metrics import neg_log_predictive_density
+from sklearn_lvgp.models._gpcde import GPCDE
+from sklearn_lvgp.models._sgpr import SparseGPRegressor
+from sklearn_lvgp.optim._adam import DivergenceError
 
 FAST = {"n_inducing": 8, "gh_order": 20, "max_iter": 40, "learning_rate": 0.05,
         "optimizer": "adam", "random_state": 0}
@@ -225,8 +225,8 @@ def test_switched_off_fit_is_the_sparse_gp_regressor(user_kernel):
     """The switched-off candidate is SparseGPRegressor on the standardised data, the better of
     its fits from the model's start and from the regressor's: the full model's bound with the
     latent switched off equals that regressor's collapsed bound."""
-    from sklearn_lvgp._cde._fit import build
-    from sklearn_lvgp._cde._warm_start import gp_warm_start
+    from sklearn_lvgp.models._gpcde_fit import build
+    from sklearn_lvgp.models._gpcde_warm_start import gp_warm_start
 
     rs = np.random.RandomState(0)
     X = rs.uniform(-3, 3, (60, 2))
@@ -366,7 +366,7 @@ def test_lbfgs_fit_ending_noise_only_runs_again_after_adam_steps():
     """``optimizer="auto"``: L-BFGS-B from the prior start ends in the noise-only optimum on
     this seed (signal variance at its lower bound, as ``optimizer="lbfgs"`` shows); the fit
     is run again after 200 full-batch Adam steps and then uses the latent."""
-    from sklearn_lvgp._cde._fit import noise_only
+    from sklearn_lvgp.models._gpcde_fit import noise_only
 
     X, y = _two_branches(100, 0, True)
     Xt, yt = _two_branches(500, 100, True)
@@ -450,7 +450,7 @@ def test_return_cov_refused_with_a_projection():
 
 # ------------------------------------------------------------------------- early stopping
 def test_early_stopping_stops_on_the_held_out_density_and_keeps_the_best_state():
-    from sklearn_lvgp._cde._fit import heldout_log_density
+    from sklearn_lvgp.models._gpcde_fit import heldout_log_density
 
     rng = np.random.default_rng(0)
     X = rng.uniform(-2, 2, size=(120, 1))

@@ -15,12 +15,13 @@ from sklearn.datasets import load_iris, make_blobs
 from sklearn.metrics import f1_score
 from sklearn.model_selection import KFold, train_test_split
 
-from sklearn_lvgp._ldgd import LDGD
-from sklearn_lvgp._ldgd_parts import encoder_shapes, preset_factors
-from sklearn_lvgp._ldgd_parts._problem import TrainingProblem
-from sklearn_lvgp._psi import unscented_rule
+from sklearn_lvgp.bounds._ldgd_objective import preset_factors
+from sklearn_lvgp.bounds._ldgd_problem import TrainingProblem
 from sklearn_lvgp.datasets._moons import make_ldgd_moons
+from sklearn_lvgp.expectations import unscented_rule
 from sklearn_lvgp.kernels import RBF, Matern32
+from sklearn_lvgp.models._ldgd import LDGD
+from sklearn_lvgp.nn._ldgd_encoder import encoder_shapes
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 

@@ -8,10 +8,10 @@ from sklearn.gaussian_process.kernels import ConstantKernel as SkConstant
 from sklearn.gaussian_process.kernels import Matern as SkMatern
 
 from sklearn_lvgp import SparseGPRegressor
-from sklearn_lvgp._params import ParamPacker
-from sklearn_lvgp._psi import monte_carlo_rule, unscented_rule
-from sklearn_lvgp._sgpr import sgpr_bound_and_grads
+from sklearn_lvgp._core.params import ParamPacker
+from sklearn_lvgp.expectations import monte_carlo_rule, unscented_rule
 from sklearn_lvgp.kernels import RBF, Linear, Matern32, Periodic
+from sklearn_lvgp.models._sgpr import sgpr_bound_and_grads
 from sklearn_lvgp.utils.gradcheck import check_grad
 
 
@@ -62,7 +62,7 @@ def test_sgpr_bound_gradient_matches_finite_differences(case, rng):
 @pytest.mark.parametrize("transform", ["log", "softplus"])
 def test_estimator_objective_gradient_under_both_transforms(transform, data, monkeypatch):
     """The packed objective the estimator hands L-BFGS-B has the FD gradient."""
-    import sklearn_lvgp._sgpr_parts as sgpr
+    import sklearn_lvgp.models._sgpr_parts as sgpr
 
     captured = {}
 
@@ -309,7 +309,7 @@ def test_deterministic_bound_is_smooth_with_ill_conditioned_kuu():
     """Long length scales and a large variance make cond(K_uu)
     ~5e9; the bound must stay smooth (rounding noise below 1e-6; the Ψ2 form's is ~3e-3 here)
     and agree with the Ψ2 form of ``collapsed_bound`` to that form's accuracy."""
-    from sklearn_lvgp._objectives._collapsed import collapsed_bound
+    from sklearn_lvgp.bounds._collapsed_global import collapsed_bound
 
     r = np.random.default_rng(0)
     X = r.uniform(-2, 2, (3000, 8))

@@ -19,8 +19,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_lvgp import UnscentedGPLVM
-from sklearn_lvgp._params import ParamPacker
-from sklearn_lvgp._psi import make_rule
+from sklearn_lvgp._core.params import ParamPacker
+from sklearn_lvgp.expectations import make_rule
 from sklearn_lvgp.kernels import RBF, Linear, Matern32, MLPKernel, Periodic
 from sklearn_lvgp.utils.evaluation import knn_accuracy, most_relevant
 from sklearn_lvgp.utils.gradcheck import check_grad
@@ -97,8 +97,8 @@ def test_test_time_objective_gradient_and_envelope(fitted, rng):
     def fun(flat):
         p = packer.unpack(flat)
         value, adj, cache = model._heldout(ystar, p["mu"], p["S"], rule)
-        from sklearn_lvgp._objectives._kl import gaussian_kl_vjp
-        from sklearn_lvgp._psi import psi_vjp
+        from sklearn_lvgp.expectations import psi_vjp
+        from sklearn_lvgp.variational._kl_diagonal import gaussian_kl_vjp
 
         v = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, cache)
         dmu, dS = gaussian_kl_vjp(p["mu"], p["S"])
@@ -113,7 +113,7 @@ def test_test_time_objective_gradient_and_envelope(fitted, rng):
     p = {"mu": model.latent_mean_, "S": model.latent_variance_, "Z": model.inducing_inputs_,
          "noise": model.noise_variance_}
     _, grads, _ = model._elbo_and_grads(model.kernel_, Yc, p, rule, model._jitter)
-    from sklearn_lvgp._psi import psi_vjp
+    from sklearn_lvgp.expectations import psi_vjp
 
     _, adj, cache = model._heldout(Yc, p["mu"], p["S"], rule)
     v = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, cache)

@@ -380,14 +380,14 @@ def _stationary_K(kind):
 
 
 def _rbf_psi1(rng):
-    from sklearn_lvgp._psi import _psi_numba
+    from sklearn_lvgp.expectations import _psi_numba
 
     mu, ZT = rng.standard_normal((700, 3)), rng.standard_normal((3, 40))
     return _psi_numba.rbf_psi1, (mu, ZT, rng.uniform(0.2, 1.0, (700, 3)), rng.standard_normal(700))
 
 
 def _two_rbf_block(rng):
-    from sklearn_lvgp._psi import _two_rbf_numba
+    from sklearn_lvgp.expectations import _two_rbf_numba
 
     N, P, Q = 700, 40, 3
     mu, E = rng.standard_normal((N, Q)), rng.uniform(0.2, 1.0, (N, Q))
@@ -457,8 +457,8 @@ def test_serial_and_parallel_twins_agree_bitwise(make, rng):
 def test_twin_dispatch_follows_the_threads_context(monkeypatch):
     """Large work runs the parallel twin only when the enclosing ``threads`` context has more
     than one thread; outside any context numba's own thread count decides."""
-    from sklearn_lvgp._jit import twin_jit
-    from sklearn_lvgp._parallel import current_threads, threads
+    from sklearn_lvgp._compile.jit import twin_jit
+    from sklearn_lvgp._core.parallel import current_threads, threads
 
     calls = []
 
@@ -584,7 +584,7 @@ def test_stationary_K_cached_writes_into_a_given_buffer(kernel, rng):
 def test_K_cached_into_calls_an_overriding_subclass_without_a_buffer(rng):
     """A subclass whose ``K_cached`` keeps the two-argument signature still works where the
     library hands the stationary kernels a buffer, and no buffer is requested for it."""
-    from sklearn_lvgp._workspace import Workspace
+    from sklearn_lvgp._core.workspace import Workspace
     from sklearn_lvgp.kernels._stationary import K_cached_into
 
     class Logged(RBF):

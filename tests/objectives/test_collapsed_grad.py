@@ -8,15 +8,19 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF as SkRBF
 from sklearn.gaussian_process.kernels import ConstantKernel
 
-from sklearn_lvgp._objectives._collapsed import (
+from sklearn_lvgp.bounds._collapsed_global import (
     collapsed_bound,
     collapsed_bound_vjp,
     heldout_bound,
     predictive_moments,
 )
-from sklearn_lvgp._objectives._kl import gaussian_kl, gaussian_kl_vjp, standard_normal_kl_and_vjp
 from sklearn_lvgp.kernels import RBF
 from sklearn_lvgp.utils.gradcheck import check_grad, fd_gradient
+from sklearn_lvgp.variational._kl_diagonal import (
+    gaussian_kl,
+    gaussian_kl_vjp,
+    standard_normal_kl_and_vjp,
+)
 
 N, D, M, Q = 9, 3, 4, 2
 

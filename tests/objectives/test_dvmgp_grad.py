@@ -7,9 +7,11 @@ checked in ``test_collapsed_grad.py``.
 import numpy as np
 import pytest
 
-from sklearn_lvgp._dvmgp import DVMGP
-from sklearn_lvgp._dvmgp_parts import _elbo_and_grads
-from sklearn_lvgp._objectives._dvmgp_bound import (
+from sklearn_lvgp.kernels import RBF
+from sklearn_lvgp.models._dvmgp import DVMGP
+from sklearn_lvgp.models._dvmgp_parts import _elbo_and_grads
+from sklearn_lvgp.utils.gradcheck import check_grad, check_vjp
+from sklearn_lvgp.variational._projection import (
     _row_forward,
     _row_vjp,
     latent_moments,
@@ -20,8 +22,6 @@ from sklearn_lvgp._objectives._dvmgp_bound import (
     projection_kernels,
     projection_vjp,
 )
-from sklearn_lvgp.kernels import RBF
-from sklearn_lvgp.utils.gradcheck import check_grad, check_vjp
 
 N, D, Q, M_U, M_V = 20, 2, 2, 6, 4
 

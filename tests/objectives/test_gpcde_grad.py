@@ -5,30 +5,32 @@ import pytest
 from scipy import integrate
 from scipy.stats import multivariate_normal
 
-from sklearn_lvgp._cde import (
-    CDEModel,
+from sklearn_lvgp._core.parallel import threads
+from sklearn_lvgp.bounds._gpcde import CDEModel
+from sklearn_lvgp.expectations._rules import gauss_hermite_rule, unscented_rule
+from sklearn_lvgp.kernels import RBF
+from sklearn_lvgp.likelihoods._gaussian import gaussian_expectation
+from sklearn_lvgp.likelihoods._mixed_gaussian import (
     conditional_ell,
     conditional_ell_vjp,
+    predictive_log_density,
+)
+from sklearn_lvgp.nn._cde_encoder import (
     encoder_backward,
     encoder_forward,
     encoder_init,
     encoder_shapes,
-    predictive_log_density,
 )
-from sklearn_lvgp._objectives._kl import gaussian_kl_std
-from sklearn_lvgp._parallel import threads
-from sklearn_lvgp._psi._rules import gauss_hermite_rule, unscented_rule
-from sklearn_lvgp._svgp import (
+from sklearn_lvgp.utils.gradcheck import check_grad, check_vjp
+from sklearn_lvgp.variational import (
     SVGPLayer,
-    gaussian_expectation,
     layer_forward,
     marginals,
     marginals_precision_adjoint,
     natgrad_step,
     prior_factor,
 )
-from sklearn_lvgp.kernels import RBF
-from sklearn_lvgp.utils.gradcheck import check_grad, check_vjp
+from sklearn_lvgp.variational._kl_diagonal import gaussian_kl_std
 
 N, DX, M = 7, 3, 5
 
@@ -296,7 +298,7 @@ def test_natgrad_explicit_equals_generic():
     mu, var, mc = marginals(p["kernel"], p["Z"], q_mu, q_sqrt, H, prior.Lu)
     Yr = np.repeat(Y, m.nodes.shape[0], 0)
     vals, cc = conditional_ell(Yr, mu, var, P, s2)
-    from sklearn_lvgp._cde import quadrature_bound
+    from sklearn_lvgp.variational._latent_covariate import quadrature_bound
     _, resp = quadrature_bound(m.logw, vals.reshape(N, -1))
     dvar = conditional_ell_vjp(resp.ravel(), cc).var
     G = marginals_precision_adjoint(dvar, mc)

@@ -9,18 +9,18 @@ import numpy as np
 import pytest
 
 from sklearn_lvgp import DeepGP
-from sklearn_lvgp._iwvi import RecognitionMLP
-from sklearn_lvgp._parallel import threads
-from sklearn_lvgp._svgp import SVGPLayer, layer_forward, tril_pack, tril_unpack
-from sklearn_lvgp._svgp._joint import (
+from sklearn_lvgp._core.parallel import threads
+from sklearn_lvgp.bounds._iwvi import RecognitionMLP
+from sklearn_lvgp.kernels import RBF
+from sklearn_lvgp.utils.gradcheck import check_grad
+from sklearn_lvgp.variational import SVGPLayer, layer_forward, tril_pack, tril_unpack
+from sklearn_lvgp.variational._joint import (
     block_kernel,
     block_kernel_vjp,
     joint_layer_vjp,
     joint_sample,
 )
-from sklearn_lvgp._svgp._mean_functions import LinearMean
-from sklearn_lvgp.kernels import RBF
-from sklearn_lvgp.utils.gradcheck import check_grad
+from sklearn_lvgp.variational._mean_functions import LinearMean
 
 
 @pytest.fixture(autouse=True)

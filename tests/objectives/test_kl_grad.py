@@ -3,14 +3,14 @@
 import numpy as np
 import pytest
 
-from sklearn_lvgp._objectives._kl import (
+from sklearn_lvgp.utils.gradcheck import check_vjp
+from sklearn_lvgp.variational._kl_diagonal import (
     gaussian_kl,
     gaussian_kl_std,
     gaussian_kl_std_vjp,
     gaussian_kl_vjp,
     standard_normal_kl_and_vjp,
 )
-from sklearn_lvgp.utils.gradcheck import check_vjp
 
 
 @pytest.mark.parametrize("prior_var", [1.0, 2.5])

@@ -9,26 +9,24 @@ import numpy as np
 import pytest
 from scipy.special import ndtr
 
-from sklearn_lvgp._engine._ldgd import ldgd_forward
-from sklearn_lvgp._ldgd_parts import (
+from sklearn_lvgp._core.parallel import threads
+from sklearn_lvgp.bounds._ldgd import ldgd_forward
+from sklearn_lvgp.bounds._ldgd_objective import (
     PRESETS,
     Globals,
     classification_ell,
     classification_ell_vjp,
-    encoder_forward,
-    encoder_init,
-    encoder_shapes,
-    encoder_vjp,
     preset_factors,
 )
-from sklearn_lvgp._ldgd_parts._problem import InferenceProblem, TrainingProblem
-from sklearn_lvgp._parallel import threads
-from sklearn_lvgp._psi import unscented_rule
-from sklearn_lvgp._psi._rules import expand_points
-from sklearn_lvgp._svgp import kl_divergence
-from sklearn_lvgp._svgp._likelihoods import _gh, gaussian_expectation, gaussian_expectation_vjp
+from sklearn_lvgp.bounds._ldgd_problem import InferenceProblem, TrainingProblem
+from sklearn_lvgp.expectations import unscented_rule
+from sklearn_lvgp.expectations._rules import expand_points
 from sklearn_lvgp.kernels import RBF, Matern32
+from sklearn_lvgp.likelihoods._bernoulli import _gh
+from sklearn_lvgp.likelihoods._gaussian import gaussian_expectation, gaussian_expectation_vjp
+from sklearn_lvgp.nn._ldgd_encoder import encoder_forward, encoder_init, encoder_shapes, encoder_vjp
 from sklearn_lvgp.utils.gradcheck import check_grad, check_vjp, fd_gradient
+from sklearn_lvgp.variational import kl_divergence
 
 N, D, K, Q, M = 7, 4, 3, 3, 5
 

@@ -6,8 +6,8 @@ import numba
 import numpy as np
 import pytest
 
-from sklearn_lvgp._parallel import threads
-from sklearn_lvgp._psi import (
+from sklearn_lvgp._core.parallel import threads
+from sklearn_lvgp.expectations import (
     _pointset,
     gauss_hermite_rule,
     make_rule,
@@ -274,7 +274,10 @@ def test_one_call_chunk_equals_the_pointset_path(rng, kernel_name):
     """The objective engine's one-call chunk statistics and backward pass (the unscented rule,
     a stationary kernel) equal the point-set path's sums and adjoints, from kept kernel rows and
     from recomputed ones, with a deterministic row (S = 0: its S adjoint is 0)."""
-    from sklearn_lvgp._psi._ut_stationary import axis_point_chunk_grads, axis_point_chunk_stats
+    from sklearn_lvgp.expectations._ut_stationary import (
+        axis_point_chunk_grads,
+        axis_point_chunk_stats,
+    )
 
     N, M, Q, D = 23, 7, 4, 3
     mu, S, Z = _gaussians(rng, N, M, Q, 0.3)
@@ -303,7 +306,7 @@ def test_one_call_chunk_equals_the_pointset_path(rng, kernel_name):
 
 
 def test_axis_points_only_for_the_unscented_rule_and_stationary_kernels():
-    from sklearn_lvgp._psi._ut_stationary import uses_axis_points
+    from sklearn_lvgp.expectations._ut_stationary import uses_axis_points
 
     assert uses_axis_points(RBF(1.0), unscented_rule(3))
     assert uses_axis_points(RationalQuadratic(1.0), unscented_rule(1))
@@ -337,7 +340,7 @@ def test_workspace_gives_the_same_bits_and_reuses_its_memory(rng, monkeypatch, k
     this thread's workspace: the same statistics and adjoints as fresh arrays, over several
     chunks, kept or recomputed by the backward pass; a second evaluation writes the kept
     point matrices into the first one's memory."""
-    from sklearn_lvgp._workspace import Workspace
+    from sklearn_lvgp._core.workspace import Workspace
 
     N, M, Q = 60, 6, 2
     kernel = (Matern32(np.array([0.8, 1.3])) if kernel_name == "matern32"

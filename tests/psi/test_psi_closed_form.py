@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 import reference as ref  # tests/ is on sys.path via tests/conftest.py (prepend import mode)
 
-from sklearn_lvgp._psi._cross import (
+from sklearn_lvgp.expectations._cross import (
     closed_form_available,
     cross_psi2,
     cross_psi2_vjp,
     sum_psi,
     sum_psi_vjp,
 )
-from sklearn_lvgp._psi._linear import linear_psi, linear_psi_vjp
-from sklearn_lvgp._psi._rbf import rbf_psi, rbf_psi_vjp
+from sklearn_lvgp.expectations._linear import linear_psi, linear_psi_vjp
+from sklearn_lvgp.expectations._rbf import rbf_psi, rbf_psi_vjp
 from sklearn_lvgp.kernels import RBF, Linear, Matern32
 from sklearn_lvgp.utils.gradcheck import check_vjp
 
@@ -331,7 +331,7 @@ def test_thread_count_determinism(per_point):
 
 def test_per_point_psi0_of_closed_forms():
     """Per-point psi0 sums to the summed one and equals the (exact) unscented value."""
-    from sklearn_lvgp._psi import psi_statistics, unscented_rule
+    from sklearn_lvgp.expectations import psi_statistics, unscented_rule
     from sklearn_lvgp.kernels import RBF, Linear
 
     Z, mu, S = _problem(9, 3, n=7)
@@ -349,7 +349,7 @@ def test_per_point_psi0_of_closed_forms():
 def test_two_rbf_chunks_kept_or_recomputed_give_the_same_results(rng, monkeypatch, keep,
                                                                   per_point):
     """Ψ2 of an RBF in one chunk or in several, entries kept for the backward pass or not."""
-    from sklearn_lvgp._psi import _two_rbf
+    from sklearn_lvgp.expectations import _two_rbf
 
     N, M, Q = 50, 6, 3
     mu, S = rng.standard_normal((N, Q)), rng.uniform(0.1, 0.5, (N, Q))
@@ -375,7 +375,7 @@ def test_two_rbf_chunks_kept_or_recomputed_give_the_same_results(rng, monkeypatc
 def test_two_rbf_blocks_in_one_call_equal_the_block_by_block_path(rng, monkeypatch):
     """Serially, all blocks of the recomputed entries go through one jitted call (forward and
     backward); it gives the bits of the block-by-block path, whose blocks it replaces."""
-    from sklearn_lvgp._psi import _two_rbf
+    from sklearn_lvgp.expectations import _two_rbf
 
     N, M, Q = 50, 6, 3
     mu, S = rng.standard_normal((N, Q)), rng.uniform(0.1, 0.5, (N, Q))
@@ -429,7 +429,7 @@ def test_rbf_psi_is_translation_invariant_far_from_the_origin(rng, shift):
 
 # ------------------------------------------------------------------------- workspace buffers
 def _psi_and_vjp(kernel, Z, mu, S, rng_state, workspace):
-    from sklearn_lvgp._psi import psi_statistics, psi_vjp
+    from sklearn_lvgp.expectations import psi_statistics, psi_vjp
 
     stats, cache = psi_statistics(kernel, Z, mu, S, "analytic", workspace=workspace)
     rs = np.random.RandomState(rng_state)
@@ -446,7 +446,7 @@ def _psi_and_vjp(kernel, Z, mu, S, rng_state, workspace):
 def test_workspace_gives_the_same_bits_and_reuses_its_memory(rng, kernel):
     """The two-RBF entries kept in a workspace: same values and adjoints as fresh arrays, and
     the second evaluation's chunks are the first's memory (several chunks: N = 700, M = 20)."""
-    from sklearn_lvgp._workspace import Workspace
+    from sklearn_lvgp._core.workspace import Workspace
 
     Nw, Mw, Q = 700, 20, 3
     Z = rng.standard_normal((Mw, Q))
@@ -473,7 +473,7 @@ def test_workspace_gives_the_same_bits_and_reuses_its_memory(rng, kernel):
 
 
 def test_workspace_children_are_separate():
-    from sklearn_lvgp._workspace import Workspace
+    from sklearn_lvgp._core.workspace import Workspace
 
     ws = Workspace()
     a = ws.child("a").array("x", (3,))
@@ -490,7 +490,7 @@ def test_workspace_children_are_separate():
 def test_psi_inputs_non_finite_named_wherever_it_sits(rng, bad, which):
     """The vectorised finiteness check (a sum of ``x * 0``) finds a non-finite value in the
     vector body and in the scalar remainder of its loop alike."""
-    from sklearn_lvgp._psi._types import check_psi_inputs
+    from sklearn_lvgp.expectations._types import check_psi_inputs
 
     arrays = {"Z": rng.standard_normal((7, 3)), "mu": rng.standard_normal((37, 3)),
               "S": rng.uniform(0.1, 1.0, (37, 3))}
@@ -502,7 +502,7 @@ def test_psi_inputs_non_finite_named_wherever_it_sits(rng, bad, which):
 
 
 def test_psi_inputs_accept_extremes_and_reject_negative_variances(rng):
-    from sklearn_lvgp._psi._types import check_psi_inputs
+    from sklearn_lvgp.expectations._types import check_psi_inputs
 
     Z = np.full((4, 2), 1e308)  # finite; their sum would overflow, their products with 0 do not
     mu = np.full((9, 2), -1e308)
@@ -517,7 +517,7 @@ def test_psi_inputs_accept_extremes_and_reject_negative_variances(rng):
 def test_psi_inputs_checked_when_only_some_are_read_only(rng):
     """A read-only array (a memory-mapped fit, scikit-learn's pickle check) next to writable
     ones: the jitted check takes arrays of different types."""
-    from sklearn_lvgp._psi._types import check_psi_inputs
+    from sklearn_lvgp.expectations._types import check_psi_inputs
 
     Z, mu, S = rng.standard_normal((4, 2)), rng.standard_normal((9, 2)), np.ones((9, 2))
     Z.setflags(write=False)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from sklearn_lvgp._psi._rules import expand_points, expand_points_vjp, unscented_rule
+from sklearn_lvgp.expectations._rules import expand_points, expand_points_vjp, unscented_rule
 from sklearn_lvgp.utils.gradcheck import check_vjp
 
 

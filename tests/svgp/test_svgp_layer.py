@@ -10,18 +10,21 @@ import numpy as np
 import pytest
 from scipy.special import log_ndtr
 
-from sklearn_lvgp._linalg import cho_solve, solve_lower
-from sklearn_lvgp._parallel import threads
-from sklearn_lvgp._svgp import (
+from sklearn_lvgp._core.linalg import cho_solve, solve_lower
+from sklearn_lvgp._core.parallel import threads
+from sklearn_lvgp.kernels import RBF, Matern52, White
+from sklearn_lvgp.likelihoods._bernoulli import (
+    bernoulli_probit_expectation,
+    bernoulli_probit_expectation_vjp,
+)
+from sklearn_lvgp.likelihoods._gaussian import gaussian_expectation, gaussian_expectation_vjp
+from sklearn_lvgp.utils.gradcheck import check_vjp, fd_gradient
+from sklearn_lvgp.variational import (
     IdentityMean,
     LinearMean,
     SVGPLayer,
     ZeroMean,
-    bernoulli_probit_expectation,
-    bernoulli_probit_expectation_vjp,
     expectation_gradients,
-    gaussian_expectation,
-    gaussian_expectation_vjp,
     gaussian_natgrad_step,
     kl_divergence,
     kl_divergence_vjp,
@@ -32,8 +35,6 @@ from sklearn_lvgp._svgp import (
     pca_linear_mean,
     prior_factor,
 )
-from sklearn_lvgp.kernels import RBF, Matern52, White
-from sklearn_lvgp.utils.gradcheck import check_vjp, fd_gradient
 
 M, P = 5, 7
 
@@ -370,8 +371,8 @@ def test_workspace_gives_the_same_bits(rng, whiten, keep_B, monkeypatch):
     Two steps at different inputs reuse the buffers; ``keep_B=False`` covers the path that
     recomputes ``B_d`` in the backward pass.
     """
-    import sklearn_lvgp._svgp._layer as layer_module
-    from sklearn_lvgp._workspace import Workspace
+    import sklearn_lvgp.variational._layer as layer_module
+    from sklearn_lvgp._core.workspace import Workspace
 
     if not keep_B:
         monkeypatch.setattr(layer_module, "_MAX_CACHED_B", 0)
@@ -397,7 +398,7 @@ def test_workspace_gives_the_same_bits(rng, whiten, keep_B, monkeypatch):
 
 
 def test_workspace_reuses_and_grows():
-    from sklearn_lvgp._workspace import Workspace
+    from sklearn_lvgp._core.workspace import Workspace
 
     ws = Workspace()
     a = ws.array("B", (4, 5))
@@ -416,9 +417,9 @@ def test_jitted_output_loops_equal_the_per_output_products(rng, keep_B):
     """The per-output loops of the marginals (one jitted call each way) compute, for every
     output, ``var_d = base + colsum(B_d ∘ B_d)`` with ``B_d = L_dᵀ A``, ``2 tril(A (B_d ∘
     dv_d)ᵀ)`` and ``dA += 2 L_d (B_d ∘ dv_d)``, reading only the lower triangle of ``L_d``."""
-    from sklearn_lvgp._blas_numba import DTRMM
-    from sklearn_lvgp._svgp._layer import _transposed_factors
-    from sklearn_lvgp._svgp._outputs_numba import output_variances, output_variances_vjp
+    from sklearn_lvgp._core.blas_numba import DTRMM
+    from sklearn_lvgp.variational._layer import _transposed_factors
+    from sklearn_lvgp.variational._outputs_numba import output_variances, output_variances_vjp
 
     D, m, p = 3, 6, 11
     A = rng.standard_normal((m, p))

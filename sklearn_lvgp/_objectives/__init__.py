@@ -1,1 +1,0 @@
-"""Variational bounds: values plus adjoints of their intermediates."""

@@ -1,0 +1,557 @@
+"""The DSVI model of :class:`~sklearn_lvgp.DeepGP`: parameter packing, the bound, prediction.
+
+Doubly-stochastic variational inference for deep GPs (Salimbeni & Deisenroth 2017,
+:cite:`salimbeni2017doubly`); the layers are the SVGP engine of :mod:`sklearn_lvgp.variational`
+and the bound is evaluated chunk by chunk by :func:`sklearn_lvgp.bounds._dsvi.dsvi_elbo`.
+:class:`sklearn_lvgp.bounds._iwvi.LatentDSVI` extends it with latent covariates.
+"""
+
+import numpy as np
+from scipy.special import logsumexp
+
+from .._core import blocks
+from .._core.blocks import row_blocks
+from .._core.init import kmeans_inducing
+from .._core.linalg import cholesky_jitter, solve_lower, solve_upper
+from .._core.params import ParamPacker, softplus_inverse
+from .._core.validation import check_int, check_layer_widths, check_option
+from .._core.workspace import Workspace
+from ..kernels import RBF, as_lvgp_kernel
+from ..likelihoods._gaussian import gaussian_log_density
+from ..metrics import kde_log_density
+from ..variational import (
+    LinearMean,
+    SVGPLayer,
+    ZeroMean,
+    gaussian_natgrad_step,
+    inner_mean,
+    layer_forward,
+    prior_factor,
+    tril_pack,
+    tril_unpack,
+)
+from ._dsvi import dsvi_elbo, propagate_layers
+
+__all__ = ["_DSVI", "initial_layers", "build_model", "sample_outputs", "prediction_paths",
+           "path_components", "kde_rows", "mean_log_density", "mixture_log_density",
+           "layer_joint", "joint_predictive", "objectives", "layer_kernels",
+           "check_latent_options", "hidden_widths",
+           "DELTA", "INNER_PRIOR_VARIANCE", "INNER_SQRT_SCALE", "MIN_NOISE"]
+
+#: Variance floor of the reparameterised samples, h = mu + eps sqrt(v + delta)
+#: (Salimbeni 2020, eqs. 2.10-2.18).
+DELTA = 1e-6
+#: ``inner_layer_init="collapsed"``: inner layers' q_sqrt start this small (near-deterministic
+#: start, as the authors' code).
+INNER_SQRT_SCALE = 1e-5
+#: ``inner_layer_init="prior"``: variance of the default inner-layer kernel (a small GP
+#: deviation from the linear mean function at the start, with q(u) at its prior).
+INNER_PRIOR_VARIANCE = 0.05
+#: Noise-variance floor of the softplus-mapped positive parameters (GPflow 1.x convention).
+MIN_NOISE = 1e-6
+
+
+class _DSVI:
+    """The DSVI bound of a fixed architecture as a function of one flat parameter vector.
+
+    Holds only structure (kernel templates, fixed mean functions, shapes), never fitted values.
+    """
+
+    def __init__(self, kernels, means, dims, n_inducing, whiten, jitter, expectation,
+                 positive_transform="softplus"):
+        self.kernels = kernels
+        self.means = means
+        self.dims = dims  # D_0, ..., D_L
+        self.M = n_inducing
+        self.whiten = whiten
+        self.jitter = jitter
+        self.expectation = expectation
+        self.softplus = positive_transform == "softplus"
+        self.delta = DELTA
+        self.chunk_rows = None  # rows per engine chunk; None: from the problem size
+        # which kernel theta entries are positive values (mapped by softplus or log)
+        self.pos_mask = [np.concatenate(
+            [np.full(h.n_elements, h.transform == "log") for h in k.hyperparameters
+             if not h.fixed] or [np.zeros(0, dtype=bool)]) for k in kernels]
+        pos = "softplus" if self.softplus else "identity"
+        blocks = []
+        T = n_inducing * (n_inducing + 1) // 2
+        for ell, mask in enumerate(self.pos_mask):
+            blocks += [(f"q_mu{ell}", (n_inducing, dims[ell + 1])),
+                       (f"q_sqrt{ell}", (dims[ell + 1], T)),
+                       (f"Z{ell}", (n_inducing, dims[ell])),
+                       (f"pos{ell}", (int(mask.sum()),), pos),
+                       (f"free{ell}", (int((~mask).sum()),))]
+        blocks.append(("noise_variance", (1,), "softplus" if self.softplus else "log"))
+        self.packer = ParamPacker(blocks)
+
+    @property
+    def n_layers(self):
+        return len(self.kernels)
+
+    # ------------------------------------------------------------------ parameters <-> layers
+    def _theta_values(self, ell, theta):
+        """Kernel ``theta`` (log space) to the values of blocks ``pos`` and ``free``.
+
+        With ``softplus`` the ``pos`` block holds the positive hyperparameters themselves and the
+        optimiser works on ``softplus^{-1}`` of them (GPflow 1.x convention); otherwise it holds
+        their logarithms (the kernels' own ``theta``).
+        """
+        mask = self.pos_mask[ell]
+        pos = theta[mask]
+        return {f"pos{ell}": np.exp(pos) if self.softplus else pos, f"free{ell}": theta[~mask]}
+
+    def _theta_from(self, ell, p):
+        mask = self.pos_mask[ell]
+        theta = np.empty(mask.size)
+        theta[mask] = np.log(p[f"pos{ell}"]) if self.softplus else p[f"pos{ell}"]
+        theta[~mask] = p[f"free{ell}"]
+        return theta
+
+    def _theta_grads(self, ell, dtheta, p):
+        mask = self.pos_mask[ell]
+        dpos = dtheta[mask] / p[f"pos{ell}"] if self.softplus else dtheta[mask]
+        return {f"pos{ell}": dpos, f"free{ell}": dtheta[~mask]}
+
+    def _layer_values(self, layers, noise_variance):
+        """Named blocks of the layers and the noise (the encoder adds its own, LatentDSVI)."""
+        values = {"noise_variance": np.array([noise_variance])}
+        for ell, layer in enumerate(layers):
+            values[f"q_mu{ell}"] = layer.q_mu
+            values[f"q_sqrt{ell}"] = tril_pack(layer.q_sqrt)
+            values[f"Z{ell}"] = layer.Z
+            values.update(self._theta_values(ell, layer.kernel.theta))
+        return values
+
+    def pack(self, layers, noise_variance):
+        return self.packer.pack(self._layer_values(layers, noise_variance))
+
+    def unpack(self, x):
+        p = self.packer.unpack(x)
+        layers = [SVGPLayer(self.kernels[ell].clone_with_theta(self._theta_from(ell, p)),
+                            p[f"Z{ell}"], p[f"q_mu{ell}"],
+                            tril_unpack(p[f"q_sqrt{ell}"], self.M), self.means[ell],
+                            self.whiten)
+                  for ell in range(self.n_layers)]
+        return layers, float(p["noise_variance"][0]), p
+
+    def with_theta(self, x, ell, theta):
+        """A copy of ``x`` with layer ``ell``'s kernel ``theta`` (log space) replaced."""
+        p = self.packer.unpack(x)
+        p.update(self._theta_values(ell, np.asarray(theta, dtype=np.float64)))
+        return self.packer.pack(p)
+
+    def bounds(self):
+        b = np.full((self.packer.size, 2), [-np.inf, np.inf])
+        for ell, k in enumerate(self.kernels):
+            kb = k.bounds
+            mask = self.pos_mask[ell]
+            pos = kb[mask]
+            if self.softplus:
+                with np.errstate(divide="ignore", over="ignore"):
+                    pos = softplus_inverse(np.exp(pos))
+            b[self.packer.slice(f"pos{ell}")] = pos
+            b[self.packer.slice(f"free{ell}")] = kb[~mask]
+        b[self.packer.slice("noise_variance")] = (
+            [float(softplus_inverse(MIN_NOISE)), np.inf] if self.softplus
+            else [np.log(MIN_NOISE), np.inf])
+        return b
+
+    def last_q_mask(self):
+        mask = np.zeros(self.packer.size, dtype=bool)
+        last = self.n_layers - 1
+        mask[self.packer.slice(f"q_mu{last}")] = True
+        mask[self.packer.slice(f"q_sqrt{last}")] = True
+        return mask
+
+    # ---------------------------------------------------------------------------- forward
+    def propagate(self, layers, X, n_samples, random_state=None, eps=None, with_kl=True,
+                  expectation=None, workspaces=None):
+        """Push ``X`` through the layers; returns the last layer's marginals and a tape.
+
+        Monte Carlo (Salimbeni 2020, eqs. 2.10-2.18): ``S`` stacked copies of ``X``
+        (sample-major), inner layers sampled with ``eps`` (drawn from ``random_state`` when not
+        given). Unscented: each inner layer's Gaussian marginals are moment-matched and pushed
+        through the next layer at the ``2 D`` sigma points of
+        :func:`~sklearn_lvgp.expectations.unscented_rule`.
+
+        ``expectation`` overrides the model's rule (``sample_y`` always samples).
+        ``workspaces`` (one :class:`~sklearn_lvgp._core.workspace.Workspace` per layer, or
+        ``None``) lets a training loop reuse the layers' large buffers from step to step; the
+        tape is then valid until the next call with the same workspaces.
+
+        Returns
+        -------
+        mu, var : ndarray of shape (P, D_L)
+            Last-layer marginals at the ``P`` stacked points.
+        point_weights : ndarray of shape (P,)
+            Weight of each stacked point in an average over a data row (sums to 1 per row).
+        kl : float
+            Sum of the layers' KL terms.
+        tape : list
+            Per layer ``(cache, step, moment_match)`` (see
+            :func:`~sklearn_lvgp.bounds._dsvi.propagate_layers`), for a backward pass.
+        """
+        L = self.n_layers
+        ws = [None] * L if workspaces is None else workspaces
+        kl_total = 0.0
+
+        def evaluate(ell, H):
+            nonlocal kl_total
+            mu, var, kl, cache = layer_forward(layers[ell], H, self.jitter, with_kl, ws[ell])
+            kl_total += kl
+            return mu, var, cache
+
+        def draw(ell, shape):
+            return random_state.standard_normal(shape) if eps is None else eps[ell]
+
+        rule = expectation or self.expectation
+        S = n_samples if L > 1 else 1
+        mu, var, weights, tape = propagate_layers(evaluate, X, L, rule, S, draw, DELTA)
+        return mu, var, weights, kl_total, tape
+
+    # ----------------------------------------------------------------------------- bound
+    def elbo(self, x, X, Y, scale, n_samples, random_state=None, eps=None, workspaces=None):
+        """Minibatch ELBO estimate (Salimbeni 2020, eq. 2.19) and its gradient wrt ``x``.
+
+        ``scale`` is ``N / |B|``; ``eps`` (list of per-inner-layer arrays) fixes the samples;
+        ``workspaces`` as in :meth:`propagate` (the result does not depend on it). Evaluated by
+        the chunk engine (:func:`sklearn_lvgp.bounds._dsvi.dsvi_elbo`): rows in parallel
+        chunks, bit-identical for any number of threads.
+        """
+        return dsvi_elbo(self, x, X, Y, scale, n_samples, random_state, eps, workspaces,
+                         chunk_rows=self.chunk_rows)
+
+    def natgrad(self, x, X, Y, scale, n_samples, gamma, random_state):
+        """One closed-form natural-gradient step on the last layer's q(u) (Salimbeni 2020, ch. 3).
+
+        The inner layers are propagated exactly as in :meth:`elbo` (fresh samples or sigma
+        points); the last layer's features ``A`` and ``L_u`` at those inputs come from the tape.
+        """
+        layers, noise, _ = self.unpack(x)
+        last = layers[-1]
+        _, _, w, _, tape = self.propagate(layers, X, n_samples, random_state, with_kl=False)
+        _, prior, mcache, _ = tape[-1][0]
+        reps = w.size // X.shape[0]
+        Yt = np.repeat(Y, reps, axis=0) if self.expectation == "unscented" else np.tile(
+            Y, (reps, 1))
+        resid = Yt - last.mean_function(mcache.H)
+        q_mu, q_sqrt = gaussian_natgrad_step(last.q_mu, last.q_sqrt, mcache.A, resid, scale * w,
+                                             noise, gamma, prior.Lu, self.whiten)
+        x = x.copy()
+        ell = self.n_layers - 1
+        x[self.packer.slice(f"q_mu{ell}")] = q_mu.ravel()
+        x[self.packer.slice(f"q_sqrt{ell}")] = tril_pack(q_sqrt).ravel()
+        return x
+
+    def predict_components(self, x, X, n_samples, eps_rows):
+        """Per-path last-layer marginals ``(S, n, D)`` (Monte Carlo) or ``(1, n, D)`` (UT)."""
+        layers, noise, _ = self.unpack(x)
+        n = X.shape[0]
+        if self.expectation == "monte_carlo" and self.n_layers > 1:
+            S = n_samples
+            eps = [np.repeat(e[:S], n, axis=0) for e in eps_rows]
+            mu, var, _, _, _ = self.propagate(layers, X, S, eps=eps, with_kl=False)
+            D = mu.shape[1]
+            return mu.reshape(S, n, D), var.reshape(S, n, D), noise
+        mu, var, w, _, _ = self.propagate(layers, X, 1, with_kl=False)
+        if self.expectation == "unscented" and self.n_layers > 1:
+            K = mu.shape[0] // n
+            mk = mu.reshape(n, K, -1)
+            wk = w.reshape(n, K)[:, :, None]
+            m = np.sum(wk * mk, axis=1)
+            v = np.sum(wk * (var.reshape(n, K, -1) + (mk - m[:, None, :]) ** 2), axis=1)
+            mu, var = m, v
+        return mu[None], var[None], noise
+
+
+def initial_layers(Xs, dims, templates, n_inducing, whiten, jitter, n_latent, random_state,
+                   inner_init="prior"):
+    """Kernels, mean functions and layers at the start of a fit.
+
+    Inducing inputs from k-means of the (propagated) inputs and linear mean functions on the
+    inner layers (Salimbeni & Deisenroth 2017, §5). The inner layers start close to their mean
+    functions in one of two ways: ``inner_init="prior"``, ``q(u)`` equal to its prior (no KL)
+    under a default kernel of small variance (:data:`INNER_PRIOR_VARIANCE`); or
+    ``"collapsed"``, ``q(u)`` with covariance ``1e-10`` times the prior's under a unit-variance
+    kernel (the authors' code). With latent covariates, their columns of ``Z`` start at
+    ``N(0, 1)`` draws and the first layer's mean function ignores them (Salimbeni et al. 2019).
+
+    Parameters
+    ----------
+    Xs : ndarray of shape (N, D)
+        Standardised inputs.
+    dims : list of int
+        Input width of every layer, then the number of targets.
+    templates : list of Kernel or None
+        One kernel (or None for the default RBF) per layer.
+    n_inducing : int
+    whiten : bool
+    jitter : float
+    n_latent : int
+        Latent covariate dimension (0 for none).
+    random_state : numpy.random.RandomState
+    inner_init : {"prior", "collapsed"}, default="prior"
+        Start of the inner layers' ``q(u)`` (see above).
+
+    Returns
+    -------
+    kernels, means, layers : list
+    """
+    n_layers = len(dims) - 1
+    kernels, means, layers = [], [], []
+    X_run = Xs
+    Z_run = kmeans_inducing(Xs, n_inducing, random_state)
+    if n_latent:
+        # latent columns of Z ~ N(0, 1), as the code of the importance-weighted DGP
+        # (Salimbeni et al. 2019); w enters the first layer only
+        Z_w = random_state.standard_normal((n_inducing, n_latent))
+    for ell in range(n_layers):
+        d_in, d_out = dims[ell], dims[ell + 1]
+        t = templates[ell]
+        inner = ell < n_layers - 1
+        variance = INNER_PRIOR_VARIANCE if inner and inner_init == "prior" else 1.0
+        if t is not None:
+            k = t.initialize(d_in, random_state)
+        elif n_latent:
+            # length scales sqrt(D_in), as the importance-weighted DGP code
+            k = RBF(length_scale=np.full(d_in, np.sqrt(d_in)), variance=variance)
+        else:
+            k = RBF(length_scale=np.ones(d_in), variance=variance)
+        mean = inner_mean(X_run, d_out) if ell < n_layers - 1 else ZeroMean(d_out)
+        Z = Z_run.copy()
+        if n_latent and ell == 0:
+            Z = np.hstack([Z, Z_w])
+            if ell < n_layers - 1:
+                # keep the x part, drop w, as the importance-weighted DGP code: W = [W_x; 0]
+                W_x = mean.W if isinstance(mean, LinearMean) else np.eye(d_out)
+                x_mean = mean
+                mean = LinearMean(np.vstack([W_x, np.zeros((n_latent, d_out))]))
+        q_mu = np.zeros((n_inducing, d_out))
+        if whiten:
+            base = np.eye(n_inducing)
+        else:
+            base = prior_factor(k, Z, jitter).Lu
+        q_sqrt = np.repeat(base[None], d_out, axis=0)
+        if inner:
+            if inner_init == "collapsed":
+                q_sqrt *= INNER_SQRT_SCALE
+            if n_latent and ell == 0:
+                X_run, Z_run = x_mean(X_run), x_mean(Z_run)
+            else:
+                X_run, Z_run = mean(X_run), mean(Z_run)
+        kernels.append(k)
+        means.append(mean)
+        layers.append(SVGPLayer(k, Z, q_mu, q_sqrt, mean, whiten))
+    return kernels, means, layers
+
+
+def prediction_paths(dims, n_latent, rs, S):
+    """``S`` paths of standard-normal draws shared by all test rows, so each row's prediction
+    depends on that row only: the latent covariates (from their prior, Salimbeni et al. 2019)
+    first, then one draw per inner layer output."""
+    latent = [rs.standard_normal((S, n_latent))] if n_latent else []
+    return S, latent + [rs.standard_normal((S, d)) for d in dims[1:-1]]
+
+
+def path_components(model, x, Xs, paths):
+    """Last-layer means and variances along every path, ``(S, n, D)``, and the noise."""
+    S, eps = paths
+    mus, vs = [], []
+    for rows in row_blocks(Xs.shape[0], S):
+        mu, var, noise = model.predict_components(x, Xs[rows], S, eps)
+        mus.append(mu)
+        vs.append(var)
+    return np.concatenate(mus, axis=1), np.concatenate(vs, axis=1), noise
+
+
+def kde_rows(sample, X, y, n_kde_samples, rs, n_layers):
+    """Kernel-density log density of ``y`` from ``sample(rows, rs)`` draws, in row chunks.
+
+    ``sample(rows, rs)`` returns ``(len(rows), n_kde_samples)`` draws; with one layer each row
+    is propagated once, deeper models stack ``S`` copies per row, hence the chunk sizes.
+    """
+    out = np.empty(X.shape[0])
+    budget = blocks.PREDICT_POINTS * (50 if n_layers == 1 else 1)
+    for sl in row_blocks(X.shape[0], int(n_kde_samples), budget):
+        ys = sample(X[sl], rs)
+        out[sl] = kde_log_density(ys.reshape(ys.shape[0], -1), y[sl])
+    return out
+
+
+def build_model(initial, dims, params, latent, random_state, latent_model=None):
+    """The DSVI model (or its latent-variable extension) and its packed starting point.
+
+    Parameters
+    ----------
+    initial : tuple
+        ``(kernels, means, layers)`` from :func:`initial_layers`.
+    dims : list of int
+        Layer widths.
+    params : dict
+        The estimator's parameters (``n_inducing``, ``whiten``, ``jitter``, ``expectation``,
+        ``positive_transform``, ``noise_variance_init``).
+    latent : tuple or None
+        ``(latent_dim, encoder_hidden, inference, n_importance)`` for latent covariates.
+    random_state : numpy.random.RandomState
+    latent_model : type
+        The latent-variable model class (:class:`sklearn_lvgp.bounds._iwvi.LatentDSVI`, which
+        extends :class:`_DSVI`), needed when ``latent`` is given.
+
+    Returns
+    -------
+    model : _DSVI
+    x0 : ndarray
+    """
+    kernels, means, layers = initial
+    common = (kernels, means, dims, int(params["n_inducing"]), bool(params["whiten"]),
+              float(params["jitter"]))
+    noise = float(params["noise_variance_init"])
+    if latent is not None:
+        model = latent_model(*common, params["positive_transform"], *latent)
+        return model, model.pack(layers, noise, model.encoder.initial(random_state))
+    model = _DSVI(*common, params["expectation"], params["positive_transform"])
+    return model, model.pack(layers, noise)
+
+
+def sample_outputs(model, x, Xs, n_samples, rs):
+    """Draws of the (standardised) outputs at ``Xs``: Monte Carlo through the layers, noise
+    included; shape ``(n, D, n_samples)``."""
+    layers, noise, _ = model.unpack(x)
+    mu, var, _, _, _ = model.propagate(layers, Xs, n_samples, rs, with_kl=False,
+                                       expectation="monte_carlo")
+    n, D = Xs.shape[0], mu.shape[1]
+    mu, var = mu.reshape(-1, n, D), var.reshape(-1, n, D)
+    if mu.shape[0] == 1:
+        mu, var = np.repeat(mu, n_samples, axis=0), np.repeat(var, n_samples, axis=0)
+    f = mu + np.sqrt(var + noise) * rs.standard_normal(mu.shape)
+    return np.transpose(f, (1, 2, 0))
+
+
+def mean_log_density(model, x, X, Y, paths):
+    """Mean log predictive density of standardised rows along fixed paths (early stopping)."""
+    mu, var, noise = model.predict_components(x, X, *paths)
+    lp = gaussian_log_density(Y[None], mu, var + noise).sum(axis=2)
+    return float(np.mean(logsumexp(lp, axis=0) - np.log(lp.shape[0])))
+
+
+def mixture_log_density(mu, var, noise, Y, y_mean, y_scale):
+    """Log density of rows ``Y`` (original units) under the mixture over paths of the
+    standardised components ``(mu, var, noise)`` (Salimbeni 2020, eqs. 2.20-2.21)."""
+    m = y_mean + y_scale * mu
+    v = y_scale ** 2 * (var + noise)
+    lp = gaussian_log_density(Y[None], m, v).sum(axis=2)
+    return logsumexp(lp, axis=0) - np.log(lp.shape[0])
+
+
+def layer_joint(layer, H, jitter):
+    """Joint moments of a layer's outputs at the rows of ``H``: means ``(n, D)`` and the
+    posterior covariances between rows ``(D, n, n)`` under ``q(u)``.
+
+    ``k(H, H) - A^T A + (R^T B)^T (R^T B)`` with ``A = L^{-1} k(Z, H)``, ``B = A`` (whitened) or
+    ``L^{-T} A``, ``q = N(m, R R^T)`` per output: the full-covariance form of the marginals of
+    :func:`sklearn_lvgp.variational.marginals` (Salimbeni 2020, eqs. 1.28-1.29).
+    """
+    kernel = layer.kernel
+    Lu = prior_factor(kernel, layer.Z, jitter).Lu
+    A = solve_lower(Lu, kernel.K(layer.Z, H))
+    B = A if layer.whiten else solve_upper(Lu, A)
+    mean = B.T @ layer.q_mu + layer.mean_function(H)
+    shared = kernel.K(H) - A.T @ A
+    cov = np.stack([shared + (R.T @ B).T @ (R.T @ B) for R in layer.q_sqrt])
+    return mean, cov
+
+
+def joint_predictive(model, x, Xs, n_paths, random_state):
+    """Mean ``(n, D)`` and covariance ``(n, n, D)`` of the outputs at the rows of ``Xs``.
+
+    The inner layers are sampled jointly over the rows (one Gaussian draw of all rows per path
+    and layer, variance floor ``DELTA`` as in training), so two rows covary through every layer;
+    the last layer's joint moments are averaged over ``n_paths`` paths (law of total
+    covariance), and the noise is added on the diagonal. With one layer it is exact.
+    """
+    layers, noise, _ = model.unpack(x)
+    n = Xs.shape[0]
+    means, covs = [], []
+    for _ in range(n_paths if len(layers) > 1 else 1):
+        H = Xs
+        for layer in layers[:-1]:
+            m, C = layer_joint(layer, H, model.jitter)
+            draws = random_state.standard_normal((n, m.shape[1]))
+            H = m + np.column_stack([
+                cholesky_jitter(C[d] + DELTA * np.eye(n), 1e-10, name="hidden-layer covariance",
+                                warn=False)[0] @ draws[:, d] for d in range(m.shape[1])])
+        m, C = layer_joint(layers[-1], H, model.jitter)
+        means.append(m)
+        covs.append(C)
+    M = np.stack(means)
+    mean = M.mean(axis=0)
+    dev = M - mean
+    cov = np.mean(covs, axis=0).transpose(1, 2, 0) + np.einsum("sid,sjd->ijd", dev, dev) / len(M)
+    cov[np.arange(n), np.arange(n), :] += noise
+    return mean, cov
+
+
+def objectives(model, Xs, Ys, n_total, n_samples, rs, batch_elbo=None):
+    """The optimiser's three callables for one fit call: the full-batch negated bound and
+    gradient, its minibatch estimate (``batch_elbo(x, idx, scale)`` evaluates rows held
+    elsewhere, a Dask fit), and the last layer's natural-gradient step on a minibatch."""
+    # the layers' large per-step buffers, reused by every step of this call only
+    workspaces = [Workspace() for _ in range(model.n_layers)]
+
+    def full(x):
+        f, g = model.elbo(x, Xs, Ys, 1.0, n_samples, rs, workspaces=workspaces)
+        return -f, -g
+
+    def minibatch(x, idx):
+        if batch_elbo is not None:
+            f, g = batch_elbo(x, idx, n_total / idx.size)
+        else:
+            f, g = model.elbo(x, Xs[idx], Ys[idx], n_total / idx.size, n_samples, rs,
+                              workspaces=workspaces)
+        return -f, -g
+
+    def natgrad(x, idx, gamma):
+        return model.natgrad(x, Xs[idx], Ys[idx], n_total / idx.size, n_samples, gamma, rs)
+
+    return full, minibatch, natgrad
+
+
+def layer_kernels(kernel, n_layers):
+    """The ``kernel`` parameter as one validated kernel (or None) per layer, or one for all."""
+    kernels = list(kernel) if isinstance(kernel, (list, tuple)) else [kernel]
+    if isinstance(kernel, (list, tuple)) and len(kernel) != n_layers:
+        raise ValueError(f"kernel has {len(kernel)} entries but n_layers = {n_layers}; pass one "
+                         "kernel or one per layer.")
+    return [as_lvgp_kernel(k) for k in kernels]
+
+
+def check_latent_options(params):
+    """The latent-covariate parameters of ``DeepGP`` (Salimbeni 2020, ch. 5), and what they
+    need of the others: sampled inputs (Monte Carlo) and a stochastic optimiser."""
+    latent = check_int("latent_dim", params["latent_dim"], min_value=0, allow_none=True)
+    check_option("inference", params["inference"], ("vi", "iwvi"))
+    check_int("n_importance", params["n_importance"], min_value=1)
+    check_layer_widths("encoder_hidden", params["encoder_hidden"])
+    if not latent and params["inference"] != "vi":
+        raise ValueError("inference='iwvi' importance-weights the latent inputs: it needs "
+                         "latent_dim >= 1.")
+    if latent and params["expectation"] != "monte_carlo":
+        raise ValueError("latent_dim >= 1 needs expectation='monte_carlo' (the latent inputs "
+                         "are sampled).")
+    if latent and params["optimizer"] != "adam":
+        raise ValueError("latent_dim >= 1 gives a stochastic objective: use optimizer='adam'.")
+
+
+def hidden_widths(hidden_dims, n_layers, n_features):
+    """Output widths of the inner layers: ``min(30, n_features)`` each by default (Salimbeni &
+    Deisenroth 2017, §5), one width for all, or one per inner layer."""
+    if hidden_dims is None:
+        return [min(30, n_features)] * (n_layers - 1)
+    if np.ndim(hidden_dims) == 0:
+        return [check_int("hidden_dims", hidden_dims, min_value=1)] * (n_layers - 1)
+    if len(hidden_dims) != n_layers - 1:
+        raise ValueError(f"hidden_dims must have n_layers - 1 = {n_layers - 1} entries (one per "
+                         f"inner layer), got {len(hidden_dims)}: {hidden_dims!r}.")
+    return [check_int("hidden_dims[i]", d, min_value=1) for d in hidden_dims]
+

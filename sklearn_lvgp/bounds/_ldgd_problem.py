@@ -1,0 +1,215 @@
+"""LDGD training and test-time problems on a flat parameter vector.
+
+Training maximises the bound of Ziaei et al. (2024, eq. 28; §2.3.8), optionally with the amortised
+q(X) of Fast LDGD (§2.3.10); test-time inference is that of §2.3.9.
+
+:class:`TrainingProblem` packs q(X) (or the encoder weights), both paths' kernels, inducing inputs,
+whitened q(U) and the noise variances into one unconstrained vector and evaluates the minimised
+``−L̂/N`` with its gradient. :class:`InferenceProblem` does the same for test-time q(x*) with the
+global parameters fixed.
+"""
+
+import numpy as np
+
+from .._core.params import ParamPacker
+from ..nn._ldgd_encoder import encoder_forward, encoder_vjp
+from ..variational import tril_pack, tril_unpack
+from ..variational._kl_diagonal import gaussian_kl_std, gaussian_kl_std_vjp
+from ._ldgd import ldgd_value_and_vjp
+from ._ldgd_objective import Globals
+
+__all__ = ["NOISE_FLOOR", "TrainingProblem", "InferenceProblem"]
+
+#: Lower bound added to the softplus noise variances (as in the authors' GPyTorch code).
+NOISE_FLOOR = 1e-4
+
+
+class TrainingProblem:
+    """The training objective of LDGD on a flat vector.
+
+    Parameters
+    ----------
+    Yr : ndarray of shape (N, D)
+        Continuous observations.
+    Yc : ndarray of shape (N, K)
+        One-hot labels.
+    kernel_r, kernel_c : Kernel
+        Initialised kernels (working copies; their ``theta`` is overwritten at every call).
+    M_r, M_c : int
+        Inducing points per path.
+    Q : int
+        Latent dimension.
+    factors : tuple (w_r, w_c, gamma, beta_r, beta_c, beta_x)
+        Path weights and preset factors (:data:`._objective.PRESETS`).
+    encoder_shapes : list of tuple or None
+        Fast-LDGD weight shapes; ``None`` optimises q(X) directly.
+    jitter : float
+        Relative jitter on ``K_uu``.
+    gh_order : int
+        Gauss–Hermite nodes.
+    """
+
+    def __init__(self, Yr, Yc, kernel_r, kernel_c, M_r, M_c, Q, factors, encoder_shapes=None,
+                 jitter=1e-6, gh_order=20):
+        self.Yr, self.Yc = Yr, Yc
+        N, D = Yr.shape
+        K = Yc.shape[1]
+        self.N, self.D, self.K, self.Q = N, D, K, Q
+        self.M_r, self.M_c = M_r, M_c
+        self.kernel_r, self.kernel_c = kernel_r, kernel_c
+        self.factors = tuple(float(f) for f in factors)
+        self.encoder_shapes = encoder_shapes
+        self.jitter = float(jitter)
+        self.chunk_rows = None  # rows per engine chunk; None: from the problem size
+        self.gh_order = int(gh_order)
+        if encoder_shapes is None:
+            blocks = [("mu", (N, Q)), ("sigma", (N, Q), "softplus")]
+        else:
+            blocks = [(f"enc{k}", s) for k, s in enumerate(encoder_shapes)]
+        blocks += [("theta_r", (kernel_r.n_theta,)), ("Z_r", (M_r, Q)), ("qmu_r", (M_r, D)),
+                   ("qsqrt_r", (D, M_r * (M_r + 1) // 2)), ("noise", (D,), "softplus"),
+                   ("theta_c", (kernel_c.n_theta,)), ("Z_c", (M_c, Q)), ("qmu_c", (M_c, K)),
+                   ("qsqrt_c", (K, M_c * (M_c + 1) // 2))]
+        self.packer = ParamPacker(blocks)
+
+    # ---------------------------------------------------------------------------- packing
+    def pack(self, values):
+        """Flat vector from constrained values (``noise`` as the actual variances,
+        ``qsqrt_*`` as full lower-triangular arrays, encoder weights as ``enc`` list)."""
+        v = dict(values)
+        v["noise"] = np.asarray(values["noise"]) - NOISE_FLOOR
+        v["qsqrt_r"] = tril_pack(values["qsqrt_r"])
+        v["qsqrt_c"] = tril_pack(values["qsqrt_c"])
+        if self.encoder_shapes is not None:
+            for k, w in enumerate(v.pop("enc")):
+                v[f"enc{k}"] = w
+        return self.packer.pack(v)
+
+    def unpack(self, flat):
+        """Dict of constrained blocks (raw packer layout)."""
+        return self.packer.unpack(flat)
+
+    def globals_(self, p):
+        """:class:`Globals` from an unpacked dict (sets the working kernels' ``theta``)."""
+        self.kernel_r.theta = p["theta_r"]
+        self.kernel_c.theta = p["theta_c"]
+        return Globals(self.kernel_r, p["Z_r"], p["qmu_r"], tril_unpack(p["qsqrt_r"], self.M_r),
+                       p["noise"] + NOISE_FLOOR, self.kernel_c, p["Z_c"], p["qmu_c"],
+                       tril_unpack(p["qsqrt_c"], self.M_c))
+
+    def encoder_weights(self, p):
+        """Encoder weight list of an unpacked dict."""
+        return [p[f"enc{k}"] for k in range(len(self.encoder_shapes))]
+
+    def latents(self, p, idx=None):
+        """``(mu, sigma)`` of q(x_i) for rows ``idx`` (all rows when ``None``)."""
+        if self.encoder_shapes is None:
+            if idx is None:
+                return p["mu"], p["sigma"]
+            return p["mu"][idx], p["sigma"][idx]
+        Y = self.Yr if idx is None else self.Yr[idx]
+        mu, sigma, _ = encoder_forward(self.encoder_weights(p), Y)
+        return mu, sigma
+
+    # -------------------------------------------------------------------------- objective
+    def value_and_grad(self, flat, idx, nodes, weights):
+        """Minimised ``−L̂/N`` and its gradient for batch rows ``idx``.
+
+        Parameters
+        ----------
+        flat : ndarray
+            Parameters.
+        idx : ndarray of int
+            Batch rows (distinct).
+        nodes : ndarray of shape (P, Q) or (b, P, Q)
+            Unit-space nodes (``ε`` samples or sigma points).
+        weights : ndarray of shape (P,)
+            Node weights.
+
+        Returns
+        -------
+        value : float
+        grad : ndarray
+        """
+        w_r, w_c, gamma, beta_r, beta_c, beta_x = self.factors
+        p = self.unpack(flat)
+        glob = self.globals_(p)
+        N = self.N
+        b = idx.shape[0]
+        scale = N / b
+        enc_cache = None
+        if self.encoder_shapes is None:
+            mu_b, sigma_b = p["mu"][idx], p["sigma"][idx]
+        else:
+            mu_b, sigma_b, enc_cache = encoder_forward(self.encoder_weights(p), self.Yr[idx])
+        value, g = ldgd_value_and_vjp(glob, self.Yr[idx], self.Yc[idx], mu_b, sigma_b, nodes,
+                                      weights, scale=scale, factors=(w_r, w_c, gamma),
+                                      kl_factors=(beta_r, beta_c), jitter=self.jitter,
+                                      gh_order=self.gh_order, chunk_rows=self.chunk_rows)
+        grads = {"theta_r": g.theta_r, "Z_r": g.Z_r, "qmu_r": g.qmu_r,
+                 "qsqrt_r": tril_pack(g.qsqrt_r), "noise": g.noise, "theta_c": g.theta_c,
+                 "Z_c": g.Z_c, "qmu_c": g.qmu_c, "qsqrt_c": tril_pack(g.qsqrt_c)}
+        if self.encoder_shapes is None:
+            # KL_X over all N rows at every step (deterministic)
+            value -= beta_x * gaussian_kl_std(p["mu"], p["sigma"])
+            kmu, ksig = gaussian_kl_std_vjp(p["mu"], p["sigma"])
+            dmu, dsig = -beta_x * kmu, -beta_x * ksig
+            dmu[idx] += g.mu
+            dsig[idx] += g.sigma
+            grads["mu"], grads["sigma"] = dmu, dsig
+        else:
+            # amortised q(X): KL_X on the batch with the N/b scale (unbiased)
+            value -= beta_x * scale * gaussian_kl_std(mu_b, sigma_b)
+            kmu, ksig = gaussian_kl_std_vjp(mu_b, sigma_b)
+            ew = encoder_vjp(g.mu - beta_x * scale * kmu, g.sigma - beta_x * scale * ksig,
+                             enc_cache)
+            for k, w in enumerate(ew):
+                grads[f"enc{k}"] = w
+        return -value / N, -self.packer.pack_grad(grads, p) / N
+
+    def bounds(self):
+        """``(n_params, 2)`` box bounds (kernel ``theta`` only; the rest unbounded)."""
+        bounds = np.full((self.packer.size, 2), [-np.inf, np.inf])
+        bounds[self.packer.slice("theta_r")] = self.kernel_r.bounds
+        bounds[self.packer.slice("theta_c")] = self.kernel_c.bounds
+        return bounds
+
+
+class InferenceProblem:
+    """Test-time q(x*) of new rows with the model fixed (Ziaei et al. 2024, §2.3.9).
+
+    Maximises ``w_r Σ_i Σ_d E_q(x*_i)[ℓ^r_id] − β_x KL(q(X*) ‖ p(X*))``; the problem is separable
+    over rows and the value is not normalised by the number of rows, so the per-row Adam
+    trajectories do not depend on which other rows are in the call.
+
+    Parameters
+    ----------
+    Yr : ndarray of shape (n, D)
+        New rows (scaled like the training data).
+    glob : Globals
+        Fitted global parameters.
+    w_r, beta_x : float
+        Regression weight and KL_X factor of the preset.
+    jitter : float
+        Relative jitter on ``K_uu``.
+    """
+
+    def __init__(self, Yr, glob, w_r, beta_x, jitter):
+        self.Yr, self.glob = Yr, glob
+        n, Q = Yr.shape[0], glob.Z_r.shape[1]
+        self.w_r, self.beta_x, self.jitter = float(w_r), float(beta_x), float(jitter)
+        self.chunk_rows = None  # rows per engine chunk; None: from the problem size
+        self.D = Yr.shape[1]
+        self.packer = ParamPacker([("mu", (n, Q)), ("sigma", (n, Q), "softplus")])
+
+    def value_and_grad(self, flat, nodes, weights):
+        """Minimised ``−L*/D`` and its gradient (nodes shared by every row)."""
+        p = self.packer.unpack(flat)
+        mu, sigma = p["mu"], p["sigma"]
+        value, g = ldgd_value_and_vjp(self.glob, self.Yr, None, mu, sigma, nodes, weights,
+                                      factors=(self.w_r, 0.0, 0.0), jitter=self.jitter,
+                                      chunk_rows=self.chunk_rows)
+        value -= self.beta_x * gaussian_kl_std(mu, sigma)
+        kmu, ksig = gaussian_kl_std_vjp(mu, sigma)
+        grads = {"mu": g.mu - self.beta_x * kmu, "sigma": g.sigma - self.beta_x * ksig}
+        return -value / self.D, -self.packer.pack_grad(grads, p) / self.D

@@ -1,0 +1,2 @@
+"""Likelihoods: variational expectations ``E_q[log p(y | f)]`` with their backward passes, and
+predictive densities."""

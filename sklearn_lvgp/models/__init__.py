@@ -1,0 +1,1 @@
+"""The estimators, one module each."""

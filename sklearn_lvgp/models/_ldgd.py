@@ -1,0 +1,449 @@
+"""LDGD: latent discriminative generative decoder (Ziaei et al. 2024).
+
+A shared latent q(X) feeds a regression path (one SVGP per data column, ARD kernel, per-column
+noise) and a classification path (one probit Bernoulli SVGP per class, one-hot labels). The model
+is a classifier, a transformer (test-time q(x*) from the regression path) and a generator
+(decoding latent points near a class).
+"""
+
+
+import numpy as np
+from sklearn.base import ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._core.parallel import threads
+from .._core.scaling import NORMALIZE_OPTIONS
+from .._core.validation import (
+    check_bool,
+    check_class_labels,
+    check_data_scale,
+    check_early_stopping,
+    check_finite_array,
+    check_float,
+    check_int,
+    check_layer_widths,
+    check_option,
+)
+from ..base import _BaseLVGP
+from ..bounds._ldgd_objective import PRESETS
+from ._ldgd_fit import class_latent_draws, fit, path_settings
+from ._ldgd_inference import infer_latents, log_proba, path_marginals
+
+__all__ = ["LDGD"]
+
+_EXPECTATIONS = ("monte_carlo", "unscented")
+_PROBA = ("plugin", "marginal", "integrated")
+
+
+class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _BaseLVGP):
+    """Latent discriminative generative decoder (LDGD) and its amortised variant (Fast LDGD).
+
+    Every training row ``y_i`` with label ``c_i`` has a latent point with posterior
+    ``q(x_i) = N(μ_i, diag σ_i²)`` (prior ``N(0, I)``). Two sparse variational GP paths read the
+    same latent points: a regression path reconstructs the row (one GP per column, shared ARD
+    kernel, per-column Gaussian noise) and a classification path predicts the one-hot label (one
+    probit-Bernoulli GP per class). Both use whitened ``q(U)``. The bound is maximised with Adam on
+    minibatches and reparameterised samples of ``x`` (the paper's method, Ziaei et al. 2024, §2.3.8)
+    or, deterministically, with sigma points of ``q(x)`` (Adam or full-batch L-BFGS). New rows are
+    mapped to ``q(x*)`` through the regression path alone with the model fixed, then classified
+    there.
+
+    Parameters
+    ----------
+    n_components : int, default=7
+        Latent dimension ``Q``.
+    n_inducing : int or pair of int, default=10
+        Inducing points per path: one int for both, or ``(M_regression, M_classification)``.
+    kernel : Kernel or pair of Kernel, default=None
+        Kernel of both paths (cloned per path) or a ``(regression, classification)`` pair;
+        ``None`` is an ARD :class:`~sklearn_lvgp.kernels.RBF` with unit length scales and variance.
+    elbo_weighting : {"paper", "ref-2024-03", "ref-2024-09"}, default="paper"
+        Weighting of the bound's terms: ``"paper"`` is the plain ELBO of Ziaei et al. (2024,
+        eq. 28); the two others are the normalisations of the authors' released code (KL terms
+        down-weighted by ``1/D`` or ``1/K``; classification path up-weighted by ``D/K``).
+    reg_weight, cls_weight : float, default=1.0
+        Extra weights of the regression and classification paths.
+    expectation : {"monte_carlo", "unscented"}, default="monte_carlo"
+        How ``E_q(x)[·]`` is taken: one reparameterised sample per row and step (the paper), or
+        the ``2Q`` unscented sigma points (deterministic; with Gauss–Hermite over ``f`` on the
+        classification path in both modes).
+    optimizer : {"auto", "adam", "lbfgs"}, default="auto"
+        ``"auto"`` is L-BFGS-B (full batch) for the non-amortised unscented mode and Adam
+        otherwise (with the encoder, L-BFGS tends to collapse q(x) onto the prior in its first
+        steps). L-BFGS needs the deterministic mode; with enough steps, minibatch Adam finds
+        better optima of the unscented objective on the moons and oil flow (user guide).
+    amortized : bool, default=False
+        Fast LDGD: ``q(x_i)`` from an encoder MLP of ``y_i`` (Ziaei et al. 2024, §2.3.10, eq. 29);
+        ``transform`` is then a forward pass instead of an optimisation.
+    encoder_hidden : tuple of int, default=(50, 20)
+        Hidden widths of the ReLU encoder (``amortized=True``).
+    batch_size : int, default=100
+        Rows per Adam step (``>= n_samples`` is full batch).
+    learning_rate : float, default=0.01
+        Adam step size (training and test-time inference).
+    max_iter : int, default=5000
+        Most Adam steps or L-BFGS iterations (a default fit usually stops earlier, by ``tol``).
+    tol : float or None, default=1e-4
+        Adam stops when the mean bound over the last 100 steps improves by less than ``tol``
+        (relative to its magnitude) on the 100 steps before; ``None`` runs all ``max_iter``
+        steps (the fixed budgets of the paper's experiments). L-BFGS-B stops when the bound
+        has improved by less than ``tol`` over its last 100 iterations, or by scipy's tests.
+    early_stopping : bool, default=False
+        Adam only (``"auto"`` then means Adam): stop when the mean log probability of the
+        held-out rows' labels (``predict_proba``) has not improved for ``n_iter_no_change``
+        checks (every 100 steps), keeping the best checked state (user guide).
+    validation_fraction, n_iter_no_change : float, int, default=0.1, 5
+        Held-out fraction and patience (in checks) of early stopping.
+    transform_max_iter : int, default=500
+        Adam steps of the test-time inference of ``q(x*)`` (non-amortised model).
+    x_init : {"pca", "random"}, default="pca"
+        Initial latent means: PCA scores (padded with small columns when ``Q > D``) or
+        ``N(0, I)`` draws.
+    transform_init : {"nearest", "random"}, default="nearest"
+        Start of test-time inference: the fitted ``q(x_j)`` of the nearest training row in data
+        space, or ``N(0, I)`` (the authors' code).
+    proba : {"plugin", "marginal", "integrated"}, default="plugin"
+        ``predict_proba``: ``Φ(μ_k(μ*))`` (the authors' code), ``Φ(μ_k/√(1+v_k))`` at ``μ*`` (GP
+        variance), or its average over the sigma points of ``q(x*)`` (GP and latent uncertainty).
+        Rows are normalised to sum to one.
+    normalize_X : {"standardize", "center", "none"}, default="standardize"
+        Column normalisation of ``X`` before the zero-mean GPs (the authors' code
+        uses ``"none"``).
+    gh_order : int, default=20
+        Gauss–Hermite nodes of the classification expectation.
+    jitter : float, default=1e-6
+        Relative jitter added to ``K_uu``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds initialisation, minibatches, samples and test-time inference.
+    n_jobs : int or None, default=None
+        Threads for numba kernels and BLAS.
+    verbose : int, default=0
+        Progress messages of the optimisers.
+    callback : callable or None, default=None
+        ``callback(estimator, info)`` after every optimiser iteration of ``fit`` (``info``:
+        ``iteration``, ``stage``, ``objective``, ``elapsed``, at held-out checks
+        ``validation_score``); returning ``True`` stops that optimisation as converged.
+    warm_start : bool, default=False
+        Start from the previous fit's parameters and normalisation when the data, classes and
+        model have the same shape (else afresh); ``n_iter_`` and ``elbo_history_`` accumulate.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    latent_mean_ : ndarray of shape (n_samples, n_components)
+        Means ``μ_i`` of the training rows (encoder output when amortised; held-out rows of
+        early stopping inferred with the final model).
+    latent_variance_ : ndarray of shape (n_samples, n_components)
+        Variances ``σ_i²``.
+    kernel_reg_, kernel_cls_ : Kernel
+        Fitted kernels of the two paths.
+    inducing_inputs_reg_, inducing_inputs_cls_ : ndarray of shape (M, n_components)
+        Inducing inputs.
+    q_u_reg_, q_u_cls_ : tuple (q_mu, q_sqrt)
+        Whitened variational parameters (``(M, D)``/``(D, M, M)`` and ``(M, K)``/``(K, M, M)``).
+    noise_variance_ : ndarray of shape (n_features,)
+        Per-column noise variances (in the scaled data units).
+    relevance_ : ndarray of shape (2, n_components)
+        Kernel relevance (``1/ℓ_q`` for RBF) of the regression (row 0) and classification (row 1)
+        paths.
+    ard_weights_reg_, ard_weights_cls_ : ndarray of shape (n_components,)
+        ``α_q = 1/ℓ_q²``, the ARD weights of Ziaei et al. (2024, §2.2; plotted in Fig. 3)
+        (``relevance_ ** 2``).
+    elbo_history_ : ndarray
+        Per-step estimate of ``L̂/N`` (Adam) or ``L/N`` after each L-BFGS iteration.
+    elbo_ : float
+        Last value of ``elbo_history_``.
+    n_iter_ : int
+        Optimiser iterations.
+    validation_scores_ : ndarray or None
+        Held-out mean log label probability at each check (``early_stopping``), else ``None``.
+    expectation_ : str
+        The expectation used.
+    X_mean_, X_scale_ : ndarray of shape (n_features,)
+        Normalisation of the data, ``(X - X_mean_) / X_scale_``.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` had string column names.
+
+    References
+    ----------
+    Ziaei, Nazari, Eden, Widge, Yousefi, "A Bayesian Gaussian process-based latent
+    discriminative generative decoder (LDGD) model for high-dimensional data",
+    arXiv:2401.16497.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn_lvgp import LDGD
+    >>> X, y = load_iris(return_X_y=True)
+    >>> model = LDGD(n_components=2, n_inducing=8, expectation="unscented", max_iter=100,
+    ...              transform_max_iter=50, random_state=0).fit(X, y)
+    >>> model.predict_proba(X[:2]).shape
+    (2, 3)
+    """
+
+    def __init__(self, n_components=7, n_inducing=10, kernel=None, elbo_weighting="paper",
+                 reg_weight=1.0, cls_weight=1.0, expectation="monte_carlo", optimizer="auto",
+                 amortized=False, encoder_hidden=(50, 20), batch_size=100, learning_rate=0.01,
+                 max_iter=5000, tol=1e-4, early_stopping=False, validation_fraction=0.1,
+                 n_iter_no_change=5, transform_max_iter=500, x_init="pca",
+                 transform_init="nearest", proba="plugin", normalize_X="standardize",
+                 gh_order=20, jitter=1e-6, random_state=None, n_jobs=None, verbose=0,
+                 callback=None, warm_start=False):
+        self.n_components = n_components
+        self.n_inducing = n_inducing
+        self.kernel = kernel
+        self.elbo_weighting = elbo_weighting
+        self.reg_weight = reg_weight
+        self.cls_weight = cls_weight
+        self.expectation = expectation
+        self.optimizer = optimizer
+        self.amortized = amortized
+        self.encoder_hidden = encoder_hidden
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.tol = tol
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.transform_max_iter = transform_max_iter
+        self.x_init = x_init
+        self.transform_init = transform_init
+        self.proba = proba
+        self.normalize_X = normalize_X
+        self.gh_order = gh_order
+        self.jitter = jitter
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.callback = callback
+        self.warm_start = warm_start
+
+    # ------------------------------------------------------------------------- validation
+    def _validate_fit_data(self, X, y):
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
+                             "is None.")
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        self.classes_, y_idx = check_class_labels(y, type(self).__name__)
+        return X, y_idx
+
+    def _check_params(self, X, y):
+        check_int("n_components", self.n_components, min_value=1)
+        path_settings(self, X.shape[0])
+        check_option("elbo_weighting", self.elbo_weighting, tuple(PRESETS))
+        check_float("reg_weight", self.reg_weight, min_value=0.0, exclusive_min=True)
+        check_float("cls_weight", self.cls_weight, min_value=0.0, exclusive_min=True)
+        check_option("expectation", self.expectation, _EXPECTATIONS)
+        check_option("optimizer", self.optimizer, ("auto", "adam", "lbfgs"))
+        if self.optimizer == "lbfgs" and self.expectation == "monte_carlo":
+            raise ValueError("optimizer='lbfgs' needs a deterministic objective: use "
+                             "expectation='unscented' (or optimizer='adam').")
+        check_bool("amortized", self.amortized)
+        check_layer_widths("encoder_hidden", self.encoder_hidden)
+        check_int("batch_size", self.batch_size, min_value=1)
+        check_float("learning_rate", self.learning_rate, min_value=0.0, exclusive_min=True)
+        check_int("max_iter", self.max_iter, min_value=1)
+        check_float("tol", self.tol, 0.0, allow_none=True)
+        check_early_stopping(self, X.shape[0])
+        if self.early_stopping and self.optimizer == "lbfgs":
+            raise ValueError("early_stopping applies to the Adam path (optimizer='adam' or "
+                             "'auto'); got optimizer='lbfgs'.")
+        check_int("transform_max_iter", self.transform_max_iter, min_value=0)
+        check_option("x_init", self.x_init, ("pca", "random"))
+        check_option("transform_init", self.transform_init, ("nearest", "random"))
+        check_option("proba", self.proba, _PROBA)
+        check_option("normalize_X", self.normalize_X, NORMALIZE_OPTIONS)
+        check_int("gh_order", self.gh_order, min_value=2)
+        check_float("jitter", self.jitter, min_value=0.0)
+        check_bool("warm_start", self.warm_start)
+
+    # -------------------------------------------------------------------------------- fit
+    def _scale(self, X):
+        return (X - self.X_mean_) / self.X_scale_
+
+    def _fit(self, X, y, random_state):
+        fit(self, X, y, random_state)
+        return self
+
+    # ------------------------------------------------------------------------ model parts
+    def _path_marginals(self, H, path):
+        """Marginal means and variances of one path's GPs at latent points ``H``."""
+        return path_marginals(self, H, path)
+
+    def _check_X(self, X):
+        check_is_fitted(self)
+        return validate_data(self, X, dtype=np.float64, reset=False)
+
+    def _latents(self, X):
+        Xs = self._scale(self._check_X(X))
+        check_data_scale("X (standardised with the training statistics)", Xs, spread=False)
+        with threads(self.n_jobs):
+            return infer_latents(self, Xs)
+
+    # ---------------------------------------------------------------------------- public
+    def transform(self, X, return_std=False):
+        """Posterior latent means of rows: test-time ``q(x*)`` with the model fixed.
+
+        The regression path alone is used (labels are unknown); for Fast LDGD the encoder gives
+        ``q(x*)`` directly. Training rows are inferred the same way (``latent_mean_`` holds the
+        fitted training posteriors).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Rows in data space.
+        return_std : bool, default=False
+            Also return the latent standard deviations.
+
+        Returns
+        -------
+        mean : ndarray of shape (n, n_components)
+            Latent means of ``q(x*)``.
+        std : ndarray of shape (n, n_components)
+            Latent standard deviations; only if ``return_std``.
+        """
+        mu, sigma = self._latents(X)
+        return (mu, sigma) if return_std else mu
+
+    def predict_f(self, X, return_var=False):
+        """Classification-GP marginals ``μ_k``, ``v_k`` at the inferred ``μ*``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Rows in data space.
+        return_var : bool, default=False
+            Also return the variances.
+
+        Returns
+        -------
+        mean : ndarray of shape (n, n_classes)
+            Marginal means of the class GPs.
+        var : ndarray of shape (n, n_classes)
+            Marginal variances; only if ``return_var``.
+        """
+        mu, _ = self._latents(X)
+        with threads(self.n_jobs):
+            m, v = self._path_marginals(mu, "cls")
+        return (m, v) if return_var else m
+
+    def _log_proba(self, mu, sigma):
+        """Unnormalised log class probabilities at ``q(x*) = N(mu, diag sigma²)``."""
+        return log_proba(self, mu, sigma)
+
+    def predict_proba(self, X):
+        """Class probabilities, rows normalised to sum to one.
+
+        ``proba="plugin"``: ``Φ(μ_k(μ*))``; ``"marginal"``: ``Φ(μ_k/√(1+v_k))`` at ``μ*``;
+        ``"integrated"``: that probability averaged over the sigma points of ``q(x*)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Rows in data space.
+
+        Returns
+        -------
+        proba : ndarray of shape (n, n_classes)
+            Columns follow ``classes_``.
+        """
+        mu, sigma = self._latents(X)
+        with threads(self.n_jobs):
+            lp = self._log_proba(mu, sigma)
+        lp = lp - lp.max(axis=1, keepdims=True)
+        p = np.exp(lp)
+        return p / p.sum(axis=1, keepdims=True)
+
+    def predict(self, X):
+        """Most probable class of each row.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Rows in data space.
+
+        Returns
+        -------
+        y : ndarray of shape (n,)
+            Labels from ``classes_``.
+        """
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
+
+    def inverse_transform(self, X, return_std=False):
+        """Reconstruct data rows from latent points: regression-path predictive mean.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_components)
+            Latent points.
+        return_std : bool, default=False
+            Also return the predictive standard deviation ``√(v_d + σ_d²)``.
+
+        Returns
+        -------
+        mean : ndarray of shape (n, n_features)
+            Decoded rows (predictive mean of the regression path).
+        std : ndarray of shape (n, n_features)
+            Predictive standard deviation; only if ``return_std``.
+        """
+        check_is_fitted(self)
+        H = check_finite_array("X", X)
+        if H.ndim != 2 or H.shape[1] != self.n_components:
+            raise ValueError(f"X must be latent points of shape (n, {self.n_components}), got "
+                             f"{H.shape}.")
+        with threads(self.n_jobs):
+            m, v = self._path_marginals(H, "reg")
+        mean = m * self.X_scale_ + self.X_mean_
+        if not return_std:
+            return mean
+        return mean, np.sqrt(v + self.noise_variance_) * self.X_scale_
+
+    def sample(self, y_class, n_samples=1, random_state=None, add_noise=False):
+        """Generate data rows for a label (as in Ziaei et al. 2024, §3.2.2 and Fig. 5).
+
+        Latent points are drawn from the Gaussian fitted to the training ``μ_i`` of the class
+        and decoded with the regression path's predictive mean.
+
+        Parameters
+        ----------
+        y_class : label
+            One of ``classes_``.
+        n_samples : int, default=1
+            Number of rows.
+        random_state : int, RandomState instance or None, default=None
+            Source of the latent draws.
+        add_noise : bool, default=False
+            Add predictive noise ``N(0, v_d + σ_d²)`` to the decoded means.
+
+        Returns
+        -------
+        X : ndarray of shape (n_samples, n_features)
+            Generated rows.
+        latent : ndarray of shape (n_samples, n_components)
+            Their latent points.
+        """
+        check_is_fitted(self)
+        hits = np.flatnonzero(self.classes_ == y_class)
+        if hits.size == 0:
+            raise ValueError(f"y_class={y_class!r} is not one of classes_ {list(self.classes_)}.")
+        n_samples = check_int("n_samples", n_samples, min_value=1)
+        rs = check_random_state(random_state)
+        Z = class_latent_draws(self, hits[0], n_samples, rs)
+        if not add_noise:
+            return self.inverse_transform(Z), Z
+        mean, std = self.inverse_transform(Z, return_std=True)
+        return mean + std * rs.standard_normal(mean.shape), Z
+
+    @property
+    def _n_features_out(self):
+        return self.n_components
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags

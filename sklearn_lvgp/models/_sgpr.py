@@ -1,0 +1,396 @@
+"""SparseGPRegressor: Titsias' collapsed sparse GP regression with uncertain inputs.
+
+The objective is the collapsed bound of :mod:`sklearn_lvgp.bounds._collapsed_global` with
+deterministic inputs (Ψ1 = K_fu, Ψ2 = K_fuᵀ K_fu, ψ0 = Σ k(x_n, x_n); Titsias 2009), or, when
+``fit`` receives ``X_var``, with the Ψ-statistics of q(x_n) = N(x_n, diag X_var_n) under the
+configured expectation rule (the S ≠ 0 case of the Bayesian GPLVM bound, Titsias & Lawrence 2010,
+as used for free simulation by de Souza et al. 2021, §4.2). Test inputs may be uncertain too:
+``predict(X, X_var=...)`` returns the exact first two moments of the predictive (Girard et al.
+2003).
+"""
+
+
+import numpy as np
+from sklearn.base import RegressorMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._core.parallel import threads
+from .._core.scaling import column_moments, column_scales
+from .._core.validation import (
+    check_bool,
+    check_data_scale,
+    check_finite_array,
+    check_float,
+    check_int,
+    check_n_inducing,
+    check_option,
+)
+from ..base import _BaseLVGPRegressor
+from ..engine._dask import DaskKernelBound, DaskRows, is_dask_collection, map_row_blocks
+from ..expectations import EXPECTATIONS
+from ..kernels import as_lvgp_kernel
+from ..likelihoods._gaussian import gaussian_log_density
+from ._sgpr_parts import _make_bound, check_X_var, fit_from_moments, moments, sgpr_bound_and_grads
+
+__all__ = ["SparseGPRegressor", "sgpr_bound_and_grads"]
+
+
+class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
+    """Sparse Gaussian-process regression (Titsias' collapsed bound), uncertain inputs allowed.
+
+    The kernel hyperparameters, the noise variance and (optionally) the inducing inputs maximise
+    the collapsed variational bound of Titsias (2009). With ``n_inducing="all"`` the inducing
+    inputs are the training inputs and the bound is the exact GP log marginal likelihood (up to
+    the jitter), so the model is an exact GP regressor. Training inputs may be uncertain
+    (``fit(X, y, X_var=...)``), and so may test inputs (``predict(X, X_var=...)``): the predictive
+    is then reported by its exact mean and variance (moment matching; Girard et al. 2003), with
+    the kernel expectations computed in closed form or by the unscented transform, Gauss–Hermite
+    or Monte Carlo — so any kernel works.
+
+    Parameters
+    ----------
+    kernel : Kernel, default=None
+        Covariance function, cloned and never modified. ``None`` is an ARD
+        :class:`~sklearn_lvgp.kernels.RBF` whose length scales are the standard deviations of the
+        input columns and whose variance is the variance of the (normalised) targets.
+    n_inducing : int or "all", default=100
+        Number of inducing inputs M, chosen as a seeded random subset of the training inputs.
+        ``"all"`` uses every training input and keeps them fixed (exact GP; ``optimize_inducing``
+        is then not used).
+    inducing_inputs : array-like of shape (M, n_features), default=None
+        Initial inducing inputs; overrides ``n_inducing`` when given.
+    optimize_inducing : bool, default=True
+        Optimise the inducing inputs together with the hyperparameters.
+    noise_variance_init : float, default=None
+        Initial noise variance; ``None`` is 0.1 × the target variance.
+    expectation : {"auto", "analytic", "unscented", "gauss_hermite", "monte_carlo"}, default="auto"
+        Kernel-expectation rule for uncertain inputs (training inputs with ``X_var`` and the
+        default for ``predict(X, X_var=...)``). ``"auto"`` is ``"analytic"`` for RBF, linear and
+        their sums, else ``"unscented"``.
+    gh_order : int, default=2
+        Gauss–Hermite points per input dimension (``gh_order ** n_features`` points).
+    n_samples : int, default=32
+        Monte Carlo samples per point (drawn once from ``random_state`` and then held fixed,
+        so the objective is deterministic and predictions are reproducible).
+    optimizer : {"lbfgs"} or None, default="lbfgs"
+        ``None`` keeps the initial hyperparameters, noise and inducing inputs (the bound and the
+        posterior are still computed).
+    positive_transform : {"log", "softplus"}, default="log"
+        Unconstrained parameterisation of the (positive) kernel hyperparameters and noise
+        variance seen by L-BFGS-B: ``"log"`` (scikit-learn's ``theta``) or ``"softplus"`` (GPy's
+        and GPflow's default). Both have the same optima, but the optimiser's path, and so the
+        local optimum reached on a multimodal likelihood, can differ.
+    max_iter : int, default=1000
+        Maximum number of L-BFGS-B iterations.
+    tol : float, default=None
+        L-BFGS-B ``ftol``/``gtol``; ``None`` keeps scipy's defaults.
+    normalize_y : bool, default=False
+        Standardise each target column before fitting; predictions are transformed back.
+    jitter : float, default=1e-6
+        Relative jitter on ``Kuu`` (times its mean diagonal), escalated with a warning if needed.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the inducing-input choice and the Monte Carlo nodes.
+    n_jobs : int, default=None
+        Threads for the numba kernels (``None`` means 1, ``-1`` all cores).
+    verbose : int, default=0
+        Print optimiser progress.
+    callback : callable or None, default=None
+        ``callback(estimator, info)`` after every optimiser iteration of ``fit``; ``info`` is a
+        dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``objective`` (the
+        bound or its minibatch estimate), ``elapsed`` seconds and, at held-out checks,
+        ``validation_score``. Returning ``True`` stops that optimisation as converged.
+    warm_start : bool, default=False
+        Start from the previous fit's kernel, inducing inputs, noise variance and jitter when
+        the data and the model have the same structure (otherwise fit afresh); ``n_iter_``
+        accumulates.
+
+    Attributes
+    ----------
+    kernel_ : Kernel
+        The fitted kernel.
+    noise_variance_ : float
+        Fitted Gaussian noise variance (in normalised units when ``normalize_y``).
+    inducing_inputs_ : ndarray of shape (M, n_features)
+        Inducing inputs.
+    expectation_ : str or None
+        Rule used for uncertain training inputs (``None`` when they were deterministic).
+    elbo_ : float
+        Final collapsed bound (the exact log marginal likelihood for ``n_inducing="all"``), in
+        normalised units when ``normalize_y``.
+    n_iter_ : int
+        Number of optimiser iterations.
+    y_mean_, y_scale_ : ndarray of shape (n_targets,)
+        Target normalisation (zeros and ones when ``normalize_y=False``).
+    n_features_in_ : int
+        Number of features seen during fit.
+
+    References
+    ----------
+    Titsias, M. K. (2009). Variational learning of inducing variables in sparse Gaussian
+    processes. AISTATS.
+
+    Girard, A., Rasmussen, C. E., Quiñonero-Candela, J., Murray-Smith, R. (2003). Gaussian
+    process priors with uncertain inputs — application to multiple-step ahead time series
+    forecasting. NeurIPS.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_lvgp import SparseGPRegressor
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, (200, 1))
+    >>> y = np.sin(X[:, 0]) + 0.1 * rng.randn(200)
+    >>> model = SparseGPRegressor(n_inducing=15, random_state=0).fit(X, y)
+    >>> mean, std = model.predict(X[:3], X_var=np.full((3, 1), 0.2), return_std=True)
+    >>> mean.shape, std.shape
+    ((3,), (3,))
+    """
+
+    def __init__(self, kernel=None, n_inducing=100, inducing_inputs=None, optimize_inducing=True,
+                 noise_variance_init=None, expectation="auto", gh_order=2, n_samples=32,
+                 optimizer="lbfgs", positive_transform="log", max_iter=1000, tol=None,
+                 normalize_y=False, jitter=1e-6, random_state=None, n_jobs=None, verbose=0,
+                 callback=None, warm_start=False):
+        self.kernel = kernel
+        self.n_inducing = n_inducing
+        self.inducing_inputs = inducing_inputs
+        self.optimize_inducing = optimize_inducing
+        self.noise_variance_init = noise_variance_init
+        self.expectation = expectation
+        self.gh_order = gh_order
+        self.n_samples = n_samples
+        self.optimizer = optimizer
+        self.positive_transform = positive_transform
+        self.max_iter = max_iter
+        self.tol = tol
+        self.normalize_y = normalize_y
+        self.jitter = jitter
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.callback = callback
+        self.warm_start = warm_start
+
+    # ------------------------------------------------------------------------------ checks
+    def _check_params(self, X, y):
+        n = X.shape[0]
+        name = type(self).__name__
+        self._kernel = as_lvgp_kernel(self.kernel, input_dim=X.shape[1])
+        if self.inducing_inputs is not None:
+            Z = check_finite_array("inducing_inputs", self.inducing_inputs)
+            if Z.ndim != 2 or Z.shape[1] != X.shape[1]:
+                raise ValueError(f"inducing_inputs must have shape (M, {X.shape[1]}), "
+                                 f"got {Z.shape}.")
+            if Z.shape[0] < 1:
+                raise ValueError("inducing_inputs needs at least one row.")
+        elif isinstance(self.n_inducing, str):
+            check_option("n_inducing", self.n_inducing, ("all",))
+        else:
+            check_n_inducing(self.n_inducing, n, name)
+        if n < 2:
+            raise ValueError(f"{name} needs at least 2 samples, got n_samples = {n}.")
+        check_bool("optimize_inducing", self.optimize_inducing)
+        check_bool("warm_start", self.warm_start)
+        check_float("noise_variance_init", self.noise_variance_init, min_value=0.0,
+                    exclusive_min=True, allow_none=True)
+        check_option("expectation", self.expectation, EXPECTATIONS)
+        check_int("gh_order", self.gh_order, min_value=1)
+        check_int("n_samples", self.n_samples, min_value=1)
+        if self.optimizer is not None:
+            check_option("optimizer", self.optimizer, ("lbfgs",))
+        check_option("positive_transform", self.positive_transform, ("log", "softplus"))
+        check_int("max_iter", self.max_iter, min_value=0)
+        check_float("tol", self.tol, min_value=0.0, exclusive_min=True, allow_none=True)
+        check_bool("normalize_y", self.normalize_y)
+        check_float("jitter", self.jitter, min_value=0.0)
+
+    # --------------------------------------------------------------------------------- fit
+    def fit(self, X, y, X_var=None):
+        """Fit the hyperparameters, noise and inducing inputs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs (their means when ``X_var`` is given); never modified.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+        X_var : float or array-like of shape (n_samples, n_features), default=None
+            Variances of Gaussian training inputs q(x_n) = N(X_n, diag X_var_n).
+
+        Returns
+        -------
+        self : SparseGPRegressor
+            The fitted model.
+        """
+        return self._fit_template(X, y, X_var=X_var)
+
+    def _fit(self, X, y, random_state, X_var=None):
+        Y = self._targets_2d(y)
+        check_data_scale("X", X)
+        if not self.normalize_y:
+            check_data_scale("y (pass normalize_y=True to standardise it)", Y)
+        X_var = None if X_var is None else check_X_var(X_var, X.shape)
+        y_mean, y_std = self._target_moments(Y)
+        Yn = (Y - y_mean) / y_std
+        var_y = float(np.mean(np.var(Yn, axis=0)))
+        scales = column_scales(X)
+        return self._fit_moments(X, Yn, X_var, random_state, y_mean, y_std, var_y, scales,
+                                 _make_bound(X, Yn, X_var))
+
+    def _fit_dask(self, X, y, random_state, X_var=None):
+        """:meth:`fit` on dask collections: the rows stay partitioned (:mod:`._engine._dask`)."""
+        if X_var is not None:
+            raise ValueError("X_var is not supported with a dask X; fit on numpy arrays for "
+                             "uncertain training inputs.")
+        if y is None:
+            raise ValueError("SparseGPRegressor requires y to be passed, but the target y is "
+                             "None.")
+        rows = DaskRows({"X": X, "y": y})
+        X_d, Y_d = rows.arrays["X"], rows.arrays["y"]
+        self._set_dask_features(rows)
+        self._check_params(X_d, Y_d)
+        if isinstance(self.n_inducing, str) and self.inducing_inputs is None:
+            raise ValueError("n_inducing='all' (the exact GP) is not available on dask input.")
+        self._y_ndim = 1 if len(y.shape) == 1 else 2
+        import dask
+
+        if self.normalize_y:
+            y_mean, y_std = (np.asarray(a) for a in dask.compute(*column_moments(Y_d)))
+        else:
+            y_mean, y_std = np.zeros(Y_d.shape[1]), np.ones(Y_d.shape[1])
+        Yn_d = (Y_d - y_mean) / y_std
+        var_y, scales = dask.compute(Yn_d.var(axis=0).mean(), column_moments(X_d)[1])
+        bound = DaskKernelBound(DaskRows({"X": X_d, "y": Yn_d}))
+        return self._fit_moments(X_d, None, None, random_state, y_mean, y_std, float(var_y),
+                                 np.asarray(scales), bound)
+
+    def _fit_moments(self, X, Yn, X_var, random_state, y_mean, y_std, var_y, scales, bound):
+        """The fit from the data's summary statistics and a chunked bound (in memory or Dask)."""
+        fit_from_moments(self, X, Yn, X_var, random_state, y_mean, y_std, var_y, scales, bound)
+        return self
+
+    # --------------------------------------------------------------------------- predict
+    def predict(self, X, return_std=False, return_cov=False, X_var=None, expectation=None,
+                include_noise=True, random_state=None):
+        """Predictive mean (and standard deviation or covariance) at test inputs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Test inputs (their means when ``X_var`` is given).
+        return_std : bool, default=False
+            Also return the predictive standard deviation.
+        return_cov : bool, default=False
+            Also return the joint predictive covariance across the test points (deterministic
+            inputs only; shape (n, n), or (n, n, n_targets) for several targets).
+        X_var : float or array-like of shape (n, n_features), default=None
+            Variances of Gaussian test inputs; the returned mean and variance are then the exact
+            moments of the (non-Gaussian) predictive (Girard et al. 2003).
+        expectation : str, default=None
+            Expectation rule for uncertain inputs: ``"analytic"``, ``"unscented"``,
+            ``"gauss_hermite"``, ``"monte_carlo"`` or ``"auto"``; ``None`` uses the fitted rule
+            (or the ``expectation`` parameter when training inputs were deterministic).
+        include_noise : bool, default=True
+            Include the noise variance, i.e. return the predictive of y rather than of f.
+        random_state : int, RandomState instance or None, default=None
+            Monte Carlo expectations only: ``None`` reuses the nodes drawn at fit (predictions
+            are then deterministic); otherwise fresh nodes are drawn from this seed.
+
+        Returns
+        -------
+        mean : ndarray of shape (n,) or (n, n_targets)
+            Predictive mean.
+        std : ndarray of shape (n,) or (n, n_targets)
+            Predictive standard deviation (only if ``return_std``).
+        cov : ndarray of shape (n, n) or (n, n, n_targets)
+            Predictive covariance (only if ``return_cov``).
+        """
+        check_is_fitted(self)
+        if return_std and return_cov:
+            raise ValueError("At most one of return_std or return_cov can be requested.")
+        check_bool("include_noise", include_noise)
+        if is_dask_collection(X):
+            if return_cov or X_var is not None:
+                raise ValueError("predict on a dask X supports return_std only (no return_cov "
+                                 "or X_var).")
+            return map_row_blocks(
+                lambda b: self.predict(b, return_std=return_std, include_noise=include_noise,
+                                       expectation=expectation),
+                X, None if self._y_ndim == 1 else self.y_mean_.size, 2 if return_std else 1)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        if X_var is not None:
+            if return_cov:
+                raise ValueError("return_cov is not available with uncertain inputs (X_var): "
+                                 "the uncertain-input moments are per point. Use return_std.")
+            X_var = check_X_var(X_var, X.shape)
+        noise = self.noise_variance_ if include_noise else 0.0
+        with threads(self.n_jobs):
+            if return_cov:
+                mean, cov = moments(self, X, None, expectation, full_cov=True)
+                cov = cov + noise * np.eye(X.shape[0])
+                cov = cov[:, :, None] * (self.y_scale_ ** 2)[None, None, :]
+                mean = mean * self.y_scale_ + self.y_mean_
+                return self._target_shape(mean), (cov[:, :, 0] if self._y_ndim == 1 else cov)
+            mean, var = moments(self, X, X_var, expectation, full_cov=False,
+                                random_state=random_state)
+        mean = self._target_shape(mean * self.y_scale_ + self.y_mean_)
+        if not return_std:
+            return mean
+        std = np.sqrt(np.maximum(var + noise, 0.0)) * self.y_scale_
+        return mean, self._target_shape(std)
+
+    def predict_log_density(self, X, y, X_var=None, expectation=None):
+        """Log predictive density of each test pair (summed over targets), in nats.
+
+        The predictive of y is Gaussian for deterministic inputs; for uncertain inputs it is the
+        moment-matched Gaussian of Girard et al. (2003).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Test inputs.
+        y : array-like of shape (n,) or (n, n_targets)
+            Test targets.
+        X_var : float or array-like of shape (n, n_features), default=None
+            Variances of Gaussian test inputs.
+        expectation : str, default=None
+            As in :meth:`predict`.
+
+        Returns
+        -------
+        log_density : ndarray of shape (n,)
+            ``log p(y_n | x_n, data)``.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        Y = self._check_targets(y, X.shape[0], self.y_mean_.shape[0])
+        mean, std = self.predict(X, return_std=True, X_var=X_var, expectation=expectation)
+        return gaussian_log_density(Y, mean.reshape(Y.shape), std.reshape(Y.shape) ** 2).sum(
+            axis=1)
+
+    def sample_y(self, X, n_samples=1, random_state=0):
+        """Draw joint samples of the latent function at deterministic inputs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Inputs.
+        n_samples : int, default=1
+            Number of samples.
+        random_state : int, RandomState instance or None, default=0
+            Seed of the draws (as in scikit-learn's ``GaussianProcessRegressor.sample_y``).
+
+        Returns
+        -------
+        samples : ndarray of shape (n, n_samples) or (n, n_targets, n_samples)
+            Draws of f (noise not included), in the units of y.
+        """
+        check_is_fitted(self)
+        check_int("n_samples", n_samples, min_value=1)
+        rng = check_random_state(random_state)
+        mean, cov = self.predict(X, return_cov=True, include_noise=False)
+        if self._y_ndim == 1:
+            return rng.multivariate_normal(mean, cov, n_samples).T
+        return np.stack([rng.multivariate_normal(mean[:, d], cov[:, :, d], n_samples).T
+                         for d in range(mean.shape[1])], axis=1)
