@@ -24,7 +24,8 @@ Integrity
 Download
     The original files are downloaded from the public repositories pinned in
     :data:`~sklearn_lvgp.datasets._registry.SOURCES` (``<root>/<owner>/<repo>/<commit>/<path>``,
-    ``<root>`` = ``$SKLEARN_LVGP_DATA_URL`` or :data:`DATA_URL_ROOT`), converted in memory into
+    ``<root>`` = ``$SKLEARN_LVGP_DATA_URL`` or
+    :data:`~sklearn_lvgp.datasets._registry.DATA_URL_ROOT`), converted in memory into
     the canonical arrays, checked against ``content_sha256`` and only then written, atomically
     (temporary file in the target folder, then :func:`os.replace`). On any failure nothing is
     left in the cache.
@@ -43,16 +44,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ._registry import REGISTRY, source_url
+
 __all__ = ["clear_data_home", "get_data_home"]
 
 #: Environment variable naming the cache folder.
 ENV_DATA_HOME = "SKLEARN_LVGP_DATA"
-#: Environment variable naming a mirror of ``raw.githubusercontent.com`` to download from.
-ENV_DATA_URL = "SKLEARN_LVGP_DATA_URL"
 #: Default cache folder.
 DEFAULT_DATA_HOME = "~/sklearn_lvgp_data"
-#: Root of the download URLs (``<root>/<owner>/<repo>/<commit>/<path>``).
-DATA_URL_ROOT = "https://raw.githubusercontent.com"
 
 _TMP_SUFFIX = ".part"
 
@@ -119,8 +118,6 @@ def clear_data_home(data_home=None):
         The cache folder, as for :func:`get_data_home`. A folder that does not exist is left
         alone.
     """
-    from ._registry import REGISTRY
-
     home, _ = _data_home_path(data_home)
     if not home.is_dir():
         return
@@ -236,15 +233,6 @@ def _corrupt_message(entry, path, what):
 
 # ---------------------------------------------------------------------------------------------
 # download and write
-
-
-def source_url(source, path):
-    """URL of ``path`` inside the pinned source repository ``source``."""
-    from ._registry import SOURCES
-
-    repo, commit, folder = SOURCES[source]
-    root = (os.environ.get(ENV_DATA_URL) or DATA_URL_ROOT).rstrip("/")
-    return "/".join(part for part in (root, repo, commit, folder, path) if part)
 
 
 def download(url, n_retries=3, delay=1.0, timeout=60.0):

@@ -3,15 +3,22 @@
 ``sha256`` is the digest of the published file (``shared/data/SHA256SUMS``); ``content_sha256``
 is :func:`~sklearn_lvgp.datasets._base.content_sha256` of the data parsed from it (see
 ``_formats.py``), computed from the ``shared/data`` files. ``originals`` name the files the
-fetcher downloads, inside the pinned repositories of :data:`SOURCES`.
+fetcher downloads, inside the pinned repositories of :data:`SOURCES`, at the URLs
+:func:`source_url` gives.
 """
 
+import os
 from dataclasses import dataclass
 
 from ._formats import OIL_COLUMNS, hl_originals
 
 __all__ = ["REGISTRY", "SOURCES", "UCI_HL_DATASETS", "UCI_RAW_DATASETS", "UCI_WILSON_DATASETS",
-           "DataFile"]
+           "DataFile", "source_url"]
+
+#: Environment variable naming a mirror of ``raw.githubusercontent.com`` to download from.
+ENV_DATA_URL = "SKLEARN_LVGP_DATA_URL"
+#: Root of the download URLs (``<root>/<owner>/<repo>/<commit>/<path>``).
+DATA_URL_ROOT = "https://raw.githubusercontent.com"
 
 #: Source repositories: key -> (owner/name, commit, folder inside the repository). A file's URL
 #: is ``<root>/<owner>/<name>/<commit>/<folder>/<path>``, ``<root>`` being
@@ -26,6 +33,13 @@ SOURCES = {
                    "uci_datasets"),
     "uci_raw": ("jbrownlee/Datasets", "d20fcb6402ae34e653d4513b00f39257bb37ed7f", ""),
 }
+
+
+def source_url(source, path):
+    """URL of ``path`` inside the pinned source repository ``source``."""
+    repo, commit, folder = SOURCES[source]
+    root = (os.environ.get(ENV_DATA_URL) or DATA_URL_ROOT).rstrip("/")
+    return "/".join(part for part in (root, repo, commit, folder, path) if part)
 
 
 @dataclass(frozen=True)
@@ -61,8 +75,6 @@ class DataFile:
     @property
     def urls(self):
         """Download URLs of the original files (they depend on ``$SKLEARN_LVGP_DATA_URL``)."""
-        from ._base import source_url
-
         return tuple(source_url(source, path) for source, path in self.originals)
 
 

@@ -4,14 +4,14 @@ Every kernel exposes ``K(X, Z)``, ``Kdiag(X)``, ``vjp(dL_dK, X, Z)`` and ``vjp_d
 see :class:`Kernel`.
 """
 
-from ._base import Hyperparameter, Kernel, KernelVJP
-from ._combination import Product, Sum
-from ._constant import Constant, White
+from ._base import Constant, Kernel, Product, Sum
+from ._contract import Hyperparameter, KernelVJP
 from ._from_sklearn import as_lvgp_kernel, from_sklearn
 from ._linear import Linear
 from ._mlp import MLPKernel
 from ._periodic import Periodic
 from ._stationary import RBF, Matern12, Matern32, Matern52, RationalQuadratic
+from ._white import White
 
 __all__ = [
     "Kernel", "Hyperparameter", "KernelVJP", "Sum", "Product",

@@ -1,514 +1,222 @@
-"""Kernel base class: sklearn-style hyperparameters plus a vector-Jacobian-product contract.
+"""Kernel algebra: :class:`Kernel`, :class:`Sum`, :class:`Product`, :class:`Constant`.
 
-Every kernel provides
-
-* ``K(X, Z=None)`` — the ``(N, M)`` covariance (``Z=None`` means ``Z = X``),
-* ``Kdiag(X)`` — ``diag(K(X, X))`` of shape ``(N,)``,
-* ``vjp(dL_dK, X, Z=None)`` — adjoints of ``X``, ``Z`` and ``theta`` given ``dL/dK``; with
-  ``Z=None`` both arguments are ``X`` and the ``X`` adjoint contains both contributions,
-* ``vjp_diag(dL_dKdiag, X)`` — the same for ``Kdiag``.
-
-One backward call returns all three adjoints, so the shared intermediates (distances, kernel values)
-are computed once. Hyperparameters live as plain attributes named after the ``__init__`` arguments;
-``theta`` is the flat vector of the free ones in their transformed space (``log`` for positive
-quantities, identity for unconstrained weights), and every ``theta`` gradient is with respect to it.
+``k1 + k2`` and ``k1 * k2`` build a :class:`Sum` and a :class:`Product`, with the VJP routed to the
+operands; a number in such an expression becomes a :class:`Constant` of that variance. These three
+classes are kernels themselves, so they are defined here, beside the operators that create them.
+The hyperparameter machinery and the VJP contract are in ``_contract.py``, below this module.
 """
-
-import functools
-import inspect
-from abc import ABC, abstractmethod
-from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Hyperparameter", "KernelVJP", "Kernel"]
+from ._contract import KernelBase, KernelVJP, _as_float_array, _check_pair
+
+__all__ = ["Kernel", "Sum", "Product", "Constant"]
 
 
-class Hyperparameter(NamedTuple):
-    """Description of one hyperparameter of a kernel.
-
-    Parameters
-    ----------
-    name : str
-        Attribute name on the kernel (also the ``__init__`` argument).
-    transform : {"log", "identity"}
-        Space in which ``theta`` holds the value.
-    n_elements : int
-        Number of scalars.
-    bounds : ndarray of shape (n_elements, 2)
-        Bounds in ``theta`` space (``-inf``/``inf`` where unbounded).
-    fixed : bool
-        Whether the hyperparameter is excluded from ``theta``.
-    """
-
-    name: str
-    transform: str
-    n_elements: int
-    bounds: np.ndarray
-    fixed: bool
-
-
-class KernelVJP(NamedTuple):
-    """Adjoints returned by a kernel backward pass.
-
-    Parameters
-    ----------
-    X : ndarray of shape (N, Q)
-        Adjoint of the first argument.
-    Z : ndarray of shape (M, Q) or None
-        Adjoint of the second argument (``None`` when it was ``X`` itself).
-    theta : ndarray of shape (n_theta,)
-        Adjoint of the free hyperparameters in ``theta`` space.
-    """
-
-    X: np.ndarray
-    Z: np.ndarray | None
-    theta: np.ndarray
-
-
-def _as_float_array(X, name="X"):
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"{name} must be 2-D, got shape {X.shape}.")
-    return np.ascontiguousarray(X)
-
-
-def _as_kernel(value):
-    """A kernel as is; a number as a :class:`~sklearn_lvgp.kernels.Constant` of that variance."""
-    if isinstance(value, Kernel):
-        return value
-    from ._constant import Constant
-
-    return Constant(variance=float(value))
-
-
-@functools.cache
-def _init_param_names(cls):
-    """Sorted ``__init__`` argument names of a kernel class.
-
-    Cached per class: training steps clone their kernels with a new ``theta``, and
-    ``inspect.signature`` costs more than the rest of the clone.
-    """
-    sig = inspect.signature(cls.__init__)
-    return tuple(sorted(
-        p.name for p in sig.parameters.values()
-        if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
-    ))
-
-
-@functools.cache
-def _bounds_names(cls):
-    """``(name, transform, name + "_bounds")`` per hyperparameter of a kernel class (cached:
-    the layout is read on every evaluation, and the names never change)."""
-    return tuple((name, transform, f"{name}_bounds") for name, transform in cls._hyperparameters)
-
-
-class Kernel(ABC):
+class Kernel(KernelBase):
     """Base class of all kernels.
 
     Subclasses declare their hyperparameters in the class attribute ``_hyperparameters``: a tuple of
     ``(name, transform)`` pairs. Each name must be an ``__init__`` argument stored verbatim, with a
     companion ``<name>_bounds`` argument (a ``(low, high)`` pair in the natural space, or
-    ``"fixed"``).
+    ``"fixed"``), and implement ``K``, ``Kdiag``, ``vjp`` and ``vjp_diag``.
+
+    ``k1 + k2`` is a :class:`Sum` and ``k1 * k2`` a :class:`Product`; a number ``c`` on either
+    side becomes ``Constant(variance=c)``.
     """
 
-    _hyperparameters: tuple = ()
+    def __add__(self, other):
+        return Sum(self, _as_kernel(other))
 
-    # ------------------------------------------------------------------ sklearn-style parameters
-    @classmethod
-    def _get_param_names(cls):
-        return list(_init_param_names(cls))
+    def __radd__(self, other):
+        return Sum(_as_kernel(other), self)
 
-    def get_params(self, deep=True):
-        """Get the parameters of this kernel (nested kernels expanded with ``__`` when ``deep``).
+    def __mul__(self, other):
+        return Product(self, _as_kernel(other))
 
-        Parameters
-        ----------
-        deep : bool, default=True
-            Whether to include the parameters of nested kernels.
+    def __rmul__(self, other):
+        return Product(_as_kernel(other), self)
 
-        Returns
-        -------
-        params : dict
-            Parameter names mapped to their values.
-        """
-        params = {}
-        for name in self._get_param_names():
-            value = getattr(self, name)
-            params[name] = value
-            if deep and isinstance(value, Kernel):
-                for k, v in value.get_params(deep=True).items():
-                    params[f"{name}__{k}"] = v
-        return params
 
-    def set_params(self, **params):
-        """Set parameters (``k1__length_scale=...`` reaches nested kernels).
+def _as_kernel(value):
+    """A kernel as is; a number as a :class:`Constant` of that variance."""
+    if isinstance(value, KernelBase):
+        return value
+    return Constant(variance=float(value))
 
-        Parameters
-        ----------
-        **params : dict
-            Parameter names mapped to new values.
 
-        Returns
-        -------
-        self : Kernel
-            This kernel.
-        """
-        valid = self.get_params(deep=True)
-        nested = {}
-        for key, value in params.items():
-            head, _, tail = key.partition("__")
-            if head not in valid:
-                raise ValueError(f"Invalid parameter {head!r} for kernel {self!r}.")
-            if tail:
-                nested.setdefault(head, {})[tail] = value
-            else:
-                setattr(self, head, value)
-        for head, sub in nested.items():
-            getattr(self, head).set_params(**sub)
-        return self
+class _Binary(Kernel):
+    """Shared machinery of :class:`Sum` and :class:`Product`."""
 
-    def clone(self):
-        """A deep copy with the same parameters.
-
-        Returns
-        -------
-        kernel : Kernel
-            An independent copy.
-        """
-        params = {}
-        for name, value in self.get_params(deep=False).items():
-            if isinstance(value, Kernel):
-                value = value.clone()
-            elif isinstance(value, np.ndarray):
-                value = value.copy()
-            params[name] = value
-        return type(self)(**params)
-
-    def clone_with_theta(self, theta):
-        """A copy with ``theta`` replaced.
-
-        Parameters
-        ----------
-        theta : ndarray of shape (n_theta,)
-            New free hyperparameters in transformed space.
-
-        Returns
-        -------
-        kernel : Kernel
-            The copy.
-        """
-        k = self.clone()
-        k.theta = theta
-        return k
-
-    # ------------------------------------------------------------------------ hyperparameters
-    def _layout(self):
-        """``(name, transform, n_elements, fixed)`` per hyperparameter: :attr:`hyperparameters`
-        without building the bounds (the per-evaluation paths need only this)."""
-        out = []
-        for name, transform, bounds_name in _bounds_names(type(self)):
-            raw = getattr(self, bounds_name)
-            value = getattr(self, name)
-            n = value.size if isinstance(value, np.ndarray) else int(np.size(value))
-            out.append((name, transform, n, isinstance(raw, str) and raw == "fixed"))
-        return out
+    def __init__(self, k1, k2):
+        self.k1 = k1
+        self.k2 = k2
 
     @property
     def hyperparameters(self):
-        """List of :class:`Hyperparameter` of this kernel (children prefixed for composites)."""
         out = []
-        for name, transform, n, fixed in self._layout():
-            raw = getattr(self, f"{name}_bounds")
-            if fixed or raw is None:
-                b = np.array([[-np.inf, np.inf]] * n)
-            else:
-                b = np.asarray(raw, dtype=np.float64)
-                b = np.broadcast_to(b.reshape(-1, 2) if b.ndim == 2 else b, (n, 2)).copy()
-                if transform == "log":
-                    b = np.log(b)
-            out.append(Hyperparameter(name, transform, n, b, fixed))
+        for prefix, k in (("k1", self.k1), ("k2", self.k2)):
+            for h in k.hyperparameters:
+                out.append(h._replace(name=f"{prefix}__{h.name}"))
         return out
 
     @property
     def theta(self):
-        """Free hyperparameters, flattened, in transformed space (log for positive ones)."""
-        parts = []
-        for name, transform, _, fixed in self._layout():
-            if fixed:
-                continue
-            v = np.asarray(getattr(self, name), dtype=np.float64).reshape(-1)
-            parts.append(np.log(v) if transform == "log" else v)
-        return np.concatenate(parts) if parts else np.zeros(0)
+        return np.concatenate([self.k1.theta, self.k2.theta])
 
     @theta.setter
     def theta(self, theta):
         theta = np.asarray(theta, dtype=np.float64).reshape(-1)
-        layout = [h for h in self._layout() if not h[3]]  # once: it is on every evaluation
-        n_theta = sum(h[2] for h in layout)
-        if theta.size != n_theta:
-            raise ValueError(f"theta has {theta.size} entries, kernel {self!r} has {n_theta}.")
-        i = 0
-        for name, transform, n, _ in layout:
-            chunk = theta[i:i + n]
-            i += n
-            value = np.exp(chunk) if transform == "log" else chunk.copy()
-            old = getattr(self, name)
-            if np.ndim(old) == 0:
-                value = float(value[0])
-            else:
-                value = value.reshape(np.shape(old))
-            setattr(self, name, value)
+        if theta.size != self.n_theta:
+            raise ValueError(f"theta has {theta.size} entries, kernel {self!r} has {self.n_theta}.")
+        n1 = self.k1.n_theta
+        self.k1.theta = theta[:n1]
+        self.k2.theta = theta[n1:]
 
     @property
     def bounds(self):
-        """Bounds of ``theta`` as an ``(n_theta, 2)`` array in transformed space."""
-        parts = [h.bounds for h in self.hyperparameters if not h.fixed]
-        return np.vstack(parts) if parts else np.zeros((0, 2))
+        return np.vstack([self.k1.bounds, self.k2.bounds])
 
     @property
     def n_theta(self):
-        """Number of free hyperparameter scalars."""
-        return sum(n for _, _, n, fixed in self._layout() if not fixed)
-
-    def _pack_theta_grad(self, grads):
-        """Assemble a ``theta`` gradient from per-hyperparameter gradients.
-
-        ``grads`` maps a hyperparameter name to its gradient **already in transformed space**
-        (e.g. ``d/d log(variance)``), summed to the hyperparameter's shape. Fixed ones are skipped.
-        """
-        layout = [h for h in self._layout() if not h[3]]
-        out = np.empty(sum(h[2] for h in layout))
-        i = 0
-        for name, _, n, _ in layout:
-            out[i:i + n] = np.asarray(grads[name], dtype=np.float64).reshape(-1)
-            i += n
-        return out
-
-    # ------------------------------------------------------------------------- the contract
-    @abstractmethod
-    def K(self, X, Z=None):
-        """Covariance matrix.
-
-        Parameters
-        ----------
-        X : ndarray of shape (N, Q)
-            First argument.
-        Z : ndarray of shape (M, Q), default=None
-            Second argument; ``None`` means ``X``.
-
-        Returns
-        -------
-        K : ndarray of shape (N, M)
-            Kernel matrix.
-        """
-
-    @abstractmethod
-    def Kdiag(self, X):
-        """Diagonal of ``K(X, X)``.
-
-        Parameters
-        ----------
-        X : ndarray of shape (N, Q)
-            Inputs.
-
-        Returns
-        -------
-        Kdiag : ndarray of shape (N,)
-            Prior variances.
-        """
-
-    @abstractmethod
-    def vjp(self, dL_dK, X, Z=None):
-        """Backward pass of :meth:`K`.
-
-        Parameters
-        ----------
-        dL_dK : ndarray of shape (N, M)
-            Adjoint of ``K(X, Z)``.
-        X : ndarray of shape (N, Q)
-            First argument.
-        Z : ndarray of shape (M, Q), default=None
-            Second argument; ``None`` means ``X`` (the ``X`` adjoint then covers both arguments).
-
-        Returns
-        -------
-        KernelVJP
-            ``X`` (N, Q), ``Z`` (M, Q) or ``None`` when ``Z`` is ``None``, ``theta`` (n_theta,).
-        """
-
-    @abstractmethod
-    def vjp_diag(self, dL_dKdiag, X):
-        """Backward pass of :meth:`Kdiag`.
-
-        Parameters
-        ----------
-        dL_dKdiag : ndarray of shape (N,)
-            Adjoint of ``Kdiag(X)``.
-        X : ndarray of shape (N, Q)
-            Inputs.
-
-        Returns
-        -------
-        KernelVJP
-            ``X`` (N, Q), ``Z=None``, ``theta`` (n_theta,).
-        """
-
-    def __call__(self, X, Z=None):
-        return self.K(X, Z)
-
-    # -------------------------------------------------------- optional cached forward/backward
-    def K_cached(self, X, Z=None):
-        """Forward pass that also returns what :meth:`vjp_cached` needs.
-
-        The default keeps the inputs and lets :meth:`vjp_cached` recompute; kernels with costly
-        intermediates (e.g. :class:`MLPKernel` features) override both methods.
-
-        Parameters
-        ----------
-        X : ndarray of shape (N, Q)
-            First argument.
-        Z : ndarray of shape (M, Q), default=None
-            Second argument; ``None`` means ``X``.
-
-        Returns
-        -------
-        K : ndarray of shape (N, M)
-            Kernel matrix.
-        cache : object
-            Input of :meth:`vjp_cached`.
-        """
-        return self.K(X, Z), (X, Z)
-
-    def vjp_cached(self, dL_dK, cache, overwrite_dK=False):
-        """Backward pass of :meth:`K_cached`; same result as :meth:`vjp`.
-
-        Parameters
-        ----------
-        dL_dK : ndarray of shape (N, M)
-            Adjoint of the kernel matrix.
-        cache : object
-            From :meth:`K_cached`.
-        overwrite_dK : bool, default=False
-            Allow the backward pass to use ``dL_dK`` as scratch space (its content is then
-            undefined). Saves an ``(N, M)`` temporary where a kernel can use it.
-
-        Returns
-        -------
-        KernelVJP
-            Adjoints of ``X``, ``Z`` and ``theta``.
-        """
-        return self.vjp(dL_dK, *cache)
+        return self.k1.n_theta + self.k2.n_theta
 
     @property
     def diag_is_constant(self):
-        """Whether ``Kdiag(X)`` is the same for every input (stationary-type kernels)."""
-        return False
+        return self.k1.diag_is_constant and self.k2.diag_is_constant
 
-    # ------------------------------------------------------------------- model-facing helpers
-    def check_input_dim(self, n_features):  # noqa: B027 - optional hook, no-op by default
-        """Raise ``ValueError`` if the kernel cannot act on ``n_features`` inputs.
-
-        Parameters
-        ----------
-        n_features : int
-            Input dimension the kernel will see.
-        """
+    def check_input_dim(self, n_features):
+        self.k1.check_input_dim(n_features)
+        self.k2.check_input_dim(n_features)
 
     def initialize(self, n_features, random_state):
-        """Return a copy with data-dependent defaults filled in (e.g. random network weights).
-
-        Parameters
-        ----------
-        n_features : int
-            Input dimension.
-        random_state : numpy.random.RandomState
-            Source of randomness.
-
-        Returns
-        -------
-        kernel : Kernel
-            A new, ready-to-use kernel; ``self`` is not modified.
-        """
-        self.check_input_dim(n_features)
-        return self.clone()
+        return type(self)(self.k1.initialize(n_features, random_state),
+                          self.k2.initialize(n_features, random_state))
 
     def relevance(self, n_features):
-        """Per-input-dimension relevance (larger = more relevant).
-
-        Parameters
-        ----------
-        n_features : int
-            Input dimension.
-
-        Returns
-        -------
-        relevance : ndarray of shape (n_features,)
-            Ones unless the kernel defines an ARD notion of relevance.
-        """
+        for k in self.summands() if isinstance(self, Sum) else (self.k1, self.k2):
+            if type(k).relevance is not Kernel.relevance:
+                return k.relevance(n_features)
         return np.ones(n_features)
 
+    def __repr__(self):
+        return f"{self.k1!r} {self._symbol} {self.k2!r}"
+
+
+class Sum(_Binary):
+    """Sum of two kernels, ``k1(x, z) + k2(x, z)``.
+
+    Parameters
+    ----------
+    k1, k2 : Kernel
+        The summands.
+    """
+
+    _symbol = "+"
+
+    def K(self, X, Z=None):
+        return self.k1.K(X, Z) + self.k2.K(X, Z)
+
+    def Kdiag(self, X):
+        return self.k1.Kdiag(X) + self.k2.Kdiag(X)
+
+    def vjp(self, dL_dK, X, Z=None):
+        a = self.k1.vjp(dL_dK, X, Z)
+        b = self.k2.vjp(dL_dK, X, Z)
+        dZ = None if Z is None else a.Z + b.Z
+        return KernelVJP(a.X + b.X, dZ, np.concatenate([a.theta, b.theta]))
+
+    def vjp_diag(self, dL_dKdiag, X):
+        a = self.k1.vjp_diag(dL_dKdiag, X)
+        b = self.k2.vjp_diag(dL_dKdiag, X)
+        return KernelVJP(a.X + b.X, None, np.concatenate([a.theta, b.theta]))
+
     def summands(self):
-        """Flat list of the additive components of this kernel.
+        return self.k1.summands() + self.k2.summands()
 
-        Returns
-        -------
-        summands : list of Kernel
-            ``[self]`` unless the kernel is a :class:`Sum`, whose summands are flattened.
-        """
-        return [self]
 
-    # ------------------------------------------------------------------------------ algebra
-    def __add__(self, other):
-        from ._combination import Sum
+class Product(_Binary):
+    """Elementwise product of two kernels, ``k1(x, z) * k2(x, z)``.
 
-        return Sum(self, _as_kernel(other))
+    Parameters
+    ----------
+    k1, k2 : Kernel
+        The factors.
+    """
 
-    def __radd__(self, other):
-        from ._combination import Sum
+    _symbol = "*"
 
-        return Sum(_as_kernel(other), self)
+    def K(self, X, Z=None):
+        return self.k1.K(X, Z) * self.k2.K(X, Z)
 
-    def __mul__(self, other):
-        from ._combination import Product
+    def Kdiag(self, X):
+        return self.k1.Kdiag(X) * self.k2.Kdiag(X)
 
-        return Product(self, _as_kernel(other))
+    def vjp(self, dL_dK, X, Z=None):
+        K1 = self.k1.K(X, Z)
+        K2 = self.k2.K(X, Z)
+        a = self.k1.vjp(dL_dK * K2, X, Z)
+        b = self.k2.vjp(dL_dK * K1, X, Z)
+        dZ = None if Z is None else a.Z + b.Z
+        return KernelVJP(a.X + b.X, dZ, np.concatenate([a.theta, b.theta]))
 
-    def __rmul__(self, other):
-        from ._combination import Product
+    def vjp_diag(self, dL_dKdiag, X):
+        d1 = self.k1.Kdiag(X)
+        d2 = self.k2.Kdiag(X)
+        a = self.k1.vjp_diag(dL_dKdiag * d2, X)
+        b = self.k2.vjp_diag(dL_dKdiag * d1, X)
+        return KernelVJP(a.X + b.X, None, np.concatenate([a.theta, b.theta]))
 
-        return Product(_as_kernel(other), self)
 
-    def __eq__(self, other):
-        if type(self) is not type(other):
-            return False
-        a, b = self.get_params(deep=False), other.get_params(deep=False)
-        if a.keys() != b.keys():
-            return False
-        for key in a:
-            va, vb = a[key], b[key]
-            if isinstance(va, Kernel) or isinstance(vb, Kernel):
-                if va != vb:
-                    return False
-            elif isinstance(va, str) or isinstance(vb, str) or va is None or vb is None:
-                if not (isinstance(va, type(vb)) and va == vb):
-                    return False
-            elif not np.array_equal(np.asarray(va, dtype=object), np.asarray(vb, dtype=object)):
-                return False
+class Constant(Kernel):
+    r"""Constant kernel, :math:`k(x, z) = c`.
+
+    Equal to :class:`sklearn.gaussian_process.kernels.ConstantKernel`. Multiplying a kernel by a
+    number (``2.0 * kernel``) builds a :class:`Product` with a ``Constant`` factor.
+
+    Parameters
+    ----------
+    variance : float, default=1.0
+        The constant value :math:`c > 0`.
+    variance_bounds : pair of float or "fixed", default=(1e-5, 1e5)
+        Bounds on ``variance``; ``"fixed"`` excludes it from ``theta``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_lvgp.kernels import Constant
+    >>> Constant(variance=2.0).K(np.zeros((2, 1)))
+    array([[2., 2.],
+           [2., 2.]])
+    """
+
+    _hyperparameters = (("variance", "log"),)
+
+    def __init__(self, variance=1.0, variance_bounds=(1e-5, 1e5)):
+        self.variance = variance
+        self.variance_bounds = variance_bounds
+
+    def K(self, X, Z=None):
+        X, Z = _check_pair(X, Z)
+        M = X.shape[0] if Z is None else Z.shape[0]
+        return np.full((X.shape[0], M), float(self.variance))
+
+    @property
+    def diag_is_constant(self):
         return True
 
-    __hash__ = object.__hash__
+    def Kdiag(self, X):
+        X = _as_float_array(X, "X")
+        return np.full(X.shape[0], float(self.variance))
 
-    def __repr__(self):
-        parts = []
-        for name, _ in self._hyperparameters:
-            v = getattr(self, name)
-            if v is None:
-                parts.append(f"{name}=None")
-            elif np.ndim(v) == 0:
-                parts.append(f"{name}={float(v):.3g}")
-            else:
-                arr = np.asarray(v)
-                parts.append(f"{name}=[{', '.join(f'{x:.3g}' for x in arr.ravel()[:6])}"
-                             f"{', ...' if arr.size > 6 else ''}]")
-        return f"{type(self).__name__}({', '.join(parts)})"
+    def vjp(self, dL_dK, X, Z=None):
+        X, Z = _check_pair(X, Z)
+        dL_dK = np.asarray(dL_dK, dtype=np.float64)
+        grads = {"variance": float(self.variance) * np.sum(dL_dK)}
+        dZ = None if Z is None else np.zeros_like(Z)
+        return KernelVJP(np.zeros_like(X), dZ, self._pack_theta_grad(grads))
+
+    def vjp_diag(self, dL_dKdiag, X):
+        X = _as_float_array(X, "X")
+        grads = {"variance": float(self.variance) * np.sum(dL_dKdiag)}
+        return KernelVJP(np.zeros_like(X), None, self._pack_theta_grad(grads))

@@ -11,12 +11,11 @@ of free hyperparameters as the original.
 import numpy as np
 from sklearn.gaussian_process import kernels as skk
 
-from ._base import Kernel
-from ._combination import Product, Sum
-from ._constant import Constant, White
+from ._base import Constant, Kernel, Product, Sum
 from ._linear import Linear
 from ._periodic import Periodic
 from ._stationary import RBF, Matern12, Matern32, Matern52, RationalQuadratic
+from ._white import White
 
 __all__ = ["from_sklearn", "as_lvgp_kernel"]
 

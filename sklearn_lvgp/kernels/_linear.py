@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from ._base import Kernel, KernelVJP, _as_float_array
+from ._base import Kernel
+from ._contract import KernelVJP, _as_float_array
 
 __all__ = ["Linear"]
 

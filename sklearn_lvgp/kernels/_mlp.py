@@ -13,7 +13,8 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._base import Kernel, KernelVJP, _as_float_array
+from ._base import Kernel
+from ._contract import KernelVJP, _as_float_array
 from ._stationary import RBF
 
 __all__ = ["MLPKernel", "mlp_forward", "mlp_vjp", "MLPAdjoints"]

@@ -6,7 +6,8 @@ The periodic kernel of the airline experiment of de Souza et al. (2021, §4.2.1,
 import numpy as np
 
 from . import _kernels_numba as _nb
-from ._base import Kernel, KernelVJP, _as_float_array
+from ._base import Kernel
+from ._contract import KernelVJP, _as_float_array
 
 __all__ = ["Periodic"]
 

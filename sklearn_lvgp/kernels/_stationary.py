@@ -16,7 +16,8 @@ squared scaled distance ``r2 = sum_q (x_q - z_q)^2 / l_q^2`` (``_kernels_numba``
 import numpy as np
 
 from . import _kernels_numba as _nb
-from ._base import Kernel, KernelVJP, _as_float_array
+from ._base import Kernel
+from ._contract import KernelVJP, _as_float_array
 
 __all__ = ["default_rbf", "RBF", "Matern12", "Matern32", "Matern52", "RationalQuadratic"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sklearn_lvgp.datasets import _base
+from sklearn_lvgp.datasets import _base, _registry
 from sklearn_lvgp.datasets._registry import REGISTRY, SOURCES
 
 #: A URL root where nothing listens: a test that forgets the server fails fast, offline.
@@ -27,7 +27,7 @@ def isolated_env(monkeypatch, tmp_path):
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv(_base.ENV_DATA_HOME, raising=False)
-    monkeypatch.setenv(_base.ENV_DATA_URL, DEAD_URL)
+    monkeypatch.setenv(_registry.ENV_DATA_URL, DEAD_URL)
     for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
                 "ALL_PROXY"):
         monkeypatch.delenv(var, raising=False)
@@ -61,7 +61,7 @@ class OriginServer:
         self._thread.start()
 
     def path(self, source, rel):
-        """Where the server keeps ``rel`` of ``source`` (as :func:`_base.source_url` names it)."""
+        """Where the server keeps ``rel`` of ``source`` (as :func:`_registry.source_url` has it)."""
         repo, commit, folder = SOURCES[source]
         target = self.root.joinpath(*repo.split("/"), commit, *filter(None, [folder]), rel)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -88,7 +88,7 @@ class OriginServer:
 def origin(tmp_path, monkeypatch):
     """A running :class:`OriginServer`; ``$SKLEARN_LVGP_DATA_URL`` points at it."""
     server = OriginServer(tmp_path / "origin")
-    monkeypatch.setenv(_base.ENV_DATA_URL, server.url)
+    monkeypatch.setenv(_registry.ENV_DATA_URL, server.url)
     yield server
     server.stop()
 
