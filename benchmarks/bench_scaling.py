@@ -550,9 +550,12 @@ def run_dask(args):
 
     from sklearn_lvgp import DeepGP
     from sklearn_lvgp._core.parallel import threads
-    from sklearn_lvgp.engine._dask import DaskDSVI, DaskKernelBound, DaskPsiBound, DaskRows
+    from sklearn_lvgp.bounds import CollapsedKernelBound
+    from sklearn_lvgp.bounds._dsvi import DaskDSVI
+    from sklearn_lvgp.engine._dask import DaskRows
     from sklearn_lvgp.expectations import make_rule
     from sklearn_lvgp.kernels import RBF
+    from sklearn_lvgp.optim._alternating import DaskLocals
 
     N, workers = args.n_rows, [int(w) for w in args.dask_workers.split(",")]
     rng = np.random.RandomState(0)
@@ -578,9 +581,9 @@ def run_dask(args):
                                    dashboard_address=None, host="127.0.0.1")
             client = Client(cluster)
         try:
-            sgpr = DaskKernelBound(DaskRows({"X": da.from_array(X, chunks=(part, 8)),
-                                             "y": da.from_array(y, chunks=(part, 1))}))
-            gplvm = DaskPsiBound(DaskRows({"Y": da.from_array(Y, chunks=(part, 12))}))
+            sgpr = CollapsedKernelBound(rows=DaskRows({"X": da.from_array(X, chunks=(part, 8)),
+                                                       "y": da.from_array(y, chunks=(part, 1))}))
+            gplvm = DaskLocals(DaskRows({"Y": da.from_array(Y, chunks=(part, 12))}))
             gplvm.set_locals(mu, S)
             deep = DaskDSVI(DaskRows({"X": da.from_array(X, chunks=(part, 8)),
                                       "y": da.from_array(y, chunks=(part, 1))}))

@@ -1,6 +1,7 @@
 """sklearn_lvgp: scikit-learn-compatible latent-variable Gaussian-process models."""
 
 from . import kernels
+from ._core.legacy import install as _install_legacy_modules
 from ._version import __version__
 from .models._deep_gp import DeepGP
 from .models._dvmgp import DVMGP
@@ -8,6 +9,8 @@ from .models._gpcde import GPCDE
 from .models._ldgd import LDGD
 from .models._sgpr import SparseGPRegressor
 from .models._unscented_gplvm import UnscentedGPLVM
+
+_install_legacy_modules()  # pickles written before the modules moved still load
 
 __all__ = ["DVMGP", "DeepGP", "GPCDE", "LDGD", "SparseGPRegressor", "UnscentedGPLVM",
            "kernels", "__version__"]

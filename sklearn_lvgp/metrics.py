@@ -12,11 +12,12 @@
 import numpy as np
 from scipy.special import logsumexp
 
+from ._core.constants import LOG_2PI
+
 __all__ = ["kde_log_density", "neg_log_predictive_density", "silverman_bandwidth"]
 
 #: Samples x points evaluated per block (bounds the temporary memory to ~8 MB).
 _BLOCK = 1_000_000
-_LOG_2PI = np.log(2.0 * np.pi)
 
 
 def neg_log_predictive_density(estimator, X, y, sample_weight=None):
@@ -197,6 +198,6 @@ def kde_log_density(samples, y, bandwidth="silverman"):
         sl = slice(start, start + rows)
         hb = h[sl, None]
         z = (y[sl, None] - S[sl]) / hb
-        lk = -0.5 * z * z - np.log(hb) - 0.5 * _LOG_2PI
+        lk = -0.5 * z * z - np.log(hb) - 0.5 * LOG_2PI
         out[sl] = logsumexp(lk, axis=1) - np.log(n)
     return out

@@ -84,7 +84,7 @@ PLANS = {
             ['sklearn_lvgp.expectations._ut_numba', 'ut_stationary_vjp', 2, 'serial', [['array', 'float64', 3, 'C', False], ['array', 'float64', 3, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64']],
             ['sklearn_lvgp.kernels._kernels_numba', 'stationary_slope_weights', 2, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', ['array', 'float64', 2, 'C', False]]],
             ['sklearn_lvgp.kernels._kernels_numba', 'stationary_vjp_products', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False]]],
-            ['sklearn_lvgp.variational._kl_diagonal', '_standard_normal_kl_pass', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False]]],
+            ['sklearn_lvgp.variational._kl', '_standard_normal_kl_pass', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False]]],
         ],
     },
     'UnscentedGPLVM/RBF/auto': {
@@ -117,7 +117,7 @@ PLANS = {
             ['sklearn_lvgp.expectations._two_rbf_numba', 'two_rbf_assemble', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], ['array', 'float64', 1, 'C', False], ['array', 'int64', 1, 'C', True], ['array', 'int64', 1, 'C', True], 'int64']],
             ['sklearn_lvgp.kernels._kernels_numba', 'stationary_slope_weights', 0, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', ['array', 'float64', 2, 'C', False]]],
             ['sklearn_lvgp.kernels._kernels_numba', 'stationary_vjp_products', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False]]],
-            ['sklearn_lvgp.variational._kl_diagonal', '_standard_normal_kl_pass', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False]]],
+            ['sklearn_lvgp.variational._kl', '_standard_normal_kl_pass', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False]]],
         ],
     },
     'UnscentedGPLVM/default/unscented': {
@@ -136,7 +136,7 @@ PLANS = {
             ['sklearn_lvgp.expectations._ut_numba', 'ut_stationary_vjp', 0, 'serial', [['array', 'float64', 3, 'C', False], ['array', 'float64', 3, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64']],
             ['sklearn_lvgp.kernels._kernels_numba', 'stationary_slope_weights', 0, 'serial', [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False], 'float64', ['array', 'float64', 2, 'C', False]]],
             ['sklearn_lvgp.kernels._kernels_numba', 'stationary_vjp_products', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 1, 'C', False]]],
-            ['sklearn_lvgp.variational._kl_diagonal', '_standard_normal_kl_pass', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False]]],
+            ['sklearn_lvgp.variational._kl', '_standard_normal_kl_pass', None, None, [['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False], ['array', 'float64', 2, 'C', False]]],
         ],
     },
 }

@@ -1,17 +1,88 @@
-"""Initialisation of latent means and inducing inputs.
+"""Initialisation of latent means, inducing inputs and projections: the package's one PCA and
+one k-means.
 
 Latent means start at the PCA scores and inducing inputs at a random subset of them, as in
 de Souza et al. (2021, §4.1); the deep models place inducing inputs at k-means centres
-(Salimbeni 2020, §2.4).
+(Salimbeni 2020, §2.4), DVMGP at the best of many k-means runs (de Souza 2020, §4.4).
+
+PCA is :func:`principal_axes` (SVD of the centred data; scores, components and the deep GP's
+linear mean function use it). :func:`principal_directions` is the same PCA through the
+eigen-decomposition of the covariance, which GP-CDE's initialisation has always used; it rounds
+differently, so both stay, side by side. The two k-means, :func:`kmeans_inducing` (one run of
+scipy's ``kmeans2``) and :func:`kmeans_centres` (scikit-learn's best of ``n_init`` runs), are
+the two papers' procedures and give different centres.
 """
 
 import warnings
 
 import numpy as np
 from scipy.cluster.vq import kmeans2
+from sklearn.cluster import KMeans
+from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 
-__all__ = ["kmeans_inducing", "pca_latents", "select_inducing", "principal_directions",
-           "unit_directions"]
+__all__ = ["kmeans_centres", "kmeans_inducing", "pca_components", "pca_latents",
+           "principal_axes", "principal_directions", "select_inducing"]
+
+#: K-means restarts of :func:`kmeans_centres` (K-means as in de Souza 2020, §4.4).
+KMEANS_N_INIT = 100
+
+
+def principal_axes(Y, n_components, center=True, fix_signs=True):
+    """Top principal axes of the rows of ``Y`` by SVD, and the data they were taken from.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (N, D)
+        Data (not modified).
+    n_components : int
+        Number of axes (at most ``min(N, D)``).
+    center : bool, default=True
+        Centre the columns first (PCA); ``False`` takes the right singular vectors of ``Y``
+        itself.
+    fix_signs : bool, default=True
+        Make the largest-magnitude loading of each axis positive (deterministic signs, as
+        scikit-learn's ``PCA``); ``False`` keeps LAPACK's signs.
+
+    Returns
+    -------
+    axes : ndarray of shape (n_components, D)
+        Orthonormal rows, largest singular value first.
+    Yc : ndarray of shape (N, D)
+        The centred data (``Y`` itself when ``center`` is false).
+    """
+    Yc = Y - Y.mean(axis=0) if center else Y
+    _, _, Vt = np.linalg.svd(Yc, full_matrices=False)
+    if not fix_signs:
+        return Vt[:n_components], Yc
+    signs = np.sign(Vt[np.arange(Vt.shape[0]), np.argmax(np.abs(Vt), axis=1)])
+    signs[signs == 0] = 1.0
+    return Vt[:n_components] * signs[:n_components, None], Yc
+
+
+def pca_components(X, n_components):
+    """``PCA(n_components).fit(X).components_``, padded with zero rows beyond the data's rank.
+
+    Constant data (no direction to find) gets the first coordinate axes instead.
+
+    Parameters
+    ----------
+    X : ndarray of shape (N, D)
+        Data (not modified).
+    n_components : int
+        Number of rows ``Q``.
+
+    Returns
+    -------
+    P : ndarray of shape (Q, D)
+    """
+    q = min(n_components, X.shape[0], X.shape[1])
+    P = np.zeros((n_components, X.shape[1]))
+    if np.any(np.ptp(X, axis=0) > 0):
+        P[:q] = principal_axes(X, q)[0]
+    else:
+        P[:q, :q] = np.eye(q)
+    return P
 
 
 def pca_latents(Y, n_components):
@@ -33,14 +104,10 @@ def pca_latents(Y, n_components):
         Initial latent means.
     """
     N, D = Y.shape
-    Yc = Y - Y.mean(axis=0)
     q = min(n_components, D, max(N - 1, 1))
-    _, s, Vt = np.linalg.svd(Yc, full_matrices=False)
-    # deterministic sign: largest-magnitude loading of each component positive
-    signs = np.sign(Vt[np.arange(Vt.shape[0]), np.argmax(np.abs(Vt), axis=1)])
-    signs[signs == 0] = 1.0
+    V, Yc = principal_axes(Y, q)
     X = np.zeros((N, n_components))
-    X[:, :q] = (Yc @ (Vt[:q] * signs[:q, None]).T)
+    X[:, :q] = Yc @ V.T
     if q < n_components:
         scale = float(np.std(X[:, :q])) if q > 0 and np.std(X[:, :q]) > 0 else 1.0
         t = np.linspace(-1.0, 1.0, N)
@@ -110,8 +177,57 @@ def kmeans_inducing(X, M, random_state):
     return Z
 
 
-def principal_directions(X, k, random_state):
-    """Top-``k`` principal directions (columns) times √eigenvalue, padded with ``N(0, 1/D)``."""
+def kmeans_centres(X, n_clusters, seed, n_init=KMEANS_N_INIT):
+    """K-means centres of the rows of ``X``, best of ``n_init`` runs (de Souza 2020, §4.4).
+
+    The rows themselves when there are exactly ``n_clusters`` of them. Duplicate rows can leave
+    fewer distinct clusters than asked (the caller's jitter copes).
+
+    Parameters
+    ----------
+    X : ndarray of shape (N, D)
+        Points (not modified).
+    n_clusters : int
+        Number of centres.
+    seed : int
+        Seed of scikit-learn's ``KMeans``.
+    n_init : int, default=100
+        Runs from different k-means++ starts.
+
+    Returns
+    -------
+    centres : ndarray of shape (n_clusters, D)
+    """
+    if n_clusters == X.shape[0]:
+        return np.array(X, dtype=np.float64)
+    with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="openmp"):
+        # One OpenMP thread: a started OpenMP pool hangs any later fork of this process (and
+        # scikit-learn's k-means gives the same centres for any thread count)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        km = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=seed).fit(X)
+    return np.array(km.cluster_centers_, dtype=np.float64)
+
+
+def principal_directions(X, k, random_state, scaled=True):
+    """Top-``k`` principal directions (columns) from the eigen-decomposition of the covariance,
+    padded with ``N(0, 1/D)`` columns beyond ``D``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (N, D)
+        Data.
+    k : int
+        Number of directions.
+    random_state : numpy.random.RandomState
+        Source of the padding (drawn whatever ``k``).
+    scaled : bool, default=True
+        Scale each direction by the square root of its eigenvalue (GP-CDE's output mixing);
+        ``False`` keeps unit directions (GP-CDE's input projection).
+
+    Returns
+    -------
+    directions : ndarray of shape (D, k)
+    """
     D = X.shape[1]
     C = np.cov(X, rowvar=False).reshape(D, D) if X.shape[0] > 1 else np.eye(D)
     vals, vecs = np.linalg.eigh(C)
@@ -119,17 +235,7 @@ def principal_directions(X, k, random_state):
     vals, vecs = np.maximum(vals[order], 0.0), vecs[:, order]
     out = random_state.standard_normal((D, k)) / np.sqrt(D)
     m = min(k, D)
-    out[:, :m] = vecs[:, :m] * np.sqrt(np.where(vals[:m] > 0, vals[:m], 1.0))
-    return out
-
-
-def unit_directions(X, k, random_state):
-    """GPCDE's input-projection init: top-``k`` principal directions, ``N(0, 1/D)`` padding."""
-    D = X.shape[1]
-    C = np.cov(X, rowvar=False).reshape(D, D) if X.shape[0] > 1 else np.eye(D)
-    vals, vecs = np.linalg.eigh(C)
-    vecs = vecs[:, np.argsort(vals)[::-1]]
-    out = random_state.standard_normal((D, k)) / np.sqrt(D)
-    m = min(k, D)
     out[:, :m] = vecs[:, :m]
+    if scaled:
+        out[:, :m] *= np.sqrt(np.where(vals[:m] > 0, vals[:m], 1.0))
     return out

@@ -24,8 +24,9 @@ import numpy as np
 
 from .._core.blas_numba import DTRSM, triangular_inplace
 from .._core.linalg import cholesky_jitter, logdet_from_chol, solve_lower, solve_upper, symmetrise
-from .._core.workspace import chunk_workspace, thread_workspace
-from ..engine._executor import ChunkExecutor, plan_chunks, serial_global_steps
+from .._core.workspace import thread_workspace
+from ..engine._protocol import ChunkedBound, evaluate_bound
+from ..engine._rows import KEEP_TOTAL, InMemoryRows
 from ..expectations import PointRule, psi_statistics, psi_vjp
 from ..expectations._ut_stationary import (
     axis_point_chunk_grads,
@@ -35,11 +36,10 @@ from ..expectations._ut_stationary import (
 from ..kernels._stationary import K_cached_into
 from ._collapsed_global import CollapsedPosterior, collapsed_bound_from_stats, collapsed_stats_vjp
 
-__all__ = ["CollapsedPsiBound", "CollapsedKernelBound", "KEEP_TOTAL", "psi_chunk_stats",
-           "psi_chunk_grads", "rule_rows"]
+__all__ = ["CollapsedPsi", "CollapsedKernel", "CollapsedPsiBound", "CollapsedKernelBound",
+           "PsiParams", "KernelParams", "KEEP_TOTAL", "psi_chunk_stats", "psi_chunk_grads",
+           "rule_rows"]
 
-#: Largest number of float64 entries of per-chunk caches kept between the two maps (32 MiB).
-KEEP_TOTAL = 2 ** 22
 #: Largest ``rows · M`` (Ψ1-sized arrays) and ``rows · K · M`` (point-kernel arrays) of one chunk:
 #: a thread's working set is a few such arrays (2–4 MiB each) whatever N is, so peak memory grows
 #: with N only through the data and the local parameters.
@@ -125,8 +125,81 @@ def _axis_point_buffers(workspace, n, rule, Z):
             thread_workspace().child("axis-points").array("scratch", shape))
 
 
+class PsiParams(NamedTuple):
+    """Parameters of one evaluation of :class:`CollapsedPsi`."""
+
+    kernel: object
+    Z: np.ndarray
+    noise_variance: float
+    rule: object
+    n_rows: int
+    n_outputs: int
+    jitter: float = 1e-6
+    max_tries: int = 0
+    need_S: bool = True
+
+
+class CollapsedPsi(ChunkedBound):
+    """The collapsed bound with Gaussian inputs q(x_n) = N(μ_n, diag S_n), as a protocol bound.
+
+    Rows: ``Y`` (targets, centred data for a GPLVM), ``mu`` and ``S`` (the inputs' means and
+    variances). Forward pass: a chunk's (ψ0, Ψ1ᵀY, Ψ2, Σy²); global step: F and the adjoints of
+    those statistics; backward pass: the chunk's ``mu`` and ``S`` gradients and its share of
+    ``(dZ, dθ)``. :meth:`prepare` takes a :class:`PsiParams`.
+    """
+
+    row_names = ("Y", "mu", "S")
+
+    def prepare(self, params):
+        return params
+
+    def chunk_cost(self, G):
+        M, Q = G.Z.shape
+        work, kept, cap = psi_row_cost(G.rule, M, Q)
+        return work, max(1, cap), kept
+
+    def plan_key(self, G):
+        rule = G.rule
+        return (isinstance(rule, PointRule) and rule.weights.shape[0],) + G.Z.shape
+
+    def chunk_stats(self, G, rows, ctx):
+        one_call = uses_one_call(G.kernel, G.rule, ctx.n_chunks)
+        mu, S = rows["mu"], rows["S"]
+        if one_call:
+            mu, S = np.ascontiguousarray(mu), np.ascontiguousarray(S)
+        stats, cache = psi_chunk_stats(G.kernel, G.Z, rule_rows(G.rule, ctx.start, ctx.stop),
+                                       mu, S, rows["Y"], need_cache=ctx.keep,
+                                       workspace=ctx.workspace, one_call=one_call)
+        if ctx.cache is not None:
+            ctx.cache[ctx.index] = cache
+        return stats
+
+    def finish(self, G, stats):
+        return psi_global_step(G.kernel, G.Z, G.n_rows, G.n_outputs, stats, G.noise_variance,
+                               jitter=G.jitter, max_tries=G.max_tries)
+
+    def chunk_backward(self, G, step, rows, ctx, need_local=True):
+        one_call = uses_one_call(G.kernel, G.rule, ctx.n_chunks)
+        mu, S = rows["mu"], rows["S"]
+        if one_call:
+            mu, S = np.ascontiguousarray(mu), np.ascontiguousarray(S)
+        local, partial = psi_chunk_grads(
+            G.kernel, G.Z, rule_rows(G.rule, ctx.start, ctx.stop), mu, S, rows["Y"], step.adj,
+            step.dPY_T, cache=None if ctx.cache is None else ctx.cache[ctx.index],
+            need_local=need_local, need_S=G.need_S, workspace=ctx.workspace,
+            one_call=one_call)
+        return (None if local is None else {"mu": local[0], "S": local[1]}), partial
+
+    def gradient(self, G, step, partials):
+        F, grads, _ = psi_finish(G.kernel, step, partials)
+        return F, grads
+
+
 class CollapsedPsiBound:
-    """Chunked collapsed bound with Gaussian inputs q(x_n) = N(μ_n, diag S_n).
+    """Chunked collapsed bound with Gaussian inputs q(x_n) = N(μ_n, diag S_n), in memory.
+
+    :class:`CollapsedPsi` over the rows ``Y`` held for the whole fit (and the ``mu``, ``S`` of
+    each evaluation), run on the thread executor.
 
     Parameters
     ----------
@@ -138,27 +211,26 @@ class CollapsedPsiBound:
         Threads; ``None`` takes the enclosing :func:`sklearn_lvgp._core.parallel.threads` context.
     """
 
+    bound = CollapsedPsi()
+
     def __init__(self, Y, *, chunk_rows=None, n_threads=None):
         self.Y = np.ascontiguousarray(Y, dtype=np.float64)
-        self.chunk_rows = chunk_rows
-        self.n_threads = n_threads
-        self._plans = {}
-        self._chunk_ws = []
+        self.rows = InMemoryRows({"Y": self.Y}, chunk_rows=chunk_rows, n_threads=n_threads,
+                                 prefix="collapsed")
+
+    @property
+    def n_threads(self):
+        return self.rows.n_threads
+
+    @property
+    def _chunk_ws(self):
+        return self.rows.chunk_workspaces
 
     def plan(self, rule, M, Q):
         """Chunks and keep decision for ``M`` inducing inputs and this rule's shape."""
-        key = (isinstance(rule, PointRule) and rule.weights.shape[0], M, Q)
-        if key not in self._plans:
-            work, kept, cap = psi_row_cost(rule, M, Q)
-            N = self.Y.shape[0]
-            chunks = plan_chunks(N, work, max_rows=max(1, cap), chunk_rows=self.chunk_rows)
-            self._plans[key] = (chunks, N * kept <= KEEP_TOTAL)
-        return self._plans[key]
+        G = PsiParams(None, np.empty((M, Q)), 0.0, rule, *self.Y.shape)
+        return self.rows.chunks(self.bound, G)
 
-    def _workspace(self, i, keep):
-        return chunk_workspace(self._chunk_ws, i, keep, "collapsed")
-
-    @serial_global_steps
     def evaluate(self, kernel, Z, mu, S, noise_variance, rule, *, jitter=1e-6, max_tries=0,
                  need_S=True, need_local=True):
         """Bound F (without any KL term), its gradients and the collapsed posterior.
@@ -192,44 +264,14 @@ class CollapsedPsiBound:
             K_uu adjoint already chained in) and ``"noise"``.
         post : CollapsedPosterior
         """
-        Y = self.Y
-        N, D = Y.shape
-        M, Q = Z.shape
-        chunks, keep = self.plan(rule, M, Q)
-        executor = ChunkExecutor(self.n_threads)
-        kept = [None] * len(chunks)
-        one_call = uses_one_call(kernel, rule, len(chunks))
-        if one_call:
-            mu, S = np.ascontiguousarray(mu), np.ascontiguousarray(S)
-
-        def forward(i, a, b):
-            stats, cache = psi_chunk_stats(kernel, Z, rule_rows(rule, a, b), mu[a:b], S[a:b],
-                                           Y[a:b], need_cache=keep,
-                                           workspace=self._workspace(i, keep), one_call=one_call)
-            kept[i] = cache
-            return stats
-
-        step = psi_global_step(kernel, Z, N, D, executor.map_reduce(forward, chunks),
-                               noise_variance, jitter=jitter, max_tries=max_tries)
-        adj, dPY_T = step.adj, step.dPY_T
-        dmu = np.empty((N, Q)) if need_local else None
-        dS = np.empty((N, Q)) if need_local and need_S else None
-
-        def backward(i, a, b):
-            local, partial = psi_chunk_grads(
-                kernel, Z, rule_rows(rule, a, b), mu[a:b], S[a:b], Y[a:b], adj, dPY_T,
-                cache=kept[i], need_local=need_local, need_S=need_S,
-                workspace=self._workspace(i, keep), one_call=one_call)
-            kept[i] = None
-            if need_local:
-                dmu[a:b] = local[0]
-                if need_S:
-                    dS[a:b] = local[1]
-            return partial
-
-        F, grads, post = psi_finish(kernel, step, executor.map_reduce(backward, chunks))
-        grads.update(mu=dmu, S=dS)
-        return F, grads, post
+        self.rows.update(mu=mu, S=S)
+        params = PsiParams(kernel, Z, noise_variance, rule, *self.Y.shape, jitter, max_tries,
+                           need_S)
+        F, grads, local, _, step = evaluate_bound(self.bound, params, self.rows,
+                                                  need_local=need_local)
+        grads.update(mu=None if local is None else local["mu"],
+                     S=None if local is None else local["S"])
+        return F, grads, step.post
 
 
 class PsiStep(NamedTuple):
@@ -261,14 +303,78 @@ def psi_finish(kernel, step, partials):
     return step.F, grads, step.post
 
 
-class CollapsedKernelBound:
-    """Chunked collapsed bound of sparse GP regression with deterministic inputs (Titsias 2009).
+class KernelParams(NamedTuple):
+    """Parameters of one evaluation of :class:`CollapsedKernel`."""
+
+    kernel: object
+    Z: np.ndarray
+    noise_variance: float
+    n_rows: int
+    n_outputs: int
+    jitter: float = 1e-6
+    max_tries: int = 0
+    need_Z: bool = True
+
+
+class CollapsedKernel(ChunkedBound):
+    """The collapsed bound of sparse GP regression with deterministic inputs (Titsias 2009), as
+    a protocol bound.
 
     The statistics are formed from ``A = L⁻¹K_uf/σ`` (the factor of Ψ2/σ²) rather than from
     Ψ2 = K_fuᵀK_fu, so B = I + AAᵀ and the trace term keep their accuracy near crowded inducing
-    inputs. Per chunk: ``AAᵀ``, ``AY``, Σk(x, x), Σ‖a_n‖² and Σy² in the forward map; in the
-    backward map ``dK_fu = (D Aᵀ(I − B⁻¹) + (Y − Aᵀv) vᵀ/σ²) L⁻¹/σ`` with ``v = B⁻¹AY`` for the
-    chunk's rows, handed to the kernel's VJP.
+    inputs. Rows: ``X`` and ``y``. Per chunk: ``AAᵀ``, ``AY``, Σk(x, x), Σ‖a_n‖² and Σy² in the
+    forward pass; in the backward pass ``dK_fu = (D Aᵀ(I − B⁻¹) + (Y − Aᵀv) vᵀ/σ²) L⁻¹/σ`` with
+    ``v = B⁻¹AY`` for the chunk's rows, handed to the kernel's VJP. :meth:`prepare` takes a
+    :class:`KernelParams` and factors ``K_uu``.
+    """
+
+    row_names = ("X", "y")
+
+    def prepare(self, params):
+        prior = kernel_prior(params.kernel, params.Z, params.noise_variance,
+                             jitter=params.jitter, max_tries=params.max_tries)
+        return params, prior
+
+    def chunk_cost(self, G):
+        params, _ = G
+        M, Q = params.Z.shape
+        return M * (Q + M + params.n_outputs), CHUNK_ELEMENTS // max(1, M), 2 * M
+
+    def plan_key(self, G):
+        return G[0].Z.shape[0]
+
+    @staticmethod
+    def _scratch(ctx):
+        return None if ctx.workspace is None else thread_workspace().child("kernel-bound-scratch")
+
+    def chunk_stats(self, G, rows, ctx):
+        params, prior = G
+        stats, cache = kernel_chunk_stats(params.kernel, params.Z, prior, rows["X"], rows["y"],
+                                          workspace=ctx.workspace, scratch=self._scratch(ctx))
+        if ctx.cache is not None:
+            ctx.cache[ctx.index] = cache if ctx.keep else None
+        return stats
+
+    def finish(self, G, stats):
+        params, prior = G
+        return kernel_global_step(params.n_rows, params.n_outputs, prior, stats,
+                                  max_tries=params.max_tries)
+
+    def chunk_backward(self, G, step, rows, ctx, need_local=True):
+        params, prior = G
+        cache = None if ctx.cache is None else ctx.cache[ctx.index]
+        return None, kernel_chunk_grads(params.kernel, params.Z, prior, step, rows["X"],
+                                        rows["y"], cache, workspace=ctx.workspace,
+                                        scratch=self._scratch(ctx))
+
+    def gradient(self, G, step, partials):
+        params, prior = G
+        F, grads, _ = kernel_finish(params.kernel, prior, step, partials, need_Z=params.need_Z)
+        return F, grads
+
+
+class CollapsedKernelBound:
+    """:class:`CollapsedKernel` over rows ``X`` and ``y``, in memory or on Dask.
 
     Parameters
     ----------
@@ -278,31 +384,31 @@ class CollapsedKernelBound:
         Targets.
     chunk_rows, n_threads
         As in :class:`CollapsedPsiBound`.
+    rows : row source, default=None
+        The rows ``"X"`` and ``"y"`` already in a row source (e.g.
+        :class:`~sklearn_lvgp.engine._dask.DaskRows`); ``X`` and ``Y`` are then ``None``.
     """
 
-    def __init__(self, X, Y, *, chunk_rows=None, n_threads=None):
-        self.X = np.ascontiguousarray(X, dtype=np.float64)
-        self.Y = np.ascontiguousarray(Y, dtype=np.float64)
-        self.chunk_rows = chunk_rows
-        self.n_threads = n_threads
-        self._plans = {}
-        self._chunk_ws = []
+    bound = CollapsedKernel()
 
-    def _workspace(self, i, keep):
-        """Where chunk ``i`` writes its ``K_fu`` (``chunk_workspace``)."""
-        return chunk_workspace(self._chunk_ws, i, keep, "kernel-bound")
+    def __init__(self, X=None, Y=None, *, chunk_rows=None, n_threads=None, rows=None):
+        if rows is None:
+            rows = InMemoryRows({"X": np.ascontiguousarray(X, dtype=np.float64),
+                                 "y": np.ascontiguousarray(Y, dtype=np.float64)},
+                                chunk_rows=chunk_rows, n_threads=n_threads,
+                                prefix="kernel-bound")
+        self.rows = rows
+
+    @property
+    def _chunk_ws(self):
+        return self.rows.chunk_workspaces
 
     def plan(self, M):
-        """Chunks and keep decision for ``M`` inducing inputs."""
-        if M not in self._plans:
-            N, Q = self.X.shape
-            work = M * (Q + M + self.Y.shape[1])
-            chunks = plan_chunks(N, work, max_rows=max(1, CHUNK_ELEMENTS // max(1, M)),
-                                 chunk_rows=self.chunk_rows)
-            self._plans[M] = (chunks, 2 * N * M <= KEEP_TOTAL)
-        return self._plans[M]
+        """Chunks and keep decision for ``M`` inducing inputs (in memory)."""
+        N, Q = self.rows.arrays["X"].shape
+        G = (KernelParams(None, np.empty((M, Q)), 1.0, N, self.rows.arrays["y"].shape[1]), None)
+        return self.rows.chunks(self.bound, G)
 
-    @serial_global_steps
     def evaluate(self, kernel, Z, noise_variance, *, jitter=1e-6, max_tries=0, need_Z=True):
         """Bound F, gradients wrt Z (if ``need_Z``), θ and σ², and the collapsed posterior.
 
@@ -328,33 +434,11 @@ class CollapsedKernelBound:
         post : CollapsedPosterior
             The optimal q(u); its ``Psi1`` and ``Y`` are ``None``.
         """
-        X, Y = self.X, self.Y
-        N, D = Y.shape
-        chunks, keep = self.plan(Z.shape[0])
-        executor = ChunkExecutor(self.n_threads)
-        prior = kernel_prior(kernel, Z, noise_variance, jitter=jitter, max_tries=max_tries)
-        kept = [None] * len(chunks)
-
-        def forward(i, a, b):
-            stats, cache = kernel_chunk_stats(
-                kernel, Z, prior, X[a:b], Y[a:b], workspace=self._workspace(i, keep),
-                scratch=thread_workspace().child("kernel-bound-scratch"))
-            kept[i] = cache if keep else None
-            return stats
-
-        step = kernel_global_step(N, D, prior, executor.map_reduce(forward, chunks),
-                                  max_tries=max_tries)
-
-        def backward(i, a, b):
-            partial = kernel_chunk_grads(
-                kernel, Z, prior, step, X[a:b], Y[a:b], kept[i],
-                workspace=self._workspace(i, keep),
-                scratch=thread_workspace().child("kernel-bound-scratch"))
-            kept[i] = None
-            return partial
-
-        return kernel_finish(kernel, prior, step, executor.map_reduce(backward, chunks),
-                             need_Z=need_Z)
+        params = KernelParams(kernel, Z, noise_variance, self.rows.n_rows,
+                              self.rows.shapes["y"][1], jitter, max_tries, need_Z)
+        F, grads, _, (_, prior), step = evaluate_bound(self.bound, params, self.rows,
+                                                       need_local=False)
+        return F, grads, kernel_posterior(prior, step)
 
 
 class KernelPrior(NamedTuple):
@@ -485,10 +569,14 @@ def kernel_finish(kernel, prior, step, partials, *, need_Z=True):
     kvu = kernel.vjp_cached(dKuu, prior.Kuu_cache, overwrite_dK=True)
     grads = {"Z": dZ + kvu.X if need_Z else None, "theta": dtheta + kvu.theta,
              "noise": step.dnoise}
-    post = CollapsedPosterior(L, step.LB, step.c, step.G, step.Binv, step.aa_sum,
-                              prior.noise_variance, rel, step.N, step.D, step.YY, step.kd_sum,
-                              None, None)
-    return step.F, grads, post
+    return step.F, grads, kernel_posterior(prior, step)
+
+
+def kernel_posterior(prior, step):
+    """The optimal q(u) of the deterministic-input bound (its ``Psi1`` and ``Y`` are ``None``)."""
+    return CollapsedPosterior(prior.L, step.LB, step.c, step.G, step.Binv, step.aa_sum,
+                              prior.noise_variance, prior.rel_jitter, step.N, step.D, step.YY,
+                              step.kd_sum, None, None)
 
 
 def _sandwich(L, X):

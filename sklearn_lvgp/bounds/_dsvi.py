@@ -20,8 +20,15 @@ number of threads.
 import numpy as np
 
 from .._core.workspace import thread_workspace
-from ..engine._executor import ChunkExecutor, plan_chunks, serial_global_steps
-from ..expectations._rules import expand_points, unscented_rule
+from ..engine._dask import _dask, _serial_task
+from ..engine._executor import ChunkExecutor, plan_chunks, reduce_in_order, serial_global_steps
+from ..expectations._rules import (
+    expand_points,
+    expand_points_vjp,
+    reparameterise,
+    reparameterise_vjp,
+    unscented_rule,
+)
 from ..likelihoods._gaussian import gaussian_expectation, gaussian_expectation_vjp
 from ..variational import (
     kl_divergence,
@@ -32,7 +39,7 @@ from ..variational import (
     tril_pack,
 )
 
-__all__ = ["FLOPS_PER_WORK", "chunk_pass", "dsvi_draws", "dsvi_elbo", "dsvi_finish",
+__all__ = ["DaskDSVI", "FLOPS_PER_WORK", "chunk_pass", "dsvi_draws", "dsvi_elbo", "dsvi_finish",
            "dsvi_globals", "dsvi_rows", "moment_match", "propagate_layers", "sigma_points",
            "thread_layer_workspaces"]
 
@@ -112,7 +119,7 @@ def propagate_layers(evaluate, X, n_layers, expectation, n_samples, draw, delta)
             if ell < n_layers - 1:
                 e = draw(ell, mu.shape)
                 sd = np.sqrt(var + delta)
-                H = mu + e * sd
+                H = reparameterise(mu, sd, e)
                 step = ("mc", e, sd)
         return mu, var, weights, tape
     mu, var, cache = evaluate(0, X)
@@ -176,12 +183,11 @@ def chunk_pass(model, layers, priors, noise, X, Y, scale, S, eps, workspaces):
         if step[0] == "mc":
             # h = mu + eps sqrt(v + delta) (Salimbeni & Deisenroth 2017, eq. 7)
             _, e, sd = step
-            dmu, dvar = mv.H, mv.H * e / (2.0 * sd)
+            dmu, dvar = reparameterise_vjp(mv.H, e, sd)
         else:
             _, rule, sd = step
-            dH = mv.H.reshape(sd.shape[0], rule.n_points, -1)
-            dmu = dH.sum(axis=1)
-            dvar = np.einsum("nkq,kq->nq", dH, rule.nodes) / (2.0 * sd)
+            dmu, dvar = expand_points_vjp(mv.H.reshape(sd.shape[0], rule.n_points, -1),
+                                          rule.nodes, sd)
     return data, float(gv.noise_variance), tuple(partials)
 
 
@@ -284,3 +290,47 @@ def dsvi_finish(model, layers, priors, kls, values, partials):
         grads.update(model._theta_grads(ell, dtheta, values))
     grads["noise_variance"] = np.array([dnoise])
     return data - sum(kl for kl, _ in kls), model.packer.pack_grad(grads, values)
+
+
+def _dsvi_task(X, Y, rows, eps, model, layers, priors, noise, scale, S):
+    # the worker thread's buffers, kept from one step's task to the next (as a chunk worker's)
+    return chunk_pass(model, layers, priors, noise, X[rows], Y[rows], scale, S, eps,
+                      thread_layer_workspaces(model.n_layers))
+
+
+class DaskDSVI:
+    """The doubly-stochastic deep-GP bound with its rows on Dask (arrays ``"X"``, ``"y"`` of a
+    :class:`~sklearn_lvgp.engine._dask.DaskRows`).
+
+    A minibatch is a set of row indices; each partition that holds some of them evaluates their
+    data term and its partial adjoints where the partition lives (data-parallel minibatch
+    gradients), and the driver adds the partials in partition order and does the global terms
+    (prior factors, KLs). Per step the tasks receive the model's parameters and the minibatch's
+    Monte Carlo draws, never the data.
+    """
+
+    def __init__(self, rows):
+        self.rows = rows
+        self.offsets = rows.offsets
+
+    @serial_global_steps
+    def elbo(self, model, x, idx, scale, n_samples, random_state):
+        """ELBO estimate and gradient on the rows ``idx`` (as ``_DSVI.elbo`` on ``X[idx]``)."""
+        dask, _ = _dask()
+        layers, noise, values, priors, kls = dsvi_globals(model, x)
+        idx = np.asarray(idx)
+        n, L = idx.size, model.n_layers
+        S = n_samples if (model.expectation == "monte_carlo" and L > 1) else 1
+        eps = dsvi_draws(model, n, S, random_state)
+        part = np.searchsorted(self.offsets, idx, side="right") - 1
+        shared = dask.delayed((model, layers, priors, noise, scale, S), traverse=False)
+        task = dask.delayed(_serial_task, pure=True)
+        tasks = []
+        for p in range(self.rows.n_partitions):
+            pos = np.flatnonzero(part == p)
+            if pos.size:
+                tasks.append(task(_dsvi_task, self.rows.parts["X"][p], self.rows.parts["y"][p],
+                                  idx[pos] - self.offsets[p], dsvi_rows(eps, n, S, pos), shared))
+        partials = reduce_in_order(list(dask.compute(*tasks)))
+        return dsvi_finish(model, layers, priors, kls, values, partials)
+

@@ -16,6 +16,7 @@ from .._core.linalg import cholesky_jitter, solve_lower, solve_upper
 from .._core.params import ParamPacker, softplus_inverse
 from .._core.validation import check_int, check_layer_widths, check_option
 from .._core.workspace import Workspace
+from ..expectations._rules import reparameterise
 from ..kernels import RBF, as_lvgp_kernel
 from ..likelihoods._gaussian import gaussian_log_density
 from ..metrics import kde_log_density
@@ -424,7 +425,7 @@ def sample_outputs(model, x, Xs, n_samples, rs):
     mu, var = mu.reshape(-1, n, D), var.reshape(-1, n, D)
     if mu.shape[0] == 1:
         mu, var = np.repeat(mu, n_samples, axis=0), np.repeat(var, n_samples, axis=0)
-    f = mu + np.sqrt(var + noise) * rs.standard_normal(mu.shape)
+    f = reparameterise(mu, np.sqrt(var + noise), rs.standard_normal(mu.shape))
     return np.transpose(f, (1, 2, 0))
 
 

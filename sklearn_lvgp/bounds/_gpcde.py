@@ -9,10 +9,9 @@ processed in row chunks; each chunk's backward runs right after its forward, so 
 """
 
 import numpy as np
-from scipy.special import expit
 
 from .._core.blocks import row_blocks
-from .._core.params import ParamPacker, softplus
+from .._core.params import ParamPacker
 from .._core.workspace import thread_workspace
 from ..engine._executor import ChunkExecutor, plan_chunks, serial_global_steps
 from ..expectations._rules import (
@@ -21,8 +20,15 @@ from ..expectations._rules import (
     gauss_hermite_rule,
     unscented_rule,
 )
-from ..likelihoods._mixed_gaussian import conditional_ell, conditional_ell_vjp
-from ..nn._cde_encoder import encoder_backward, encoder_forward, encoder_shapes
+from ..likelihoods._mixed_gaussian import conditional_ell, conditional_ell_vjp, latent_pi
+from ..nn._cde_encoder import (
+    RHO_SHIFT,
+    encoder_backward,
+    encoder_forward,
+    encoder_shapes,
+    proposal_scale,
+    proposal_scale_vjp,
+)
 from ..variational import (
     kl_divergence,
     layer_global_vjp,
@@ -33,9 +39,9 @@ from ..variational import (
     tril_unpack,
 )
 from ..variational._input_projection import projection_sample, projection_sample_vjp
-from ..variational._kl_diagonal import gaussian_kl_std, gaussian_kl_std_vjp
+from ..variational._kl import gaussian_kl_std, gaussian_kl_std_vjp
 from ..variational._latent_covariate import quadrature_bound
-from ..variational._natgrad_mixing import latent_pi, mixing_natgrad_update, natgrad_statistics
+from ..variational._natgrad_mixing import mixing_natgrad_update, natgrad_statistics
 from ._dsvi import FLOPS_PER_WORK
 
 __all__ = ["CDEModel", "CHUNK_POINTS", "MIN_NOISE", "RHO_SHIFT"]
@@ -44,8 +50,6 @@ __all__ = ["CDEModel", "CHUNK_POINTS", "MIN_NOISE", "RHO_SHIFT"]
 CHUNK_POINTS = 20000
 #: Noise-variance floor.
 MIN_NOISE = 1e-6
-#: ``b = softplus(rho - 3)``: the recognition network starts with a small spread of q(w).
-RHO_SHIFT = 3.0
 
 
 class CDEModel:
@@ -175,7 +179,7 @@ class CDEModel:
             s["W"] = np.broadcast_to(self.nodes[None], (n,) + self.nodes.shape)
             return s
         a, rho, ecache = self.local_q(p, Xb, Yb, idx)
-        b = softplus(rho - RHO_SHIFT)
+        b = proposal_scale(rho)
         if self.expectation == "unscented":
             xi = np.broadcast_to(self.nodes[None], (n,) + self.nodes.shape)
             beta = self.beta
@@ -274,7 +278,7 @@ class CDEModel:
             ka, kb = (-scale * g for g in gaussian_kl_std_vjp(a, b))
             da += ka
             db += kb
-            drho = db * expit(rho - RHO_SHIFT)
+            drho = proposal_scale_vjp(db, rho)
             if self.q_w == "gaussian":
                 gm = np.zeros_like(p["w_mean"])
                 gr = np.zeros_like(p["w_rho"])

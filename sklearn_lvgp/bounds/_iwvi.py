@@ -11,82 +11,27 @@ first GP layer (§5.1.2); ``q(w_n) = N(a_n, diag(b_n^2))`` is amortised by a rec
   log q(w_k)] - log K``.
 
 Every gradient is hand-written (MLP backprop, the softmax weights of the log-sum-exp, the joint
-``K x K`` Cholesky backward of :mod:`._svgp._joint`).
+``K x K`` Cholesky backward of :mod:`sklearn_lvgp.variational._joint`). The recognition network
+is :class:`sklearn_lvgp.nn._cde_encoder.RecognitionMLP`.
 """
 
 import numpy as np
-from scipy.special import expit, logsumexp
+from scipy.special import logsumexp
 
-from .._core.params import ParamPacker, softplus
+from .._core.params import ParamPacker
+from ..expectations._rules import reparameterise, reparameterise_vjp
 from ..likelihoods._gaussian import gaussian_expectation, gaussian_expectation_vjp
-from ..nn._cde_encoder import encoder_backward, encoder_forward, encoder_init
+from ..nn._cde_encoder import RecognitionMLP, proposal_scale, proposal_scale_vjp
 from ..variational import gaussian_natgrad_step, layer_forward, layer_vjp, tril_pack
 from ..variational._joint import joint_layer_vjp, joint_sample
+from ..variational._kl import gaussian_kl_std_vjp, standard_normal_kl_std
 from ._dsvi_model import _DSVI
 from ._dsvi_model import DELTA as _DELTA
 
-__all__ = ["RecognitionMLP", "LatentDSVI"]
+__all__ = ["LatentDSVI"]
 
-#: Offset of the encoder's scale output, ``b = softplus(rho - 3)`` (small initial spread).
-_RHO_SHIFT = 3.0
 #: Floor of the proposal standard deviation ``b``.
 _MIN_SCALE = 1e-6
-
-
-class RecognitionMLP:
-    """Encoder ``[x, y] -> (a, rho)``: tanh hidden layers, linear output (Salimbeni 2020, §5.2.5).
-
-    Named parameter blocks around the GPCDE recognition network (:mod:`._cde._encoder`), the
-    same architecture.
-
-    Xavier-normal weights (``std = sqrt(2 / (d_in + d_out))``), zero biases, a residual skip on
-    hidden layers whose input and output widths are equal.
-
-    Parameters
-    ----------
-    d_in : int
-        Input width (``n_features + n_targets``).
-    hidden : sequence of int
-        Hidden widths.
-    d_out : int
-        Output width (``2 * latent_dim``).
-    """
-
-    def __init__(self, d_in, hidden, d_out):
-        self.widths = [int(d_in)] + [int(h) for h in hidden] + [int(d_out)]
-
-    @property
-    def n_layers(self):
-        return len(self.widths) - 1
-
-    def blocks(self):
-        """Parameter blocks ``enc_W{i}`` and ``enc_b{i}`` for :class:`ParamPacker`."""
-        out = []
-        for i in range(self.n_layers):
-            out += [(f"enc_W{i}", (self.widths[i], self.widths[i + 1])),
-                    (f"enc_b{i}", (self.widths[i + 1],))]
-        return out
-
-    def _flat(self, p):
-        return [p[f"enc_{kind}{i}"] for i in range(self.n_layers) for kind in ("W", "b")]
-
-    def _named(self, flat):
-        return {f"enc_{kind}{i}": flat[2 * i + j]
-                for i in range(self.n_layers) for j, kind in enumerate(("W", "b"))}
-
-    def initial(self, random_state):
-        """Initial weights (Xavier normal) and biases (zero)."""
-        shapes = [((self.widths[i], self.widths[i + 1]), (self.widths[i + 1],))
-                  for i in range(self.n_layers)]
-        return self._named(encoder_init(shapes, random_state))
-
-    def forward(self, p, E):
-        """Outputs ``(n, d_out)`` and the cache of :meth:`backward`."""
-        return encoder_forward(self._flat(p), E)
-
-    def backward(self, dout, cache, p):
-        """Adjoints of every block from the adjoint of the output."""
-        return self._named(encoder_backward(dout, self._flat(p), cache))
 
 
 class LatentDSVI(_DSVI):
@@ -137,7 +82,7 @@ class LatentDSVI(_DSVI):
         out, ecache = self.encoder.forward(p, np.hstack([X, Y]))
         a = out[:, :self.Dw]
         rho = out[:, self.Dw:]
-        b = softplus(rho - _RHO_SHIFT) + _MIN_SCALE
+        b = proposal_scale(rho, _MIN_SCALE)
         return a, b, (ecache, rho)
 
     # --------------------------------------------------------------------- forward
@@ -157,7 +102,7 @@ class LatentDSVI(_DSVI):
         ew = random_state.standard_normal((P, self.Dw)) if eps is None else eps["w"]
         arow = np.tile(np.repeat(a, K, axis=0), (S, 1))
         brow = np.tile(np.repeat(b, K, axis=0), (S, 1))
-        W = arow + brow * ew
+        W = reparameterise(arow, brow, ew)
         H = np.hstack([np.tile(np.repeat(X, K, axis=0), (S, 1)), W])
         tape = []
         kl_total = 0.0
@@ -176,7 +121,7 @@ class LatentDSVI(_DSVI):
                 tape.append((cache, ("joint", jc)))
             else:
                 sd = np.sqrt(var + _DELTA)
-                H = mu + e * sd
+                H = reparameterise(mu, sd, e)
                 tape.append((cache, ("mc", e, sd)))
         Yt = np.tile(np.repeat(Y, K, axis=0), (S, 1))
         Ln = gaussian_expectation(Yt, mu, var, noise).sum(axis=1)
@@ -190,7 +135,7 @@ class LatentDSVI(_DSVI):
         else:
             data = scale / S * float(np.sum(Ln))
             weights = np.full(P, scale / S)
-            kl_w = scale * 0.5 * float(np.sum(a * a + b * b - 1.0 - 2.0 * np.log(b)))
+            kl_w = scale * standard_normal_kl_std(a, b)
         value = data - kl_w - kl_total
         state = dict(layers=layers, noise=noise, p=p, a=a, b=b, ecache=ecache, ew=ew, W=W,
                      brow=brow, tape=tape, mu=mu, var=var, Yt=Yt, weights=weights, n=n, S=S,
@@ -207,7 +152,7 @@ class LatentDSVI(_DSVI):
             elif step[0] == "mc":
                 # h = mu + eps sqrt(v + delta) (Salimbeni 2020, eq. 2.12)
                 _, e, sd = step
-                g = layer_vjp(dH, dH * e / (2.0 * sd), -1.0, cache)
+                g = layer_vjp(*reparameterise_vjp(dH, e, sd), -1.0, cache)
             else:
                 g = joint_layer_vjp(dH, -1.0, cache, step[1])
             grads[f"q_mu{ell}"] = g.q_mu
@@ -233,16 +178,17 @@ class LatentDSVI(_DSVI):
         if self.inference == "iwvi":
             # d/dw [log p(w) - log q(w)] with eps fixed is -w; the explicit log b term (eq. 5.11)
             dW = dW - wts[:, None] * st["W"]
-            db_rows = dW * ew + wts[:, None] / brow
-        else:
-            db_rows = dW * ew
-        da = dW.reshape(S, n, K, Dw).sum(axis=(0, 2))
+        da_rows, db_rows = reparameterise_vjp(dW, ew)
+        if self.inference == "iwvi":
+            db_rows = db_rows + wts[:, None] / brow
+        da = da_rows.reshape(S, n, K, Dw).sum(axis=(0, 2))
         db = db_rows.reshape(S, n, K, Dw).sum(axis=(0, 2))
         if self.inference == "vi":
-            da = da - st["scale"] * a
-            db = db - st["scale"] * (b - 1.0 / b)
+            ka, kb = gaussian_kl_std_vjp(a, b)
+            da = da - st["scale"] * ka
+            db = db - st["scale"] * kb
         ecache, rho = st["ecache"]
-        drho = db * expit(rho - _RHO_SHIFT)
+        drho = proposal_scale_vjp(db, rho)
         grads.update(self.encoder.backward(np.hstack([da, drho]), ecache, st["p"]))
         values = st["p"]
         for ell in range(self.n_layers):

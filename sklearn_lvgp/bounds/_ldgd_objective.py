@@ -11,7 +11,7 @@ rows with latent points ``x_ip`` (samples or sigma points of q(x_i) with weights
         − w_r β_r KL_u^r − w_c γ β_c KL_u^c
 
 with ``s = N / b`` the minibatch scale. ``KL_X`` is added by the caller (over all rows or
-minibatch-scaled) through :func:`sklearn_lvgp.variational._kl_diagonal.gaussian_kl_std`. Both paths
+minibatch-scaled) through :func:`sklearn_lvgp.variational._kl.gaussian_kl_std`. Both paths
 are SVGP layers of the shared engine (:mod:`sklearn_lvgp.variational`, whitened q(u)).
 """
 
@@ -23,8 +23,6 @@ from ..likelihoods._bernoulli import bernoulli_probit_expectation, bernoulli_pro
 
 __all__ = ["PRESETS", "Globals", "GlobalsVJP", "preset_factors",
            "classification_ell", "classification_ell_vjp"]
-
-_LOG_2PI = float(np.log(2.0 * np.pi))
 
 #: ELBO weighting presets: name -> callable (D, K) -> (gamma, beta_r, beta_c, beta_x).
 PRESETS = {

@@ -14,7 +14,7 @@ import numpy as np
 from .._core.params import ParamPacker
 from ..nn._ldgd_encoder import encoder_forward, encoder_vjp
 from ..variational import tril_pack, tril_unpack
-from ..variational._kl_diagonal import gaussian_kl_std, gaussian_kl_std_vjp
+from ..variational._kl import gaussian_kl_std, gaussian_kl_std_vjp
 from ._ldgd import ldgd_value_and_vjp
 from ._ldgd_objective import Globals
 

@@ -2,10 +2,14 @@
 
 :mod:`._executor` runs per-chunk passes on the calling thread and a thread pool and reduces
 their partials in a fixed order (Gal, van der Wilk & Rasmussen 2014); :mod:`._dask` runs the
-chunk passes as Dask tasks where the row partitions live. The bounds they run are in
-:mod:`sklearn_lvgp.bounds`.
+chunk passes as Dask tasks where the row partitions live. :mod:`._protocol` is the bound
+protocol every objective implements (:mod:`sklearn_lvgp.bounds`), and :mod:`._rows` the
+in-memory row source that runs a bound's passes on the thread executor.
 """
 
 from ._executor import ChunkExecutor, plan_chunks, reduce_in_order
+from ._protocol import ChunkContext, ChunkedBound, Evaluation, evaluate_bound
+from ._rows import InMemoryRows
 
-__all__ = ["ChunkExecutor", "plan_chunks", "reduce_in_order"]
+__all__ = ["ChunkContext", "ChunkExecutor", "ChunkedBound", "Evaluation", "InMemoryRows",
+           "evaluate_bound", "plan_chunks", "reduce_in_order"]

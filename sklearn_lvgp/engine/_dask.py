@@ -16,31 +16,11 @@ step; only the fitted latent means and variances are gathered at the end.
 import numpy as np
 
 from .._core.parallel import serial_section
-from ..bounds._collapsed import (
-    kernel_chunk_grads,
-    kernel_chunk_stats,
-    kernel_finish,
-    kernel_global_step,
-    kernel_prior,
-    psi_chunk_grads,
-    psi_chunk_stats,
-    psi_finish,
-    psi_global_step,
-)
-from ..bounds._dsvi import (
-    chunk_pass,
-    dsvi_draws,
-    dsvi_finish,
-    dsvi_globals,
-    dsvi_rows,
-    thread_layer_workspaces,
-)
-from ..optim._alternating import local_step
-from ..variational._kl_diagonal import standard_normal_kl_and_vjp
-from ._executor import reduce_in_order, serial_global_steps
+from ._executor import reduce_in_order
+from ._protocol import ChunkContext
+from ._rows import stack_locals
 
-__all__ = ["is_dask_collection", "DaskRows", "DaskKernelBound", "DaskPsiBound", "DaskDSVI",
-           "map_row_blocks"]
+__all__ = ["is_dask_collection", "DaskRows", "map_row_blocks"]
 
 
 def is_dask_collection(X):
@@ -124,24 +104,142 @@ class DaskRows:
         self.shapes = {k: v.shape for k, v in self.arrays.items()}
         self.row_chunks = tuple(int(c) for c in row_chunks)
         self.parts = {k: list(v.to_delayed().ravel()) for k, v in self.arrays.items()}
+        self._held = {}
 
     @property
     def n_partitions(self):
         """Number of row partitions."""
         return len(self.row_chunks)
 
-    def map(self, fn, names, shared, extra_parts=None):
-        """Delayed ``fn(*blocks, shared)`` per partition (blocks of ``names``, then extras)."""
+    @property
+    def offsets(self):
+        """First row of each partition, and the number of rows last."""
+        return np.concatenate([[0], np.cumsum(self.row_chunks)]).astype(int)
+
+    def replace(self, name, parts, hold):
+        """Make ``parts`` (one delayed block per partition, e.g. a local step's results on the
+        workers) the row array ``name``; ``hold`` keeps their persisted futures alive."""
+        if len(parts) != self.n_partitions:
+            raise ValueError(f"{name} needs one block per partition ({self.n_partitions}), "
+                             f"got {len(parts)}.")
+        self.parts[name] = list(parts)
+        self._held[name] = hold
+
+    # ------------------------------------------------------------ the bound protocol
+    def plan(self, bound, G):
+        """The partitions are the chunks (their caches are never kept across passes)."""
+        return self.offsets
+
+    def _tasks(self, fn, names, head, offsets):
+        dask, _ = _dask()
+        head = dask.delayed(head, traverse=False)
+        task = dask.delayed(_protocol_task, pure=True)
+        n = self.n_partitions
+        return [task(fn, names, head, ChunkContext(p, int(offsets[p]), int(offsets[p + 1]), n),
+                     *[self.parts[name][p] for name in names])
+                for p in range(n)]
+
+    def map_reduce(self, fn, G, plan, names):
+        """Sum over partitions (in partition order) of ``fn(G, rows, ctx)``, one task each."""
+        dask, _ = _dask()
+        return reduce_in_order(list(dask.compute(*self._tasks(fn, names, (G,), plan))))
+
+    def map_reduce_backward(self, fn, G, step, plan, need_local, names):
+        """``(Σ partials, local)`` of ``fn(G, step, rows, ctx, need_local)``, one task per
+        partition; the local gradients are gathered only when asked for."""
+        dask, _ = _dask()
+        out = dask.compute(*self._tasks(_backward_of(fn, need_local), names, (G, step), plan))
+        partials = reduce_in_order([partial for _, partial in out])
+        return partials, (stack_locals([local for local, _ in out]) if need_local else None)
+
+    def subset(self, idx, extra=None):
+        """The rows ``idx`` (a minibatch) as a row source whose tasks run where they live.
+
+        Parameters
+        ----------
+        idx : array-like of int
+            Row positions in the whole data.
+        extra : dict of str to ndarray, default=None
+            Row-aligned arrays of the minibatch itself (e.g. its Monte Carlo draws), shipped
+            with the tasks: row ``j`` belongs to ``idx[j]``.
+        """
+        return _DaskSubset(self, np.asarray(idx), dict(extra or {}))
+
+    def map_blocks(self, fn, names, shared, extra_parts=None):
+        """Delayed ``fn(*blocks, *shared)`` per partition (blocks of ``names``, then extras)."""
         dask, _ = _dask()
         shared = dask.delayed(shared, traverse=False)
         columns = [self.parts[n] for n in names] + list(extra_parts or [])
         task = dask.delayed(_serial_task, pure=True)
         return [task(fn, *blocks, shared) for blocks in zip(*columns, strict=True)]
 
-    def map_reduce(self, fn, names, shared, extra_parts=None):
-        """Sum over partitions (in partition order) of ``fn(*blocks, shared)``."""
+    def reduce_blocks(self, fn, names, shared, extra_parts=None):
+        """Sum over partitions (in partition order) of ``fn(*blocks, *shared)``."""
         dask, _ = _dask()
-        return reduce_in_order(list(dask.compute(*self.map(fn, names, shared, extra_parts))))
+        return reduce_in_order(list(dask.compute(*self.map_blocks(fn, names, shared,
+                                                                  extra_parts))))
+
+
+class _DaskSubset:
+    """A minibatch of a :class:`DaskRows`: each partition holding some of its rows runs them
+    as one task (data-parallel minibatch gradients). The partials are added in partition order;
+    the local gradients come back in minibatch order. A chunk's context has ``start`` and
+    ``stop`` ``None``: its rows are not a contiguous range of the minibatch."""
+
+    def __init__(self, rows, idx, extra):
+        self.rows, self.extra = rows, extra
+        self.n_rows = idx.size
+        offsets = rows.offsets
+        part = np.searchsorted(offsets, idx, side="right") - 1
+        self.groups = []
+        for p in range(rows.n_partitions):
+            pos = np.flatnonzero(part == p)
+            if pos.size:
+                self.groups.append((p, pos, idx[pos] - offsets[p]))
+
+    def plan(self, bound, G):
+        return self.groups
+
+    def _tasks(self, fn, names, head, groups):
+        dask, _ = _dask()
+        head = dask.delayed(head, traverse=False)
+        task = dask.delayed(_subset_task, pure=True)
+        block_names = [name for name in names if name not in self.extra]
+        tasks = []
+        for j, (p, pos, local) in enumerate(groups):
+            ctx = ChunkContext(j, None, None, len(groups))
+            extra = {name: self.extra[name][pos] for name in names if name in self.extra}
+            tasks.append(task(fn, names, head, ctx, local, extra, block_names,
+                              *[self.rows.parts[name][p] for name in block_names]))
+        return tasks
+
+    def map_reduce(self, fn, G, plan, names):
+        dask, _ = _dask()
+        return reduce_in_order(list(dask.compute(*self._tasks(fn, names, (G,), plan))))
+
+    def map_reduce_backward(self, fn, G, step, plan, need_local, names):
+        dask, _ = _dask()
+        out = dask.compute(*self._tasks(_backward_of(fn, need_local), names, (G, step), plan))
+        partials = reduce_in_order([partial for _, partial in out])
+        if not need_local or out[0][0] is None:
+            return partials, None
+        local = {}
+        for name, first in out[0][0].items():
+            if first is None:
+                local[name] = None
+                continue
+            local[name] = np.empty((self.n_rows,) + first.shape[1:])
+            for (_, pos, _), (parts, _) in zip(plan, out, strict=True):
+                local[name][pos] = parts[name]
+        return partials, local
+
+
+def _subset_task(fn, names, head, ctx, local, extra, block_names, *blocks):
+    """One partition's share of a minibatch: its rows ``local`` of the blocks, and the extras."""
+    rows = {name: block[local] for name, block in zip(block_names, blocks, strict=True)}
+    rows.update(extra)
+    with serial_section():
+        return fn(*head, {name: rows[name] for name in names}, ctx)
 
 
 def _serial_task(fn, *args):
@@ -151,149 +249,20 @@ def _serial_task(fn, *args):
         return fn(*blocks, *shared)
 
 
-# ------------------------------------------------------------------- deterministic inputs
-
-def _kernel_stats_task(X, Y, kernel, Z, prior):
-    return kernel_chunk_stats(kernel, Z, prior, X, Y)[0]
-
-
-def _kernel_grads_task(X, Y, kernel, Z, prior, step):
-    return kernel_chunk_grads(kernel, Z, prior, step, X, Y)
+def _protocol_task(fn, names, head, ctx, *blocks):
+    """One partition's pass of a protocol bound: ``fn(*head, rows, ctx)``, serially."""
+    with serial_section():
+        return fn(*head, dict(zip(names, blocks, strict=True)), ctx)
 
 
-class DaskKernelBound:
-    """:class:`~sklearn_lvgp.engine.CollapsedKernelBound` over the partitions of ``rows``
-    (arrays ``"X"`` and ``"y"``)."""
+class _backward_of:
+    """``fn(G, step, rows, ctx, need_local)`` as a picklable ``(G, step, rows, ctx)`` callable."""
 
-    def __init__(self, rows):
-        self.rows = rows
+    def __init__(self, fn, need_local):
+        self.fn, self.need_local = fn, need_local
 
-    @serial_global_steps
-    def evaluate(self, kernel, Z, noise_variance, *, jitter=1e-6, max_tries=0, need_Z=True):
-        """As :meth:`CollapsedKernelBound.evaluate`, each map a round of Dask tasks."""
-        N, D = self.rows.n_rows, self.rows.shapes["y"][1]
-        prior = kernel_prior(kernel, Z, noise_variance, jitter=jitter, max_tries=max_tries)
-        stats = self.rows.map_reduce(_kernel_stats_task, ("X", "y"), (kernel, Z, prior))
-        step = kernel_global_step(N, D, prior, stats, max_tries=max_tries)
-        partials = self.rows.map_reduce(_kernel_grads_task, ("X", "y"),
-                                        (kernel, Z, prior, step))
-        return kernel_finish(kernel, prior, step, partials, need_Z=need_Z)
-
-
-# --------------------------------------------------------------- Gaussian (latent) inputs
-
-def _psi_stats_task(Y, mu, S, kernel, Z, rule):
-    return psi_chunk_stats(kernel, Z, rule, mu, S, Y)[0]
-
-
-def _psi_grads_task(Y, mu, S, kernel, Z, rule, adj, dPY_T):
-    return psi_chunk_grads(kernel, Z, rule, mu, S, Y, adj, dPY_T, need_local=False)[1]
-
-
-def _local_task(Y, mu, S, kernel, Z, rule, post):
-    return np.stack(local_step(kernel, Z, rule, post, mu, S, Y))
-
-
-def _kl_task(mu, S):
-    return standard_normal_kl_and_vjp(mu, S)[0]
-
-
-class DaskPsiBound:
-    """The chunked collapsed GPLVM bound over the partitions of ``rows`` (array ``"Y"``),
-    with the q(x_n) partitioned alongside (set by :meth:`set_locals`, updated by
-    :meth:`local_step`)."""
-
-    def __init__(self, rows):
-        self.rows = rows
-        self._mu = self._S = self._held = None
-
-    def set_locals(self, mu, S):
-        """Partition the q(x_n) (``(N, Q)`` numpy or dask arrays) like the data; persist."""
-        dask, da = _dask()
-        chunks = (self.rows.row_chunks, (mu.shape[1],))
-        mu_d, S_d = dask.persist(da.asarray(mu).rechunk(chunks), da.asarray(S).rechunk(chunks))
-        self._held = (mu_d, S_d)  # the persisted arrays keep their blocks alive
-        self._mu = list(mu_d.to_delayed().ravel())
-        self._S = list(S_d.to_delayed().ravel())
-
-    def locals(self):
-        """The q(x_n) gathered to the driver: ``(mu, S)``."""
-        dask, _ = _dask()
-        mu, S = dask.compute(self._mu, self._S)
-        return np.vstack(mu), np.vstack(S)
-
-    @serial_global_steps
-    def evaluate(self, kernel, Z, noise_variance, rule, *, jitter=1e-6, max_tries=0):
-        """Bound F, gradients of the globals (Z, θ, σ²) and q(u), the q(x_n) held fixed."""
-        N, D = self.rows.n_rows, self.rows.shapes["Y"][1]
-        extra = [self._mu, self._S]
-        stats = self.rows.map_reduce(_psi_stats_task, ("Y",), (kernel, Z, rule), extra)
-        step = psi_global_step(kernel, Z, N, D, stats, noise_variance, jitter=jitter,
-                               max_tries=max_tries)
-        partials = self.rows.map_reduce(_psi_grads_task, ("Y",),
-                                        (kernel, Z, rule, step.adj, step.dPY_T), extra)
-        return psi_finish(kernel, step, partials)
-
-    def kl(self):
-        """Σ_n KL(q(x_n) ‖ N(0, I)), summed over the partitions."""
-        dask, _ = _dask()
-        tasks = [dask.delayed(_kl_task, pure=True)(m, v) for m, v in zip(self._mu, self._S,
-                                                                        strict=True)]
-        return reduce_in_order(list(dask.compute(*tasks)))
-
-    def local_step(self, kernel, Z, rule, post):
-        """Improve every partition's q(x_n) on its worker; the results stay there."""
-        dask, _ = _dask()
-        tasks = self.rows.map(_local_task, ("Y",), (kernel, Z, rule, post),
-                              [self._mu, self._S])
-        stacked = dask.persist(*tasks)
-        self._held = stacked
-        self._mu = [s[0] for s in stacked]
-        self._S = [s[1] for s in stacked]
-
-
-# -------------------------------------------------------------------------- deep GP (DSVI)
-
-def _dsvi_task(X, Y, rows, eps, model, layers, priors, noise, scale, S):
-    # the worker thread's buffers, kept from one step's task to the next (as a chunk worker's)
-    return chunk_pass(model, layers, priors, noise, X[rows], Y[rows], scale, S, eps,
-                      thread_layer_workspaces(model.n_layers))
-
-
-class DaskDSVI:
-    """The doubly-stochastic deep-GP bound with its rows on Dask (arrays ``"X"``, ``"y"``).
-
-    A minibatch is a set of row indices; each partition that holds some of them evaluates their
-    data term and its partial adjoints where the partition lives (data-parallel minibatch
-    gradients), and the driver adds the partials in partition order and does the global terms
-    (prior factors, KLs). Per step the tasks receive the model's parameters and the minibatch's
-    Monte Carlo draws, never the data.
-    """
-
-    def __init__(self, rows):
-        self.rows = rows
-        self.offsets = np.concatenate([[0], np.cumsum(rows.row_chunks)])
-
-    @serial_global_steps
-    def elbo(self, model, x, idx, scale, n_samples, random_state):
-        """ELBO estimate and gradient on the rows ``idx`` (as ``_DSVI.elbo`` on ``X[idx]``)."""
-        dask, _ = _dask()
-        layers, noise, values, priors, kls = dsvi_globals(model, x)
-        idx = np.asarray(idx)
-        n, L = idx.size, model.n_layers
-        S = n_samples if (model.expectation == "monte_carlo" and L > 1) else 1
-        eps = dsvi_draws(model, n, S, random_state)
-        part = np.searchsorted(self.offsets, idx, side="right") - 1
-        shared = dask.delayed((model, layers, priors, noise, scale, S), traverse=False)
-        task = dask.delayed(_serial_task, pure=True)
-        tasks = []
-        for p in range(self.rows.n_partitions):
-            pos = np.flatnonzero(part == p)
-            if pos.size:
-                tasks.append(task(_dsvi_task, self.rows.parts["X"][p], self.rows.parts["y"][p],
-                                  idx[pos] - self.offsets[p], dsvi_rows(eps, n, S, pos), shared))
-        partials = reduce_in_order(list(dask.compute(*tasks)))
-        return dsvi_finish(model, layers, priors, kls, values, partials)
+    def __call__(self, G, step, rows, ctx):
+        return self.fn(G, step, rows, ctx, self.need_local)
 
 
 def _block_outputs(fn, block, n_outputs):

@@ -28,6 +28,7 @@ import numpy as np
 
 from .._core.workspace import thread_workspace
 from ..kernels._stationary import K_cached_into
+from ._rules import expand_points, expand_points_vjp, variance_adjoint
 from ._types import PsiStats, PsiVJP
 from ._ut_stationary import axis_point_rows, axis_point_rows_vjp, uses_axis_points
 
@@ -81,7 +82,7 @@ def _chunks(N, K, M):
 def _points(mu, sqrtS, nodes, a, b):
     """Evaluation points of rows ``a:b`` as an ``((b-a)·K, Q)`` matrix, and their nodes."""
     xi = nodes if nodes.ndim == 2 else nodes[a:b]
-    X = mu[a:b, None, :] + sqrtS[a:b, None, :] * xi
+    X = expand_points(mu[a:b], sqrtS[a:b], xi)
     return X.reshape(-1, mu.shape[1]), xi
 
 
@@ -266,13 +267,12 @@ def pointset_psi_vjp(dL_dpsi0, dL_dPsi1, dL_dPsi2, cache):
                 vd = kernel.vjp_diag(ddiag, X)
                 dX = dX + vd.X.reshape(b - a, K, Q)
                 dtheta += vd.theta
-            dmu_c, dxi, dZ_c, dth_c = dX.sum(axis=1), (dX * xi).sum(axis=1), v.Z, v.theta
+            (dmu_c, dxi), dZ_c, dth_c = expand_points_vjp(dX, xi), v.Z, v.theta
         if const_diag:
             # Kdiag does not depend on x: only its hyperparameters receive the adjoint
             dtheta += kernel.vjp_diag(np.array([np.sum(ddiag)]), mu[:1]).theta
         dmu[a:b] = dmu_c
-        with np.errstate(divide="ignore", invalid="ignore"):
-            dS[a:b] = np.where(sqrtS[a:b] > 0, dxi / (2.0 * sqrtS[a:b]), 0.0)
+        dS[a:b] = variance_adjoint(dxi, sqrtS[a:b])
         dZ += dZ_c
         dtheta += dth_c
     return PsiVJP(dmu, dS, dZ, dtheta)

@@ -5,7 +5,10 @@ The unscented rule is the symmetric sigma-point set of de Souza et al. (2021, §
 
 For a diagonal Gaussian q(x_n) = N(mu_n, diag(S_n)) every rule evaluates the integrand at
 ``x_nk = mu_n + sqrt(S_n) * xi_k`` and returns ``sum_k w_k g(x_nk)``. The rules differ only in the
-nodes ``xi`` and weights ``w``.
+nodes ``xi`` and weights ``w``. That reparameterisation ``x = mu + sd ⊙ xi`` and its backward pass
+live here once (:func:`reparameterise`, :func:`expand_points`) for every layer that uses it:
+the Ψ point sets, the likelihoods' quadrature, the deep GPs' Monte Carlo and sigma-point
+propagation, latent covariates and projections, and the draws of ``sample_y``.
 """
 
 from functools import lru_cache
@@ -15,7 +18,8 @@ import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 
 __all__ = ["PointRule", "unscented_rule", "gauss_hermite_rule", "monte_carlo_rule",
-           "expand_points", "expand_points_vjp", "MAX_GH_POINTS"]
+           "reparameterise", "reparameterise_vjp", "variance_adjoint", "expand_points",
+           "expand_points_vjp", "MAX_GH_POINTS"]
 
 #: Default refusal threshold for tensor Gauss–Hermite grids (their size is ``order**Q``).
 MAX_GH_POINTS = 2 ** 20
@@ -148,6 +152,58 @@ def monte_carlo_rule(n_samples, n_dims, random_state, n_points=None):
     return PointRule("monte_carlo", random_state.standard_normal(shape), np.full(K, 1.0 / K))
 
 
+def reparameterise(mu, sd, eps):
+    """The reparameterisation ``x = mu + sd ⊙ eps`` (elementwise, broadcast).
+
+    A draw of ``N(mu, diag sd²)`` from standard normal ``eps``, or a quadrature point of that
+    Gaussian from a unit-space node (Salimbeni & Deisenroth 2017, eq. 7). Its backward pass is
+    :func:`reparameterise_vjp`; :func:`expand_points` lays it out over a rule's nodes.
+
+    Parameters
+    ----------
+    mu, sd : ndarray
+        Means and standard deviations.
+    eps : ndarray
+        Standard normal draws or unit-space nodes (broadcast against ``mu`` and ``sd``).
+
+    Returns
+    -------
+    x : ndarray
+    """
+    return mu + sd * eps
+
+
+def variance_adjoint(dL_dsd, sd):
+    """Adjoint of the variance ``v = sd²`` from that of ``sd``: ``dL_dsd / (2 sd)``, 0 where
+    ``sd = 0`` (a point mass, whose variance the points do not see)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(sd > 0, dL_dsd / (2.0 * sd), 0.0)
+
+
+def reparameterise_vjp(dL_dx, eps, sd=None):
+    """Backward pass of :func:`reparameterise`, per element (the caller sums broadcast axes).
+
+    Parameters
+    ----------
+    dL_dx : ndarray
+        Upstream adjoint.
+    eps : ndarray
+        As in the forward pass.
+    sd : ndarray, default=None
+        The forward ``sd``: given, the second adjoint is that of the variance ``sd²``
+        (:func:`variance_adjoint`) instead of ``sd``.
+
+    Returns
+    -------
+    dL_dmu : ndarray
+        ``dL_dx``.
+    dL_dsd : ndarray
+        ``dL_dx ⊙ eps`` (or ``dL_dx ⊙ eps / (2 sd)`` with ``sd``).
+    """
+    dsd = dL_dx * eps
+    return dL_dx, dsd if sd is None else variance_adjoint(dsd, sd)
+
+
 def expand_points(mu, sd, nodes):
     """Evaluation points ``x_nk = mu_n + sd_n ⊙ xi_k`` of the rule's unit-space nodes.
 
@@ -162,20 +218,23 @@ def expand_points(mu, sd, nodes):
     -------
     x : ndarray of shape (N, K, Q)
     """
-    return mu[:, None, :] + sd[:, None, :] * nodes
+    return reparameterise(mu[:, None, :], sd[:, None, :], nodes)
 
 
-def expand_points_vjp(dL_dx, nodes):
+def expand_points_vjp(dL_dx, nodes, sd=None):
     """Backward pass of :func:`expand_points`: the adjoints ``(dL_dmu, dL_dsd)``.
 
     Parameters
     ----------
     dL_dx : ndarray of shape (N, K, Q)
     nodes : ndarray of shape (K, Q) or (N, K, Q)
+    sd : ndarray of shape (N, Q), default=None
+        The forward ``sd``: given, the second adjoint is that of the variance ``sd²``.
 
     Returns
     -------
     dL_dmu, dL_dsd : ndarray of shape (N, Q)
-        ``sum_k dL_dx[n, k]`` and ``sum_k dL_dx[n, k] ⊙ xi_k``.
+        ``sum_k dL_dx[n, k]`` and ``sum_k dL_dx[n, k] ⊙ xi_k`` (divided by ``2 sd`` with ``sd``).
     """
-    return dL_dx.sum(axis=1), np.sum(dL_dx * nodes, axis=1)
+    dsd = np.sum(dL_dx * nodes, axis=1)
+    return dL_dx.sum(axis=1), dsd if sd is None else variance_adjoint(dsd, sd)

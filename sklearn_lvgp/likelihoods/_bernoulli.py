@@ -4,8 +4,13 @@ quadrature with 20 points (Salimbeni 2020, §1.2), its backward, and class proba
 import numpy as np
 from scipy.special import log_ndtr
 
-from ..expectations._rules import gauss_hermite_rule
-from ._gaussian import _LOG_2PI
+from .._core.constants import LOG_2PI
+from ..expectations._rules import (
+    gauss_hermite_rule,
+    reparameterise,
+    reparameterise_vjp,
+    variance_adjoint,
+)
 
 __all__ = ["bernoulli_probit_expectation", "bernoulli_probit_expectation_vjp",
            "bernoulli_probit_predict"]
@@ -39,7 +44,7 @@ def bernoulli_probit_expectation(y, mu, var, n_points=20):
     x, w = _gh(n_points)
     sd = np.sqrt(var)
     sign = 2.0 * np.asarray(y, dtype=np.float64) - 1.0
-    f = mu[..., None] + sd[..., None] * x
+    f = reparameterise(mu[..., None], sd[..., None], x)
     t = sign[..., None] * f
     logcdf = log_ndtr(t)
     values = logcdf @ w
@@ -63,11 +68,11 @@ def bernoulli_probit_expectation_vjp(dL_dvalues, cache):
     """
     x, w, sign, sd, t, logcdf = cache
     # d/dt log Phi(t) = phi(t) / Phi(t), evaluated in log space
-    ratio = np.exp(-0.5 * t * t - 0.5 * _LOG_2PI - logcdf)
+    ratio = np.exp(-0.5 * t * t - 0.5 * LOG_2PI - logcdf)
     g = sign[..., None] * ratio
-    dmu = g @ w
-    safe = np.where(sd > 0.0, sd, 1.0)
-    dvar = np.where(sd > 0.0, (g * x) @ w / (2.0 * safe), 0.0)
+    dmu_k, dsd_k = reparameterise_vjp(g, x)
+    dmu = dmu_k @ w
+    dvar = variance_adjoint(dsd_k @ w, sd)
     up = np.broadcast_to(dL_dvalues, dmu.shape)
     return up * dmu, up * dvar
 

@@ -1,14 +1,19 @@
 """Gaussian likelihood: the variational expectation ``E_N(f|mu,var) log N(y | f, s2)`` in
-closed form with its backward, and the Gaussian log density."""
+closed form with its backward, and the Gaussian log density (the package's one home of both).
+
+The expectation depends on the moments of ``f`` only through the expected squared residual
+``E‖y − f‖² = ‖y − mu‖² + Σ var`` (:func:`expected_log_gaussian`); the elementwise form and
+GP-CDE's output-mixed form (:mod:`._mixed_gaussian`) both evaluate it.
+"""
 
 from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["gaussian_expectation", "gaussian_expectation_vjp", "gaussian_log_density",
-           "GaussianVJP"]
+from .._core.constants import LOG_2PI
 
-_LOG_2PI = float(np.log(2.0 * np.pi))
+__all__ = ["expected_log_gaussian", "expected_log_gaussian_vjp", "gaussian_expectation",
+           "gaussian_expectation_vjp", "gaussian_log_density", "GaussianVJP"]
 
 
 class GaussianVJP(NamedTuple):
@@ -17,6 +22,47 @@ class GaussianVJP(NamedTuple):
     mu: np.ndarray
     var: np.ndarray
     noise_variance: float
+
+
+def expected_log_gaussian(sq, n_dims, noise_variance):
+    """``E log N(y | f, s2 I)`` of ``n_dims`` outputs from the expected squared residual.
+
+    Parameters
+    ----------
+    sq : float or ndarray
+        ``E‖y − f‖² = ‖y − mu‖² + Σ var`` over the ``n_dims`` outputs.
+    n_dims : int
+        Number of outputs summed in ``sq``.
+    noise_variance : float or ndarray
+        Likelihood variance ``s2`` (broadcast against ``sq``).
+
+    Returns
+    -------
+    values : float or ndarray of the shape of ``sq``
+        ``-n_dims log(2 pi s2)/2 - sq / (2 s2)``.
+    """
+    return -0.5 * n_dims * (LOG_2PI + np.log(noise_variance)) - 0.5 * sq / noise_variance
+
+
+def expected_log_gaussian_vjp(dL_dvalues, n_dims, sq, noise_variance):
+    """Backward pass of :func:`expected_log_gaussian`.
+
+    Parameters
+    ----------
+    dL_dvalues : float or ndarray
+        Upstream adjoint (broadcast against ``sq``).
+    n_dims, sq, noise_variance
+        As in the forward pass.
+
+    Returns
+    -------
+    dL_dsq : float or ndarray
+        ``-w / (2 s2)``.
+    dL_dnoise : float or ndarray
+        ``w (-n_dims / (2 s2) + sq / (2 s2²))`` elementwise (the caller sums it).
+    """
+    w, s2 = dL_dvalues, noise_variance
+    return -0.5 * w / s2, w * (-0.5 * n_dims / s2 + 0.5 * sq / (s2 * s2))
 
 
 def gaussian_expectation(y, mu, var, noise_variance):
@@ -35,7 +81,7 @@ def gaussian_expectation(y, mu, var, noise_variance):
         ``-log(2 pi s2)/2 - ((y - mu)^2 + var) / (2 s2)``.
     """
     r = y - mu
-    return -0.5 * (_LOG_2PI + np.log(noise_variance)) - 0.5 * (r * r + var) / noise_variance
+    return expected_log_gaussian(r * r + var, 1, noise_variance)
 
 
 def gaussian_expectation_vjp(dL_dvalues, y, mu, var, noise_variance):
@@ -58,9 +104,9 @@ def gaussian_expectation_vjp(dL_dvalues, y, mu, var, noise_variance):
     w = np.broadcast_to(dL_dvalues, np.shape(y))
     r = y - mu
     s2 = np.asarray(noise_variance, dtype=np.float64)
-    g = w * (-0.5 / s2 + 0.5 * (r * r + var) / (s2 * s2))
+    dsq, g = expected_log_gaussian_vjp(w, 1, r * r + var, s2)
     dnoise = float(np.sum(g)) if s2.ndim == 0 else np.sum(g, axis=tuple(range(g.ndim - 1)))
-    return GaussianVJP(w * r / s2, -0.5 * w / s2 * np.ones_like(var), dnoise)
+    return GaussianVJP(w * r / s2, dsq * np.ones_like(var), dnoise)
 
 
 def gaussian_log_density(y, mean, var):
@@ -77,4 +123,4 @@ def gaussian_log_density(y, mean, var):
         Log densities.
     """
     r = y - mean
-    return -0.5 * (_LOG_2PI + np.log(var) + r * r / var)
+    return -0.5 * (LOG_2PI + np.log(var) + r * r / var)

@@ -3,7 +3,9 @@
 ``L_n(t) = E_q(f) log N(y | P^T f(t), s2 I)`` and its adjoints (the closed-form ``L_{w_n}`` of
 Salimbeni 2020, eq. 4.6, with the output mixing of §4.2.3), and the predictive density (Woodbury
 form of ``log N(y | P^T mu, P^T diag(v) P + s2 I)``, never forming ``D_y x D_y``).
-``P = None`` means no mixing (``P = I``, ``L = D_y``).
+``P = None`` means no mixing (``P = I``, ``L = D_y``). The expectation is the Gaussian one of
+:mod:`._gaussian` at the expected squared residual ``‖y − Pᵀmu‖² + varᵀ diag(P Pᵀ)``, and without
+mixing the predictive density is its :func:`~._gaussian.gaussian_log_density`.
 """
 
 from typing import NamedTuple
@@ -11,10 +13,11 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import ndtr
 
-__all__ = ["ConditionalVJP", "conditional_ell", "conditional_ell_vjp", "mixture_quantiles",
-           "predictive_log_density", "predictive_marginals"]
+from .._core.constants import LOG_2PI
+from ._gaussian import expected_log_gaussian, expected_log_gaussian_vjp, gaussian_log_density
 
-_LOG_2PI = float(np.log(2.0 * np.pi))
+__all__ = ["ConditionalVJP", "conditional_ell", "conditional_ell_vjp", "latent_pi",
+           "mixture_quantiles", "predictive_log_density", "predictive_marginals"]
 
 
 class ConditionalVJP(NamedTuple):
@@ -37,7 +40,8 @@ def _mix(mu, P):
     return mu if P is None else mu @ P
 
 
-def _pi(P, L):
+def latent_pi(P, L):
+    """``pi_e = sum_d P_ed^2``, the weight of latent ``e``'s variance (ones without mixing)."""
     return np.ones(L) if P is None else np.sum(P * P, axis=1)
 
 
@@ -64,8 +68,8 @@ def conditional_ell(Y, mu, var, P, noise_variance):
     s2 = float(noise_variance)
     Dy = Y.shape[1]
     r = Y - _mix(mu, P)
-    quad = np.sum(r * r, axis=1) + var @ _pi(P, mu.shape[1])
-    values = -0.5 * Dy * (_LOG_2PI + np.log(s2)) - 0.5 * quad / s2
+    quad = np.sum(r * r, axis=1) + var @ latent_pi(P, mu.shape[1])
+    values = expected_log_gaussian(quad, Dy, s2)
     return values, (r, mu, var, P, s2, quad)
 
 
@@ -87,13 +91,14 @@ def conditional_ell_vjp(dL_dvalues, cache):
     w = np.asarray(dL_dvalues, dtype=np.float64)
     Dy = r.shape[1]
     wr = r * (w / s2)[:, None]
-    pi = _pi(P, mu.shape[1])
+    pi = latent_pi(P, mu.shape[1])
     dmu = wr if P is None else wr @ P.T
-    dvar = -0.5 * (w / s2)[:, None] * pi[None, :]
+    dquad, dnoise = expected_log_gaussian_vjp(w, Dy, quad, s2)
+    dvar = dquad[:, None] * pi[None, :]
     dP = None
     if P is not None:
         dP = mu.T @ wr - P * ((w / s2) @ var)[:, None]
-    dnoise = float(np.sum(w * (-0.5 * Dy / s2 + 0.5 * quad / (s2 * s2))))
+    dnoise = float(np.sum(dnoise))
     return ConditionalVJP(dmu, dvar, dP, dnoise)
 
 
@@ -133,16 +138,11 @@ def predictive_log_density(Y, mu, var, P, noise_variance):
     log_density : ndarray of shape (...)
     """
     s2 = float(noise_variance)
-    if P is None:
-        v = var + s2
-        r = Y - mu
-        return -0.5 * np.sum(_LOG_2PI + np.log(v) + r * r / v, axis=-1)
-    Dy = P.shape[1]
-    L = P.shape[0]
+    if P is None or P.shape[1] == 1:
+        mean, v = predictive_marginals(mu, var, P, s2)
+        return np.sum(gaussian_log_density(Y, mean, v), axis=-1)
+    L, Dy = P.shape
     r = Y - mu @ P
-    if Dy == 1:
-        v = var @ (P * P) + s2
-        return -0.5 * np.sum(_LOG_2PI + np.log(v) + r * r / v, axis=-1)
     # C = s2 I + U U^T with U = P^T V^{1/2}: |C| and C^{-1} through the L x L capacitance
     sq = np.sqrt(var)
     PPt = P @ P.T
@@ -153,7 +153,7 @@ def predictive_log_density(Y, mu, var, P, noise_variance):
     Ur = sq * (r @ P.T)
     sol = np.linalg.solve(K, Ur[..., None])[..., 0]
     maha = (np.sum(r * r, axis=-1) - np.sum(Ur * sol, axis=-1)) / s2
-    return -0.5 * (Dy * _LOG_2PI + logdet + maha)
+    return -0.5 * (Dy * LOG_2PI + logdet + maha)
 
 
 def mixture_quantiles(means, variances, log_weights, q, n_bisections=60):

@@ -3,7 +3,7 @@
 The rows stay partitioned where they live. Each Adam step draws its minibatch indices and Monte
 Carlo samples on the driver, exactly as the in-memory fit does, and the partitions holding those
 rows evaluate their part of the bound and its gradient
-(:class:`~sklearn_lvgp.engine._dask.DaskDSVI`). The initial inducing inputs and inner mean
+(:class:`~sklearn_lvgp.bounds._dsvi.DaskDSVI`). The initial inducing inputs and inner mean
 functions come from at most ``INIT_ROWS`` rows gathered once (all of them for smaller data, so
 the fit then equals the in-memory one up to rounding).
 """
@@ -11,7 +11,8 @@ the fit then equals the in-memory one up to rounding).
 import numpy as np
 
 from .._core.scaling import column_moments
-from ..engine._dask import DaskDSVI, DaskRows, _dask
+from ..bounds._dsvi import DaskDSVI
+from ..engine._dask import DaskRows, _dask
 from ..optim._adam import AdamState
 
 __all__ = ["fit_deep_gp_dask", "INIT_ROWS"]

@@ -12,17 +12,16 @@ import warnings
 from functools import partial
 
 import numpy as np
-from sklearn.cluster import KMeans
-from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
-from threadpoolctl import threadpool_limits
 
 from .._core.blocks import row_blocks
+from .._core.init import kmeans_centres, pca_components
 from .._core.linalg import settled_jitter
 from .._core.params import ParamPacker
 from .._core.scaling import normalization
 from ..bounds._collapsed_global import chunked_predictive_moments, predictive_moments
 from ..bounds._dvmgp import dvmgp_elbo_and_grads
+from ..expectations._rules import expand_points, reparameterise
 from ..likelihoods._gaussian import gaussian_log_density
 from ..optim._lbfgsb import minimize_adam, minimize_lbfgsb
 from ..variational._projection import (
@@ -37,36 +36,6 @@ __all__ = ["fit_parameters", "heldout_log_density", "initial_params", "latent_po
            "length_scale_init", "make_packer", "optimise_phase", "output_moments",
            "sample_targets"]
 
-#: K-means restarts of the initial inducing inputs (K-means as in de Souza 2020, §4.4).
-_KMEANS_N_INIT = 100
-
-
-def _kmeans_centres(A, n_clusters, seed):
-    """K-means centres of the rows of ``A`` (de Souza 2020, §4.4); the rows themselves when
-    there are exactly ``n_clusters`` of them."""
-    if n_clusters == A.shape[0]:
-        return np.array(A, dtype=np.float64)
-    with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="openmp"):
-        # duplicate rows can leave fewer distinct clusters than asked; K_u's jitter copes.
-        # One OpenMP thread: a started OpenMP pool hangs any later fork of this process (and
-        # scikit-learn's k-means gives the same centres for any thread count)
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        km = KMeans(n_clusters=n_clusters, n_init=_KMEANS_N_INIT, random_state=seed).fit(A)
-    return np.array(km.cluster_centers_, dtype=np.float64)
-
-
-def _pca_directions(X, Q):
-    """``PCA(Q).fit(X).components_`` (de Souza 2020, §4.4), padded with zero rows beyond the
-    data's rank."""
-    q = min(Q, X.shape[0], X.shape[1])
-    P = np.zeros((Q, X.shape[1]))
-    if np.any(np.ptp(X, axis=0) > 0):
-        P[:q] = PCA(n_components=q, svd_solver="full").fit(X).components_
-    else:
-        P[:q, :q] = np.eye(q)
-    return P
-
-
 def length_scale_init(projection_length_scale_init, D):
     """Initial length scale of the W-layer kernels (``projection_length_scale_init`` if set)."""
     if projection_length_scale_init is not None:
@@ -79,9 +48,9 @@ def initial_params(Xs, Q, m_u, m_v, seed, length_scale, noise_variance_init, var
     """The initial blocks (de Souza 2020, §4.4): PCA directions for ``μ``, k-means centres for
     Ξ and ζ, unit κ_q, the given length scale, σ_f² = var_y and σ² = noise_init · var_y."""
     D = Xs.shape[1]
-    P = _pca_directions(Xs, Q)
-    Xi0 = _kmeans_centres(Xs, m_v, seed)
-    zeta0 = _kmeans_centres(Xs @ P.T, m_u, seed)
+    P = pca_components(Xs, Q)
+    Xi0 = kmeans_centres(Xs, m_v, seed)
+    zeta0 = kmeans_centres(Xs @ P.T, m_u, seed)
     mu0 = np.broadcast_to(P[:, None, :], (Q, m_v, D)).copy()
     wtheta0 = np.zeros((Q, 1 + D))
     wtheta0[:, 1:] = np.log(length_scale)
@@ -237,11 +206,11 @@ def sample_targets(post, zeta, signal_std, noise_variance, h, eta, n_samples, n_
     kern = output_kernel(signal_std, Q)
     for rows in row_blocks(n, S, 4096):
         a, b = rows.start, rows.stop
-        z = (h[a:b, None, :] + np.sqrt(eta[a:b, None, :])
-             * rs.standard_normal((b - a, S, Q))).reshape(-1, Q)
+        z = expand_points(h[a:b], np.sqrt(eta[a:b]),
+                          rs.standard_normal((b - a, S, Q))).reshape(-1, Q)
         m, v = predictive_moments(post, kern.Kdiag(z), kern.K(z, zeta), None)
-        f = m + np.sqrt(v) * rs.standard_normal(m.shape)
-        yy = f + np.sqrt(noise_variance) * rs.standard_normal(m.shape)
+        f = reparameterise(m, np.sqrt(v), rs.standard_normal(m.shape))
+        yy = reparameterise(f, np.sqrt(noise_variance), rs.standard_normal(m.shape))
         out[a:b] = yy.reshape(b - a, S, n_targets)
     return out
 

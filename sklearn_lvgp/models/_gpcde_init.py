@@ -8,7 +8,7 @@ recognition network).
 
 import numpy as np
 
-from .._core.init import kmeans_inducing, principal_directions, unit_directions
+from .._core.init import kmeans_inducing, principal_directions
 from ..nn._cde_encoder import encoder_init
 from ..variational import prior_factor
 
@@ -43,7 +43,7 @@ def initial_values(model, kernel, Xs, Ys, noise_variance, q_w, random_state):
               "q_mu": np.zeros((M, L))}
     H = Xs
     if model.projection:
-        values["A_mu"] = unit_directions(Xs, Dh, random_state)
+        values["A_mu"] = principal_directions(Xs, Dh, random_state, scaled=False)
         values["A_s"] = np.full((Dx, Dh), 1e-2)
         H = Xs @ values["A_mu"]
     Z = np.hstack([kmeans_inducing(H, M, random_state), random_state.standard_normal((M, Dw))])

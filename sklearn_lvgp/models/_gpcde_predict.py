@@ -12,7 +12,7 @@ from scipy.special import logsumexp
 from .._core.blocks import row_blocks
 from .._core.parallel import threads
 from ..bounds._gpcde import CHUNK_POINTS
-from ..expectations._rules import gauss_hermite_rule
+from ..expectations._rules import gauss_hermite_rule, reparameterise
 from ..likelihoods._mixed_gaussian import predictive_log_density, predictive_marginals
 from ..variational._input_projection import projection_sample
 
@@ -29,7 +29,7 @@ def prediction_nodes(model, gh_order, n_predict_samples, A_mean, A_std, rs):
     S = int(n_predict_samples)
     nodes = rs.standard_normal((S, model.Dw))
     logw = np.full(S, -np.log(S))
-    A_draws = (A_mean[None] + A_std[None] * rs.standard_normal((S,) + A_mean.shape)
+    A_draws = (reparameterise(A_mean[None], A_std[None], rs.standard_normal((S,) + A_mean.shape))
                if model.projection else None)
     return nodes, logw, A_draws
 
@@ -85,6 +85,6 @@ def sample_targets(model, x, Xs, n_samples, rs, A_mean, A_std, P, noise_variance
     w = rs.standard_normal((n * S, model.Dw))
     with threads(n_jobs):
         mu, var = model.point_marginals(x, np.hstack([h, w]))
-    f = mu + np.sqrt(var) * rs.standard_normal(mu.shape)
+    f = reparameterise(mu, np.sqrt(var), rs.standard_normal(mu.shape))
     ys = f if P is None else f @ P
-    return ys + np.sqrt(noise_variance) * rs.standard_normal(ys.shape)
+    return reparameterise(ys, np.sqrt(noise_variance), rs.standard_normal(ys.shape))

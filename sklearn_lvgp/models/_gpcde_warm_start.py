@@ -3,7 +3,9 @@
 The switched-off model is a sparse variational GP on the inputs alone (its bound equals the
 full model's with the latent length scales at their upper bound and ``q(w)`` the prior). With
 ``q(u)`` at its optimum that bound is the collapsed bound (Titsias 2009, eq. 9), so the model is
-fitted as :class:`~sklearn_lvgp.SparseGPRegressor`, and ``q(u)`` then set to its optimum by one
+fitted as a sparse GP regression on that bound
+(:func:`~sklearn_lvgp.optim._collapsed_fit.fit_collapsed`, as
+:class:`~sklearn_lvgp.SparseGPRegressor` fits it), and ``q(u)`` then set to its optimum by one
 natural-gradient step of size one.
 :func:`gp_init_possible` says whether a model's latent dimensions can be switched off so.
 """
@@ -13,10 +15,14 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._core.linalg import settled_jitter
+from .._core.parallel import threads
 from .._core.params import softplus_inverse
+from .._core.progress import fit_progress
+from .._core.scaling import column_scales
 from ..bounds._gpcde import MIN_NOISE, RHO_SHIFT, CDEModel
 from ..kernels._stationary import _Stationary, default_rbf
-from ._sgpr import SparseGPRegressor
+from ..optim._collapsed_fit import fit_collapsed, make_collapsed_bound
 
 __all__ = ["gp_init_possible", "gp_warm_start", "full_bound"]
 
@@ -36,13 +42,14 @@ def gp_init_possible(est, Dw):
 def gp_warm_start(model, x0, Xs, Ys, rs, q_w, user_kernel, n_jobs=None, verbose=0):
     """``init="gp"``: the switched-off fit and the two starts derived from it.
 
-    The switched-off fit is ``SparseGPRegressor`` on the standardised data (inducing inputs
-    started at the model's, on the input columns; that estimator's default iteration
-    budget), from two starts, keeping the higher bound:
+    The switched-off fit is the sparse GP regression of the standardised data on the
+    collapsed bound, fitted as ``SparseGPRegressor`` fits it with its defaults (inducing
+    inputs started at the model's, on the input columns, and optimised; 1000 L-BFGS-B
+    iterations), from two starts, keeping the higher bound:
     the model's own (its kernel restricted to the inputs, ``noise_variance_init``) and the
     sparse GP regressor's (its default in standardised units — unit length scales and
     variance — or the user's kernel; noise 0.1).
-    With the latent switched off the model is that regressor's: the same bound, whose
+    With the latent switched off the model is that regression's: the same bound, whose
     ``q(u)`` is set to its optimum afterwards by one natural-gradient step of size one.
 
     Returns ``(x_start, x_off, bound_off)``: the full model started from the sparse GP
@@ -62,14 +69,15 @@ def gp_warm_start(model, x0, Xs, Ys, rs, q_w, user_kernel, n_jobs=None, verbose=
     # data; the regressor's start is written out in standardised units (unit length scales
     # and variance, noise 0.1) so that it does not depend on the last bits of the scaled data
     starts = [(k0, p["s2"]), (k0 if user_kernel else default_rbf(np.ones(Dh), 1.0), 0.1)]
-    gp = max((_sparse_gp(Xs, Ys, kern, noise, p["Z"][:, :Dh], model, n_jobs, verbose)
-              for kern, noise in starts), key=lambda g: g.elbo_)
+    with threads(n_jobs):
+        gp = max((_sparse_gp(Xs, Ys, kern, noise, p["Z"][:, :Dh], model.jitter, verbose)
+                  for kern, noise in starts), key=lambda g: g.bound)
     lo, hi = k0.bounds.T
-    xo = off.pack({"kernel": k0.clone_with_theta(np.clip(gp.kernel_.theta, lo, hi)),
-                   "noise_variance": max(gp.noise_variance_, MIN_NOISE), "q_mu": p["q_mu"],
+    xo = off.pack({"kernel": k0.clone_with_theta(np.clip(gp.kernel.theta, lo, hi)),
+                   "noise_variance": max(gp.noise_variance, MIN_NOISE), "q_mu": p["q_mu"],
                    "q_sqrt": (np.repeat(np.eye(model.M)[None], model.L, axis=0)
                               if model.whiten else p["q_sqrt_full"]),
-                   "Z": gp.inducing_inputs_})
+                   "Z": np.array(gp.Z, copy=True)})
     rows = np.arange(Xs.shape[0])
     xo = off.natgrad(xo, Xs, Ys, rows, 1.0, 1.0, rs)
     po = off.unpack(xo)
@@ -102,17 +110,25 @@ def gp_warm_start(model, x0, Xs, Ys, rs, q_w, user_kernel, n_jobs=None, verbose=
     return x_start, x_off, bound_off
 
 
-def _sparse_gp(Xs, Ys, kernel, noise_variance, Z, model, n_jobs, verbose):
-    """``SparseGPRegressor`` fitted to the standardised data from the given start, with its
-    own iteration budget: its fit is cheap, and a run cut short in the flat directions of
-    switched-off length scales ends where rounding in the data sends it."""
-    with warnings.catch_warnings():
-        # a stage of the fit: the full model's optimiser reports on convergence
+def _sparse_gp(Xs, Ys, kernel, noise_variance, Z, jitter, verbose):
+    """The collapsed bound of the standardised data maximised from the given start, as
+    ``SparseGPRegressor(kernel=kernel, inducing_inputs=Z, noise_variance_init=noise_variance,
+    jitter=jitter, random_state=0)`` fits it, with that estimator's iteration budget: its fit
+    is cheap, and a run cut short in the flat directions of switched-off length scales ends
+    where rounding in the data sends it. Returns the
+    :class:`~sklearn_lvgp.optim._collapsed_fit.CollapsedFit`."""
+    X, Y = Xs, np.ascontiguousarray(Ys, dtype=np.float64)
+    var_y = float(np.mean(np.var(Y, axis=0)))
+    kernel = kernel.initialize(X.shape[1], np.random.RandomState(0))
+    Z0 = np.array(Z, dtype=np.float64)
+    # a stage of the fit: the full model's optimiser reports to the callback and on convergence
+    with warnings.catch_warnings(), fit_progress(None, None):
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return SparseGPRegressor(kernel=kernel, n_inducing=model.M, inducing_inputs=Z,
-                                 noise_variance_init=noise_variance,
-                                 jitter=model.jitter, n_jobs=n_jobs, verbose=verbose,
-                                 random_state=0).fit(Xs, Ys if Ys.shape[1] > 1 else Ys[:, 0])
+        return fit_collapsed(
+            kernel, X, Y, Z0, float(noise_variance), bound=make_collapsed_bound(X, Y),
+            var_y=var_y if var_y > 0 else 1.0, z_scale=column_scales(X),
+            jitter=settled_jitter(kernel.K(Z0), jitter), verbose=verbose,
+            name="GPCDE switched-off fit")
 
 
 def full_bound(model, x, Xs, Ys, rs, n_eval=5):

@@ -27,6 +27,7 @@ from .._core.validation import (
 )
 from ..base import _BaseLVGP
 from ..bounds._ldgd_objective import PRESETS
+from ..expectations._rules import reparameterise
 from ._ldgd_fit import class_latent_draws, fit, path_settings
 from ._ldgd_inference import infer_latents, log_proba, path_marginals
 
@@ -437,7 +438,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         if not add_noise:
             return self.inverse_transform(Z), Z
         mean, std = self.inverse_transform(Z, return_std=True)
-        return mean + std * rs.standard_normal(mean.shape), Z
+        return reparameterise(mean, std, rs.standard_normal(mean.shape)), Z
 
     @property
     def _n_features_out(self):

@@ -27,11 +27,14 @@ from .._core.validation import (
     check_option,
 )
 from ..base import _BaseLVGPRegressor
-from ..engine._dask import DaskKernelBound, DaskRows, is_dask_collection, map_row_blocks
+from ..bounds import CollapsedKernelBound
+from ..engine._dask import DaskRows, is_dask_collection, map_row_blocks
 from ..expectations import EXPECTATIONS
 from ..kernels import as_lvgp_kernel
 from ..likelihoods._gaussian import gaussian_log_density
-from ._sgpr_parts import _make_bound, check_X_var, fit_from_moments, moments, sgpr_bound_and_grads
+from ..optim._collapsed_fit import collapsed_bound_and_grads as sgpr_bound_and_grads
+from ..optim._collapsed_fit import make_collapsed_bound as _make_bound
+from ._sgpr_parts import check_X_var, fit_from_moments, moments
 
 __all__ = ["SparseGPRegressor", "sgpr_bound_and_grads"]
 
@@ -261,7 +264,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             y_mean, y_std = np.zeros(Y_d.shape[1]), np.ones(Y_d.shape[1])
         Yn_d = (Y_d - y_mean) / y_std
         var_y, scales = dask.compute(Yn_d.var(axis=0).mean(), column_moments(X_d)[1])
-        bound = DaskKernelBound(DaskRows({"X": X_d, "y": Yn_d}))
+        bound = CollapsedKernelBound(rows=DaskRows({"X": X_d, "y": Yn_d}))
         return self._fit_moments(X_d, None, None, random_state, y_mean, y_std, float(var_y),
                                  np.asarray(scales), bound)
 

@@ -1,9 +1,9 @@
 """Model internals of :class:`~sklearn_lvgp.SparseGPRegressor` (Titsias 2009).
 
-The collapsed bound with its gradient wrt Z, θ and σ² for deterministic or Gaussian inputs
-(:func:`sgpr_bound_and_grads`, on the chunked bounds of :mod:`sklearn_lvgp.engine`), the
-packing and L-BFGS-B optimisation of those parameters, and the test-time predictive moments
-(exact for deterministic inputs, moment-matched for uncertain ones; Girard et al. 2003).
+The fit from the data's summary statistics (its start and warm start; the L-BFGS-B fit of the
+collapsed bound itself is :func:`sklearn_lvgp.optim._collapsed_fit.fit_collapsed`), and the
+test-time predictive moments (exact for deterministic inputs, moment-matched for uncertain
+ones; Girard et al. 2003).
 """
 
 import numpy as np
@@ -11,9 +11,7 @@ from sklearn.utils import check_random_state
 
 from .._core.init import select_inducing
 from .._core.linalg import settled_jitter, symmetrise
-from .._core.params import ParamPacker, softplus_inverse
 from .._core.validation import check_finite_array, check_option
-from ..bounds._collapsed import CollapsedKernelBound, CollapsedPsiBound
 from ..bounds._collapsed_global import (
     _weight_matrices,
     chunked_predictive_moments,
@@ -21,66 +19,9 @@ from ..bounds._collapsed_global import (
 )
 from ..expectations import EXPECTATIONS, make_rule, psi_statistics
 from ..kernels._stationary import default_rbf
-from ..optim._lbfgsb import minimize_lbfgsb
+from ..optim._collapsed_fit import fit_collapsed
 
-__all__ = ["sgpr_bound_and_grads", "check_X_var", "fit_from_moments",
-           "optimise_hyperparameters", "rule_for", "moments"]
-
-
-
-def sgpr_bound_and_grads(kernel, X, Y, Z, noise_variance, *, X_var=None, rule="analytic",
-                         jitter=1e-6, max_tries=0, need_Z=True, bound=None):
-    """Collapsed SGPR bound and its gradient wrt Z, the kernel's θ and the noise variance.
-
-    Parameters
-    ----------
-    kernel : Kernel
-        Initialised kernel (its current ``theta`` is used).
-    X : ndarray of shape (N, Q)
-        Inputs (means of the inputs when ``X_var`` is given).
-    Y : ndarray of shape (N, D)
-        Targets.
-    Z : ndarray of shape (M, Q)
-        Inducing inputs.
-    noise_variance : float
-        Gaussian noise variance σ².
-    X_var : ndarray of shape (N, Q) or None
-        Input variances; ``None`` is the deterministic (S = 0) bound of Titsias (2009).
-    rule : "analytic" or PointRule
-        Expectation rule for uncertain inputs (ignored when ``X_var`` is ``None``).
-    jitter : float
-        Relative jitter on ``Kuu``.
-    max_tries : int
-        Jitter escalations allowed (0 inside an optimiser).
-    need_Z : bool
-        Whether the Z adjoint is wanted.
-    bound : CollapsedKernelBound or CollapsedPsiBound, default=None
-        The fit's chunked bound of ``(X, Y)`` (reused across evaluations); ``None`` makes one.
-
-    Returns
-    -------
-    F : float
-        The bound (the exact log marginal likelihood when Z = X and ``X_var`` is ``None``, up to
-        the jitter).
-    grads : dict
-        ``"Z"`` (M, Q) or ``None``, ``"theta"`` (n_theta,), ``"noise"`` (float).
-    post : CollapsedPosterior
-        The optimal q(u) (Titsias 2009).
-    """
-    if bound is None:
-        bound = _make_bound(X, Y, X_var)
-    if X_var is None:
-        return bound.evaluate(kernel, Z, noise_variance, jitter=jitter, max_tries=max_tries,
-                              need_Z=need_Z)
-    F, grads, post = bound.evaluate(kernel, Z, X, X_var, noise_variance, rule, jitter=jitter,
-                                    max_tries=max_tries, need_S=False)
-    return (float(F), {"Z": grads["Z"] if need_Z else None, "theta": grads["theta"],
-                       "noise": grads["noise"]}, post)
-
-
-def _make_bound(X, Y, X_var):
-    """The chunked collapsed bound of ``(X, Y)``: deterministic inputs or N(X_n, X_var_n)."""
-    return CollapsedKernelBound(X, Y) if X_var is None else CollapsedPsiBound(Y)
+__all__ = ["check_X_var", "fit_from_moments", "rule_for", "moments"]
 
 
 def check_X_var(X_var, shape):
@@ -94,63 +35,6 @@ def check_X_var(X_var, shape):
     if np.any(V < 0):
         raise ValueError("X_var must be non-negative (it holds input variances).")
     return V
-
-
-def optimise_hyperparameters(est, kernel, X, Yn, X_var, Z0, optimize_Z, rule, jitter, noise0,
-                             var_y, bound, z_scale):
-    """Pack θ, σ² (and Z when ``optimize_Z``) under ``est.positive_transform`` and maximise the
-    bound with L-BFGS-B; returns the fitted kernel, Z, σ² and the iterations run.
-
-    Z is optimised in units of the power of two nearest each column scale of X
-    (``z_scale``): with log hyperparameters the optimisation problem is then the same, to
-    within a factor of two, for data in any units (X in units of 1e-6 or 1e6), where the raw
-    Z, whose gradient grows as 1 / scale, would dominate L-BFGS-B's steps. Powers of two make
-    the change of units exact in floating point, and the same for scales computed by numpy and
-    by Dask's reductions (which differ in their last bits).
-    """
-    z_scale = np.exp2(np.round(np.log2(z_scale)))
-    softplus = est.positive_transform == "softplus"
-    blocks = [("theta", (kernel.n_theta,), "softplus" if softplus else "identity"),
-              ("noise", (), "softplus" if softplus else "log")]
-    if optimize_Z:
-        blocks.insert(0, ("Z", Z0.shape))
-    packer = ParamPacker(blocks)
-    # with "softplus" the theta block holds exp(theta), the natural hyperparameter values
-    init = {"Z": Z0 / z_scale, "theta": np.exp(kernel.theta) if softplus else kernel.theta,
-            "noise": noise0}
-    x0 = packer.pack({k: init[k] for k, *_ in blocks})
-    work = kernel.clone()
-
-    def unpack(flat):
-        p = packer.unpack(flat)
-        work.theta = np.log(p["theta"]) if softplus else p["theta"]
-        return p, (p["Z"] * z_scale if optimize_Z else Z0), float(p["noise"])
-
-    def objective(flat):
-        p, Z, s2 = unpack(flat)
-        F, grads, _ = sgpr_bound_and_grads(work, X, Yn, Z, s2, X_var=X_var, rule=rule,
-                                           jitter=jitter, need_Z=optimize_Z, bound=bound)
-        if softplus:
-            grads["theta"] = grads["theta"] / p["theta"]
-        if optimize_Z:
-            grads["Z"] = grads["Z"] * z_scale
-        return -F, -packer.pack_grad({k: grads[k] for k in p}, p)
-
-    if est.optimizer is not None and est.max_iter > 0:
-        bounds = np.full((packer.size, 2), [-np.inf, np.inf])
-        theta_bounds, noise_bounds = work.bounds, np.log([1e-10 * var_y, 1e4 * var_y])
-        if softplus:
-            theta_bounds = softplus_inverse(np.exp(theta_bounds))
-            noise_bounds = softplus_inverse(np.exp(noise_bounds))
-        bounds[packer.slice("theta")] = theta_bounds
-        bounds[packer.slice("noise")] = noise_bounds
-        res = minimize_lbfgsb(objective, x0, bounds=bounds, max_iter=est.max_iter,
-                              tol=est.tol, verbose=est.verbose, name=type(est).__name__)
-        x_final, n_iter = res.x, res.n_iter
-    else:
-        x_final, n_iter = x0, 0
-    _, Z, s2 = unpack(x_final)
-    return work, Z, s2, n_iter
 
 
 def rule_for(est, expectation, random_state=None):
@@ -231,16 +115,18 @@ def fit_from_moments(est, X, Yn, X_var, random_state, y_mean, y_std, var_y, scal
                   else 0.1 * var_y)
         jitter, n_before = settled_jitter(kernel.K(Z0), est.jitter), 0
 
-    work, Z, s2, n_iter = optimise_hyperparameters(
-        est, kernel, X, Yn, X_var, Z0, optimize_Z, rule, jitter, noise0, var_y, bound, scales)
-    F, _, post = sgpr_bound_and_grads(work, X, Yn, Z, s2, X_var=X_var, rule=rule,
-                                      jitter=jitter, max_tries=6, need_Z=False, bound=bound)
-    est.n_iter_ = n_before + n_iter
-    est.kernel_ = work
-    est.noise_variance_ = s2
-    est.inducing_inputs_ = np.array(Z, copy=True)
+    fit = fit_collapsed(
+        kernel, X, Yn, Z0, noise0, bound=bound, var_y=var_y, z_scale=scales, jitter=jitter,
+        X_var=X_var, rule=rule, optimize_Z=optimize_Z,
+        positive_transform=est.positive_transform,
+        max_iter=est.max_iter if est.optimizer is not None else 0, tol=est.tol,
+        verbose=est.verbose, name=type(est).__name__)
+    est.n_iter_ = n_before + fit.n_iter
+    est.kernel_ = fit.kernel
+    est.noise_variance_ = fit.noise_variance
+    est.inducing_inputs_ = np.array(fit.Z, copy=True)
     est.expectation_ = name
-    est.elbo_ = F
-    est._post = post
+    est.elbo_ = fit.bound
+    est._post = fit.posterior
     est._jitter = jitter
     est._rules = {}

@@ -1,7 +1,7 @@
 """``UnscentedGPLVM.fit`` on a dask array or DataFrame: rows and q(x_n) stay partitioned.
 
 The fit is the alternating optimiser of :mod:`sklearn_lvgp.optim._alternating` run on
-:class:`~sklearn_lvgp.engine._dask.DaskPsiBound`: the local steps run where the partitions
+:class:`~sklearn_lvgp.optim._alternating.DaskLocals`: the local steps run where the partitions
 live, each global-step evaluation moves only M × M-sized messages, and the initial PCA needs
 only the D × D Gram matrix of the data. It makes the same random draws, in the same order, as
 the in-memory fit with ``optimizer="alternating"``, so both give the same model up to rounding.
@@ -10,7 +10,8 @@ the in-memory fit with ``optimizer="alternating"``, so both give the same model 
 import numpy as np
 
 from .._core.scaling import column_moments, normalization
-from ..engine._dask import DaskPsiBound, DaskRows, _dask
+from ..engine._dask import DaskRows, _dask
+from ..optim._alternating import DaskLocals
 from ._unscented_gplvm_setup import initial_model, run_alternating, warn_if_not_ard
 
 __all__ = ["fit_gplvm_dask"]
@@ -74,7 +75,7 @@ def fit_gplvm_dask(est, X, random_state):
     kernel, name, rule, _, Z0, noise0, jitter, var_y = initial_model(est,
         mu0, np.asarray(scales) if est._kernel is None else None, float(var_y), random_state)
     random_state.randint(np.iinfo(np.int32).max)  # the in-memory fit's Monte Carlo seed draw
-    state = DaskPsiBound(rows)
+    state = DaskLocals(rows)
     state.set_locals(mu0, da.full(mu0.shape, float(est.latent_variance_init),
                                   chunks=mu0.chunks))
     work = kernel.clone()

@@ -16,7 +16,7 @@ from ..bounds._collapsed_global import PREDICT_CHUNK_ROWS, chunked_predictive_mo
 from ..engine._executor import ChunkExecutor, plan_chunks
 from ..expectations import psi_statistics
 from ..optim._alternating import local_step
-from ..variational._kl_diagonal import gaussian_kl
+from ..variational._kl import gaussian_kl
 
 __all__ = ["heldout_scores", "infer_latents", "latents_for", "uncertain_moments"]
 

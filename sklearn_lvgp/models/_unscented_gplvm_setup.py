@@ -28,7 +28,7 @@ from ..kernels import as_lvgp_kernel
 from ..kernels._stationary import default_rbf
 from ..optim._alternating import fit_alternating
 from ..optim._lbfgsb import minimize_adam, minimize_lbfgsb
-from ..variational._kl_diagonal import standard_normal_kl_and_vjp
+from ..variational._kl import standard_normal_kl_and_vjp
 
 __all__ = ["ALTERNATING_MIN_ROWS", "check_params", "initial_means", "previous_solution",
            "warm_start_key", "elbo_and_grads", "global_bounds",

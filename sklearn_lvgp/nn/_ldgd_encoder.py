@@ -8,6 +8,7 @@ std). Weights are a flat list ``[W_1, b_1, ..., W_L, b_L, W_μ, b_μ, W_σ, b_σ
 
 import numpy as np
 
+from .._core.params import softplus, softplus_inverse
 from ._mlp import mlp_forward, mlp_vjp
 
 __all__ = ["encoder_shapes", "encoder_init", "encoder_forward", "encoder_vjp",
@@ -65,7 +66,7 @@ def encoder_init(shapes, random_state, sigma_init=0.1):
         bound = 1.0 / np.sqrt(fan_in)
         weights.append(random_state.uniform(-bound, bound, size=shapes[k]))
         weights.append(random_state.uniform(-bound, bound, size=shapes[k + 1]))
-    weights[-1] = weights[-1] + float(np.log(np.expm1(sigma_init)))
+    weights[-1] = weights[-1] + float(softplus_inverse(sigma_init))
     return weights
 
 
@@ -89,7 +90,7 @@ def encoder_forward(weights, Y):
                 else (Y, None))
     mu = h @ weights[-4] + weights[-3]
     a = h @ weights[-2] + weights[-1]
-    sigma = np.logaddexp(0.0, a)
+    sigma = softplus(a)
     return mu, sigma, (weights, h, trunk, a)
 
 

@@ -20,15 +20,16 @@ import numpy as np
 
 from .._core.params import ParamPacker
 from .._core.progress import progress
-from ..bounds._collapsed import rule_rows
+from ..bounds._collapsed import CollapsedPsi, PsiParams, rule_rows
 from ..bounds._collapsed_global import heldout_bound
 from ..engine._executor import ChunkExecutor
+from ..engine._protocol import evaluate_bound
 from ..expectations import psi_statistics, psi_vjp
-from ..variational._kl_diagonal import gaussian_kl, gaussian_kl_vjp, standard_normal_kl_and_vjp
+from ..variational._kl import gaussian_kl, gaussian_kl_vjp, standard_normal_kl_and_vjp
 from ._lbfgsb import minimize_lbfgsb
 
-__all__ = ["AlternatingResult", "InMemoryLocals", "fit_alternating", "heldout_objective",
-           "local_step"]
+__all__ = ["AlternatingResult", "InMemoryLocals", "DaskLocals", "fit_alternating",
+           "heldout_objective", "local_step"]
 
 #: L-BFGS-B iterations of a chunk's local step and of the global step in one round.
 LOCAL_ITER = 20
@@ -94,8 +95,8 @@ def local_step(kernel, Z, rule, post, mu, S, Y, *, max_iter=LOCAL_ITER, tol=None
 class InMemoryLocals:
     """The q(x_n) of an in-memory fit next to its :class:`CollapsedPsiBound`.
 
-    :class:`~sklearn_lvgp.engine._dask.DaskPsiBound` offers the same four methods with the
-    q(x_n) partitioned on Dask workers.
+    :class:`DaskLocals` offers the same four methods with the q(x_n) partitioned on Dask
+    workers.
     """
 
     def __init__(self, bound, mu, S):
@@ -129,13 +130,70 @@ class InMemoryLocals:
         return self.mu, self.S
 
 
+def _local_task(Y, mu, S, kernel, Z, rule, post):
+    return np.stack(local_step(kernel, Z, rule, post, mu, S, Y))
+
+
+def _kl_task(mu, S):
+    return standard_normal_kl_and_vjp(mu, S)[0]
+
+
+class DaskLocals:
+    """The collapsed GPLVM bound over the partitions of ``rows`` (a
+    :class:`~sklearn_lvgp.engine._dask.DaskRows` with the array ``"Y"``), with the q(x_n)
+    partitioned alongside as its row arrays ``"mu"`` and ``"S"`` (set by :meth:`set_locals`,
+    updated where they live by :meth:`local_step`)."""
+
+    bound = CollapsedPsi()
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def set_locals(self, mu, S):
+        """Partition the q(x_n) (``(N, Q)`` numpy or dask arrays) like the data; persist."""
+        import dask
+        import dask.array as da
+
+        chunks = (self.rows.row_chunks, (mu.shape[1],))
+        mu_d, S_d = dask.persist(da.asarray(mu).rechunk(chunks), da.asarray(S).rechunk(chunks))
+        self.rows.replace("mu", list(mu_d.to_delayed().ravel()), mu_d)
+        self.rows.replace("S", list(S_d.to_delayed().ravel()), S_d)
+
+    def locals(self):
+        """The q(x_n) gathered to the driver: ``(mu, S)``."""
+        import dask
+
+        mu, S = dask.compute(self.rows.parts["mu"], self.rows.parts["S"])
+        return np.vstack(mu), np.vstack(S)
+
+    def evaluate(self, kernel, Z, noise_variance, rule, *, jitter=1e-6, max_tries=0):
+        """Bound F, gradients of the globals (Z, θ, σ²) and q(u), the q(x_n) held fixed."""
+        params = PsiParams(kernel, Z, noise_variance, rule, self.rows.n_rows,
+                           self.rows.shapes["Y"][1], jitter, max_tries)
+        F, grads, _, _, step = evaluate_bound(self.bound, params, self.rows, need_local=False)
+        return F, grads, step.post
+
+    def kl(self):
+        """Σ_n KL(q(x_n) ‖ N(0, I)), summed over the partitions."""
+        return self.rows.reduce_blocks(_kl_task, ("mu", "S"), ())
+
+    def local_step(self, kernel, Z, rule, post):
+        """Improve every partition's q(x_n) on its worker; the results stay there."""
+        import dask
+
+        tasks = self.rows.map_blocks(_local_task, ("Y", "mu", "S"), (kernel, Z, rule, post))
+        stacked = dask.persist(*tasks)
+        self.rows.replace("mu", [s[0] for s in stacked], stacked)
+        self.rows.replace("S", [s[1] for s in stacked], stacked)
+
+
 def fit_alternating(state, kernel, rule, globals_packer, globals_x, set_globals, bounds=None, *,
                     jitter, max_rounds, tol, verbose=0, name="objective"):
     """Alternate local steps (all chunks in parallel) with global L-BFGS-B steps.
 
     Parameters
     ----------
-    state : InMemoryLocals or DaskPsiBound
+    state : InMemoryLocals or DaskLocals
         The data's bound together with the q(x_n) it holds.
     kernel : Kernel
         Working kernel; ``set_globals`` writes θ into it.

@@ -6,7 +6,7 @@ fixed mean functions and natural-gradient steps, each with its
 hand-written backward pass.
 """
 
-from ._kl_inducing import KLVJP, kl_divergence, kl_divergence_vjp
+from ._kl import KLVJP, kl_divergence, kl_divergence_vjp
 from ._layer import (
     LayerVJP,
     MarginalsVJP,

@@ -8,6 +8,8 @@ to the prior ``N(0, alpha^2)`` is closed form.
 
 import numpy as np
 
+from ..expectations._rules import reparameterise, reparameterise_vjp
+
 __all__ = ["projection_sample", "projection_sample_vjp"]
 
 
@@ -29,7 +31,7 @@ def projection_sample(X, mu, s, eps):
     """
     X2 = X * X
     sd = np.sqrt(X2 @ (s * s))
-    return X @ mu + eps * sd, (X, X2, s, eps, sd)
+    return reparameterise(X @ mu, sd, eps), (X, X2, s, eps, sd)
 
 
 def projection_sample_vjp(dL_dh, cache):
@@ -39,5 +41,6 @@ def projection_sample_vjp(dL_dh, cache):
     contribute nothing.
     """
     X, X2, s, eps, sd = cache
-    g = np.where(sd > 0, dL_dh * eps / np.where(sd > 0, sd, 1.0), 0.0)
-    return X.T @ dL_dh, s * (X2.T @ g)
+    dm, dsd = reparameterise_vjp(dL_dh, eps)
+    g = np.where(sd > 0, dsd / np.where(sd > 0, sd, 1.0), 0.0)
+    return X.T @ dm, s * (X2.T @ g)

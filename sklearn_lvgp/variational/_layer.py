@@ -28,7 +28,7 @@ from .._core.linalg import (
 )
 from .._core.workspace import Workspace
 from ..kernels._stationary import K_cached_into
-from ._kl_inducing import kl_divergence, kl_divergence_vjp
+from ._kl import kl_divergence, kl_divergence_vjp
 from ._mean_functions import ZeroMean
 from ._outputs_numba import output_variances, output_variances_vjp
 
@@ -468,7 +468,7 @@ def layer_global_vjp(kernel, prior, kl_cache, dL_dkl, dq_mu, dq_sqrt, dZ, dtheta
     prior : PriorFactor
         From :func:`prior_factor`.
     kl_cache : object or None
-        From :func:`~sklearn_lvgp.variational._kl_inducing.kl_divergence` (``None``: no KL term).
+        From :func:`~sklearn_lvgp.variational._kl.kl_divergence` (``None``: no KL term).
     dL_dkl : float
         Adjoint of the KL value.
     dq_mu, dq_sqrt, dZ, dtheta, dLu : ndarray

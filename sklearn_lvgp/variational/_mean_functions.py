@@ -7,6 +7,8 @@ backward ``vjp(dL_dmean, H) -> dL_dH``. Mean functions are kept outside the indu
 
 import numpy as np
 
+from .._core.init import principal_axes
+
 __all__ = ["ZeroMean", "IdentityMean", "LinearMean", "pca_linear_mean", "inner_mean"]
 
 
@@ -67,8 +69,7 @@ def pca_linear_mean(X_run, n_outputs):
     """
     d_in, d_out = X_run.shape[1], int(n_outputs)
     if d_in > d_out:
-        _, _, Vt = np.linalg.svd(X_run, full_matrices=False)
-        W = Vt[:d_out].T
+        W = principal_axes(X_run, d_out, center=False, fix_signs=False)[0].T
     else:
         W = np.zeros((d_in, d_out))
         W[:, :d_in] = np.eye(d_in)

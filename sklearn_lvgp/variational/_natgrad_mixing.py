@@ -17,14 +17,10 @@ with the parameter conversions of :mod:`sklearn_lvgp.variational._natgrad`.
 import numpy as np
 
 from .._core.linalg import cho_solve
+from ..likelihoods._mixed_gaussian import latent_pi
 from . import from_natural_params, natural_params
 
-__all__ = ["natgrad_statistics", "mixing_natgrad_update", "latent_pi"]
-
-
-def latent_pi(P, L):
-    """``pi_e = sum_d P_ed^2`` (ones without mixing)."""
-    return np.ones(L) if P is None else np.sum(P * P, axis=1)
+__all__ = ["natgrad_statistics", "mixing_natgrad_update"]
 
 
 def natgrad_statistics(A, Y, mu, point_weights, P):

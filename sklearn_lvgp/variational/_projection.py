@@ -26,7 +26,6 @@ import numpy as np
 from .._core.linalg import (
     cho_solve,
     cholesky_jitter,
-    logdet_from_chol,
     solve_lower,
     solve_upper,
     symmetrise,
@@ -34,6 +33,7 @@ from .._core.linalg import (
 )
 from ..expectations import psi_statistics, psi_vjp
 from ..kernels import RBF
+from ._kl import kl_shared_covariance, kl_shared_covariance_vjp
 
 __all__ = [
     "projection_kernels", "projection_forward", "projection_vjp", "ProjectionVJP",
@@ -106,17 +106,10 @@ class RowFactors:
     """
 
     def __init__(self, Kv, mu_q, Lsig):
-        m_v, D = mu_q.shape
         self.mu, self.Lsig = mu_q, Lsig
         self.Lv, _ = cholesky_jitter(Kv, 0.0, max_tries=0, name="K_v (projection GP)",
                                      warn=False)
-        # eq. A.1 with Σ_q shared by the D columns:
-        # D (log|K_v| − log|Σ_q| + tr(K_v⁻¹ Σ_q)) + Σ_d μ_qdᵀ K_v⁻¹ μ_qd − m_v D
-        iLS = solve_lower(self.Lv, Lsig)
-        iLmu = solve_lower(self.Lv, mu_q)
-        logdet_sig = 2.0 * float(np.sum(np.log(np.abs(np.diag(Lsig)))))
-        self.kl = 0.5 * (D * (logdet_from_chol(self.Lv) - logdet_sig + float(np.sum(iLS * iLS)))
-                         + float(np.sum(iLmu * iLmu)) - m_v * D)
+        self.kl = kl_shared_covariance(mu_q, Lsig, self.Lv)
         self.Kinv = self.Kinv_mu = self.Sig = None
 
     def backward_factors(self):
@@ -152,16 +145,16 @@ def row_global_vjp(f, dmu, Abar, dkl):
     """Global part of a row's backward pass from the summed ``αᵀda`` and ``Ā``, with the KL's
     adjoint ``dkl``: the adjoints of ``K_v`` (symmetric), ``μ_q`` and ``L_q`` (lower)."""
     Kinv, Kinv_mu, Sig, Lsig = f.Kinv, f.Kinv_mu, f.Sig, f.Lsig
-    D = f.mu.shape[1]
     # marginals: a = αᵀμ, b = k − diag(K_wv K_v⁻¹ K_vw) + diag(αᵀ Σ α)
     ASK = Abar @ Sig @ Kinv
     dKv = -Kinv_mu @ dmu.T + Abar - ASK - ASK.T
     dLsig = 2.0 * Abar @ Lsig
-    # KL(q(V) ‖ p(V))
+    # KL(q(V) ‖ p(V)) (eq. A.1)
     if dkl != 0.0:
-        dKv = dKv + 0.5 * dkl * (D * Kinv - D * Kinv @ Sig @ Kinv - Kinv_mu @ Kinv_mu.T)
-        dmu = dmu + dkl * Kinv_mu
-        dLsig = dLsig + dkl * D * (Kinv @ Lsig - np.diag(1.0 / np.diag(Lsig)))
+        kK, kmu, kL = kl_shared_covariance_vjp(dkl, Kinv, Kinv_mu, Sig, Lsig)
+        dKv = dKv + kK
+        dmu = dmu + kmu
+        dLsig = dLsig + kL
     return symmetrise(dKv), dmu, tril(dLsig)
 
 

@@ -15,6 +15,7 @@ from sklearn_lvgp.bounds._collapsed import CollapsedKernelBound, CollapsedPsiBou
 from sklearn_lvgp.bounds._collapsed_global import collapsed_bound, collapsed_bound_vjp
 from sklearn_lvgp.engine import ChunkExecutor, plan_chunks, reduce_in_order
 from sklearn_lvgp.engine import _executor as engine_executor
+from sklearn_lvgp.engine import _rows as engine_rows
 from sklearn_lvgp.expectations import make_rule, monte_carlo_rule, psi_statistics, psi_vjp
 from sklearn_lvgp.kernels import RBF, Linear, Matern32
 from sklearn_lvgp.utils.gradcheck import check_grad
@@ -217,7 +218,7 @@ def test_psi_bound_recomputing_chunks_equals_keeping_them(config, monkeypatch):
     rule = _rule(name, kernel)
     Y, mu, S, Z = _problem(1)
     F_keep, g_keep, _ = CollapsedPsiBound(Y, chunk_rows=7).evaluate(kernel, Z, mu, S, 0.2, rule)
-    monkeypatch.setattr(engine_collapsed, "KEEP_TOTAL", 0)
+    monkeypatch.setattr(engine_rows, "KEEP_TOTAL", 0)
     bound = CollapsedPsiBound(Y, chunk_rows=7)
     assert not bound.plan(rule, M, Q)[1]
     F, grads, _ = bound.evaluate(kernel, Z, mu, S, 0.2, rule)
@@ -304,7 +305,7 @@ def test_chunked_kernel_bound_gradient_matches_finite_differences():
 
 def test_kernel_bound_bit_identical_for_every_thread_count(monkeypatch):
     X, Y, Z, kernel = _kernel_problem(2)
-    monkeypatch.setattr(engine_collapsed, "KEEP_TOTAL", 0)  # the recomputing backward map too
+    monkeypatch.setattr(engine_rows, "KEEP_TOTAL", 0)  # the recomputing backward map too
     results = []
     for n_jobs in (1, 2, 3):
         with threads(n_jobs):
@@ -326,7 +327,7 @@ def test_kernel_bound_workspaces_change_no_bit_and_keep_their_memory(monkeypatch
     Y = np.column_stack([np.sin(X[:, 0]), X[:, 1]]) + 0.1 * r.standard_normal((N, 2))
     Z = X[:M] + 0.05
     if not keep:
-        monkeypatch.setattr(engine_collapsed, "KEEP_TOTAL", 0)
+        monkeypatch.setattr(engine_rows, "KEEP_TOTAL", 0)
     for kernel in (RBF(length_scale=[0.9, 1.3], variance=1.2),
                    RBF(length_scale=0.8) + Linear(variances=[0.3, 0.2])):
         kernel = kernel.initialize(Q, np.random.RandomState(0))
@@ -459,15 +460,14 @@ def test_global_steps_between_the_passes_run_serially(monkeypatch):
 
 def test_every_engine_evaluation_holds_its_global_steps_serial():
     """Each objective's entry point into the engine carries :func:`serial_global_steps`."""
-    from sklearn_lvgp.bounds._dsvi import dsvi_elbo
+    from sklearn_lvgp.bounds._dsvi import DaskDSVI, dsvi_elbo
     from sklearn_lvgp.bounds._dvmgp import dvmgp_elbo_and_grads
     from sklearn_lvgp.bounds._gpcde import CDEModel
     from sklearn_lvgp.bounds._ldgd import ldgd_value_and_vjp
-    from sklearn_lvgp.engine._dask import DaskDSVI, DaskKernelBound, DaskPsiBound
+    from sklearn_lvgp.engine._protocol import evaluate_bound
 
-    entries = [CollapsedPsiBound.evaluate, CollapsedKernelBound.evaluate, dsvi_elbo,
-               dvmgp_elbo_and_grads, ldgd_value_and_vjp, CDEModel.elbo,
-               DaskKernelBound.evaluate, DaskPsiBound.evaluate, DaskDSVI.elbo]
+    entries = [evaluate_bound, dsvi_elbo, dvmgp_elbo_and_grads, ldgd_value_and_vjp,
+               CDEModel.elbo, DaskDSVI.elbo]
     for entry in entries:
         assert entry.__code__ is engine_executor.serial_global_steps(len).__code__, entry
 

@@ -11,8 +11,9 @@ da = pytest.importorskip("dask.array")
 from sklearn_lvgp import GPCDE, DeepGP, SparseGPRegressor, UnscentedGPLVM  # noqa: E402
 from sklearn_lvgp.bounds._collapsed import CollapsedPsiBound  # noqa: E402
 from sklearn_lvgp.engine import _executor as engine_executor  # noqa: E402
-from sklearn_lvgp.engine._dask import DaskPsiBound, DaskRows  # noqa: E402
+from sklearn_lvgp.engine._dask import DaskRows  # noqa: E402
 from sklearn_lvgp.kernels import Matern32  # noqa: E402
+from sklearn_lvgp.optim._alternating import DaskLocals  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +96,7 @@ def test_dask_psi_bound_equals_in_memory_bound(client, chunks_of_75):
         kernel = (kernel or RBF(length_scale=[0.9, 1.2])).initialize(2, np.random.RandomState(0))
         rule = make_rule(rule, kernel, 2)[1]
         F0, g0, _ = CollapsedPsiBound(Y).evaluate(kernel, Z, mu, S, 0.3, rule, need_local=False)
-        state = DaskPsiBound(DaskRows({"Y": da.from_array(Y, chunks=(75, 5))}))
+        state = DaskLocals(DaskRows({"Y": da.from_array(Y, chunks=(75, 5))}))
         state.set_locals(mu, S)
         F1, g1, _ = state.evaluate(kernel, Z, 0.3, rule)
         assert F1 == pytest.approx(F0, rel=1e-12)

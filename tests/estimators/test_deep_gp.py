@@ -948,7 +948,7 @@ def test_inner_layer_init_prior_and_collapsed_starts():
     "collapsed": 1e-5 times the prior's square root under unit variance; the last layer starts
     at the prior in both."""
     from sklearn_lvgp.bounds._dsvi_model import initial_layers
-    from sklearn_lvgp.variational._kl_inducing import kl_divergence
+    from sklearn_lvgp.variational._kl import kl_divergence
 
     Xs = np.random.default_rng(0).standard_normal((40, 3))
     dims = [3, 3, 3, 1]

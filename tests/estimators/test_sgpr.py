@@ -62,7 +62,7 @@ def test_sgpr_bound_gradient_matches_finite_differences(case, rng):
 @pytest.mark.parametrize("transform", ["log", "softplus"])
 def test_estimator_objective_gradient_under_both_transforms(transform, data, monkeypatch):
     """The packed objective the estimator hands L-BFGS-B has the FD gradient."""
-    import sklearn_lvgp.models._sgpr_parts as sgpr
+    import sklearn_lvgp.optim._collapsed_fit as collapsed_fit
 
     captured = {}
 
@@ -70,8 +70,8 @@ def test_estimator_objective_gradient_under_both_transforms(transform, data, mon
         captured["fun"], captured["x0"] = fun, x0
         return real(fun, x0, **{**kwargs, "max_iter": 1})
 
-    real = sgpr.minimize_lbfgsb
-    monkeypatch.setattr(sgpr, "minimize_lbfgsb", capture)
+    real = collapsed_fit.minimize_lbfgsb
+    monkeypatch.setattr(collapsed_fit, "minimize_lbfgsb", capture)
     X, y = data
     SparseGPRegressor(n_inducing=6, positive_transform=transform, jitter=0.0,
                       random_state=0).fit(X[:20], y[:20])

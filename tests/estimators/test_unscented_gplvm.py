@@ -98,7 +98,7 @@ def test_test_time_objective_gradient_and_envelope(fitted, rng):
         p = packer.unpack(flat)
         value, adj, cache = model._heldout(ystar, p["mu"], p["S"], rule)
         from sklearn_lvgp.expectations import psi_vjp
-        from sklearn_lvgp.variational._kl_diagonal import gaussian_kl_vjp
+        from sklearn_lvgp.variational._kl import gaussian_kl_vjp
 
         v = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, cache)
         dmu, dS = gaussian_kl_vjp(p["mu"], p["S"])

@@ -16,7 +16,7 @@ from sklearn_lvgp.bounds._collapsed_global import (
 )
 from sklearn_lvgp.kernels import RBF
 from sklearn_lvgp.utils.gradcheck import check_grad, fd_gradient
-from sklearn_lvgp.variational._kl_diagonal import (
+from sklearn_lvgp.variational._kl import (
     gaussian_kl,
     gaussian_kl_vjp,
     standard_normal_kl_and_vjp,

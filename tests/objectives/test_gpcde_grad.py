@@ -20,6 +20,8 @@ from sklearn_lvgp.nn._cde_encoder import (
     encoder_forward,
     encoder_init,
     encoder_shapes,
+    proposal_scale,
+    proposal_scale_vjp,
 )
 from sklearn_lvgp.utils.gradcheck import check_grad, check_vjp
 from sklearn_lvgp.variational import (
@@ -30,7 +32,7 @@ from sklearn_lvgp.variational import (
     natgrad_step,
     prior_factor,
 )
-from sklearn_lvgp.variational._kl_diagonal import gaussian_kl_std
+from sklearn_lvgp.variational._kl import gaussian_kl_std
 
 N, DX, M = 7, 3, 5
 
@@ -139,6 +141,14 @@ def test_encoder_vjp(rng):
         return dict(zip(names, encoder_backward(w, plist, cache), strict=True))
 
     check_vjp(forward, backward, inputs, rng, rtol=1e-6)
+
+
+@pytest.mark.parametrize("floor", [0.0, 1e-6])
+def test_proposal_scale_vjp(rng, floor):
+    """The recognition network's scale head ``b = softplus(rho - 3) + floor``."""
+    check_vjp(lambda rho: proposal_scale(rho, floor),
+              lambda w, rho: {"rho": proposal_scale_vjp(w, rho)},
+              {"rho": 3.0 + rng.standard_normal((4, 2))}, rng, rtol=1e-7)
 
 
 # ------------------------------------------------------------------------ exact identities

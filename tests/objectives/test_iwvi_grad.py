@@ -10,8 +10,8 @@ import pytest
 
 from sklearn_lvgp import DeepGP
 from sklearn_lvgp._core.parallel import threads
-from sklearn_lvgp.bounds._iwvi import RecognitionMLP
 from sklearn_lvgp.kernels import RBF
+from sklearn_lvgp.nn._cde_encoder import RecognitionMLP
 from sklearn_lvgp.utils.gradcheck import check_grad
 from sklearn_lvgp.variational import SVGPLayer, layer_forward, tril_pack, tril_unpack
 from sklearn_lvgp.variational._joint import (

@@ -1,15 +1,21 @@
-"""The package's one Gaussian KL (both parametrisations): values and finite-difference VJPs."""
+"""The package's Gaussian KL divergences (one module): values and finite-difference VJPs.
+
+The KL of an SVGP layer's ``q(u)`` is checked in ``tests/svgp/test_svgp_layer.py``."""
 
 import numpy as np
 import pytest
 
 from sklearn_lvgp.utils.gradcheck import check_vjp
-from sklearn_lvgp.variational._kl_diagonal import (
+from sklearn_lvgp.variational._kl import (
     gaussian_kl,
     gaussian_kl_std,
     gaussian_kl_std_vjp,
     gaussian_kl_vjp,
+    kl_divergence,
+    kl_shared_covariance,
+    kl_shared_covariance_vjp,
     standard_normal_kl_and_vjp,
+    standard_normal_kl_std,
 )
 
 
@@ -52,3 +58,50 @@ def test_variance_kl_vjp_and_fast_path(rng):
     assert kl == pytest.approx(gaussian_kl(inputs["mu"], inputs["S"]))
     for got, want in zip((dmu, dS), gaussian_kl_vjp(inputs["mu"], inputs["S"]), strict=True):
         np.testing.assert_allclose(got, want)
+
+
+def test_standard_normal_std_form_is_the_std_kl(rng):
+    mu, sigma = rng.standard_normal((6, 3)), 0.2 + rng.random((6, 3))
+    assert standard_normal_kl_std(mu, sigma) == pytest.approx(gaussian_kl_std(mu, sigma),
+                                                              rel=1e-13)
+
+
+def _shared_problem(rng, M=4, D=3):
+    A = rng.standard_normal((M, M))
+    K = A @ A.T + M * np.eye(M)
+    L_q = np.tril(0.3 * rng.standard_normal((M, M)))
+    L_q[np.diag_indices(M)] = 0.5 + rng.random(M)
+    return K, rng.standard_normal((M, D)), L_q
+
+
+def test_shared_covariance_kl_is_the_unwhitened_kl_of_repeated_columns(rng):
+    K, mu, L_q = _shared_problem(rng)
+    L_p = np.linalg.cholesky(K)
+    ref = kl_divergence(mu, np.repeat(L_q[None], mu.shape[1], axis=0), L_p, whiten=False)[0]
+    assert kl_shared_covariance(mu, L_q, L_p) == pytest.approx(ref, rel=1e-12)
+
+
+def test_shared_covariance_kl_vjp(rng):
+    K, mu, L_q = _shared_problem(rng)
+    mask = np.tril(np.ones_like(L_q))
+
+    def forward(mu, L_q):
+        return np.array(kl_shared_covariance(mu, np.tril(L_q), np.linalg.cholesky(K)))
+
+    def backward(w, mu, L_q):
+        Kinv = np.linalg.inv(K)
+        Lt = np.tril(L_q)
+        _, dmu, dL = kl_shared_covariance_vjp(float(w), Kinv, Kinv @ mu, Lt @ Lt.T, Lt)
+        return {"mu": dmu, "L_q": dL * mask}
+
+    check_vjp(forward, backward, {"mu": mu, "L_q": L_q}, rng, rtol=1e-6)
+
+    def forward_K(K):
+        return np.array(kl_shared_covariance(mu, L_q, np.linalg.cholesky(0.5 * (K + K.T))))
+
+    def backward_K(w, K):
+        Kinv = np.linalg.inv(K)
+        dK = kl_shared_covariance_vjp(float(w), Kinv, Kinv @ mu, L_q @ L_q.T, L_q)[0]
+        return {"K": 0.5 * (dK + dK.T)}
+
+    check_vjp(forward_K, backward_K, {"K": K}, rng, rtol=1e-6)

@@ -12,12 +12,18 @@ from scipy.special import log_ndtr
 
 from sklearn_lvgp._core.linalg import cho_solve, solve_lower
 from sklearn_lvgp._core.parallel import threads
+from sklearn_lvgp.expectations._rules import reparameterise, reparameterise_vjp
 from sklearn_lvgp.kernels import RBF, Matern52, White
 from sklearn_lvgp.likelihoods._bernoulli import (
     bernoulli_probit_expectation,
     bernoulli_probit_expectation_vjp,
 )
-from sklearn_lvgp.likelihoods._gaussian import gaussian_expectation, gaussian_expectation_vjp
+from sklearn_lvgp.likelihoods._gaussian import (
+    expected_log_gaussian,
+    expected_log_gaussian_vjp,
+    gaussian_expectation,
+    gaussian_expectation_vjp,
+)
 from sklearn_lvgp.utils.gradcheck import check_vjp, fd_gradient
 from sklearn_lvgp.variational import (
     IdentityMean,
@@ -185,6 +191,19 @@ def test_gaussian_expectation_vjp(rng):
     check_vjp(forward, backward, inputs, rng, rtol=1e-7)
 
 
+@pytest.mark.parametrize("n_dims", [1, 3])
+def test_expected_log_gaussian_vjp(rng, n_dims):
+    """The Gaussian expectation from the expected squared residual (w.r.t. it and the noise)."""
+    inputs = dict(sq=rng.random(5) * n_dims, noise=np.array(0.3))
+
+    def backward(w, sq, noise):
+        dsq, dnoise = expected_log_gaussian_vjp(w, n_dims, sq, float(noise))
+        return dict(sq=dsq, noise=np.array(np.sum(dnoise)))
+
+    check_vjp(lambda sq, noise: expected_log_gaussian(sq, n_dims, float(noise)), backward,
+              inputs, rng, rtol=1e-7)
+
+
 def test_gaussian_expectation_equals_monte_carlo(rng):
     y, mu, var, s2 = 0.4, -0.2, 0.5, 0.1
     f = mu + np.sqrt(var) * rng.standard_normal(400_000)
@@ -225,10 +244,11 @@ def test_reparameterisation_vjp(rng):
     delta = 1e-6
 
     def forward(mu, v):
-        return mu + eps * np.sqrt(v + delta)
+        return reparameterise(mu, np.sqrt(v + delta), eps)
 
     def backward(w, mu, v):
-        return dict(mu=w, v=w * eps / (2 * np.sqrt(v + delta)))
+        dmu, dv = reparameterise_vjp(w, eps, np.sqrt(v + delta))
+        return dict(mu=dmu, v=dv)
 
     check_vjp(forward, backward, dict(mu=rng.standard_normal((4, 3)), v=rng.random((4, 3))),
               rng, rtol=1e-7)
