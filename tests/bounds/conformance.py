@@ -2,11 +2,15 @@
 
 Each entry builds one :class:`~sklearn_lvgp.engine.ChunkedBound` on a small problem: its row
 arrays (data and local parameters), its global parameter blocks, how the blocks become the
-bound's ``prepare`` argument, and which gradient answers which block. Registering a bound here
-is what submits it to every check of the conformance test.
+bound's ``prepare`` argument, and which gradient answers which block. Registering a bound is
+what submits it to every check of the conformance test: the collapsed bounds are registered
+here, every other bound in a module ``conformance_<bound>.py`` beside this one, whose
+``REGISTRY`` dict is merged in.
 """
 
+import importlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -93,3 +97,7 @@ REGISTRY = {
         lambda: _psi_problem(Matern32(length_scale=[1.0, 0.7]), "unscented", 2),
     "collapsed-kernel": lambda: _kernel_problem(3),
 }
+
+for _path in sorted(Path(__file__).resolve().parent.glob("conformance_*.py")):
+    REGISTRY.update(importlib.import_module(_path.stem).REGISTRY)
+
