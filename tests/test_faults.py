@@ -1,5 +1,6 @@
 """Interrupted fits keep the estimator consistent; pickles carry the package version."""
 
+import os
 import pickle
 import subprocess
 import sys
@@ -112,6 +113,12 @@ def test_deep_gp_warm_start_and_partial_fit_after_an_interrupt():
 
 @pytest.mark.parametrize("est", CASES, ids=IDS)
 def test_pickle_loads_in_a_fresh_process_and_predicts_identically(est, tmp_path):
+    """A fresh Python process in the same environment predicts the same bits.
+
+    The child inherits this process's environment: OpenBLAS chooses its kernels from the CPU
+    or from ``OPENBLAS_CORETYPE``, and its Haswell (AVX2) and SkylakeX (AVX-512) ``dgemm``
+    round differently, so a child started with another BLAS configuration can differ in the
+    last bit; what the package guarantees is the same output for the same configuration."""
     model = _fit(clone(est))
     path = tmp_path / "model.pkl"
     path.write_bytes(pickle.dumps(model))
@@ -123,7 +130,7 @@ def test_pickle_loads_in_a_fresh_process_and_predicts_identically(est, tmp_path)
             f"np.save({str(tmp_path / 'out.npy')!r}, m.{method}(np.load("
             f"{str(tmp_path / 'X.npy')!r})))")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=str(tmp_path.parent),
-                   env={"PYTHONPATH": ":".join(sys.path)})
+                   env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), _output(model))
 
 

@@ -210,13 +210,33 @@ def test_gp_warm_start_near_noiseless():
 
 def test_gp_start_at_a_stationary_point_keeps_a_finite_bound():
     """Symmetric two-branch data: the sparse GP on x alone is pure noise (kernel variance at
-    its lower bound), a stationary point of the full model too, so L-BFGS-B takes no
-    iteration from the ``init="gp"`` start. The bound is then the start's, and the
-    switched-off solution is kept (the bound was NaN and the latent reported as used)."""
+    its lower bound), a stationary point of the full model too, as far as the switched-off
+    fit converged: the full model's projected gradient at the ``init="gp"`` start is that
+    fit's final one, at most L-BFGS-B's ``pgtol`` (1e-5) when the fit stopped on it, up to
+    about 2e-5 when it stopped on the relative reduction of the bound. Which test stops it
+    depends on the last bits of the BLAS kernels (seeds 0-7: no iteration on 5 with OpenBLAS's
+    SkylakeX kernels, on 1 with its Haswell kernels), so L-BFGS-B takes no iteration or one
+    (a step of about 1e-7). Either way the bound is finite and the switched-off solution is
+    kept (the bound was NaN and the latent reported as used after no iteration; that path
+    is tested on its own below)."""
     X, y = _two_branches(400, 0, True)
     m = GPCDE(init="gp", random_state=0).fit(X, y)
-    assert m.n_iter_ == 0 and np.isfinite(m.elbo_)
+    assert m.n_iter_ <= 1 and np.isfinite(m.elbo_)
     assert not m.latent_used_ and m.elbo_ == m.gp_elbo_
+
+
+def test_lbfgs_run_without_an_iteration_reports_the_start_bound():
+    """An L-BFGS-B run from a start with zero projected gradient takes no iteration; its
+    bound history is the start's bound, not empty (whose mean made ``elbo_`` NaN)."""
+    x0 = np.array([0.5, -1.0])
+    bounds = np.array([[-np.inf, np.inf], [-1.0, np.inf]])
+
+    def full(x):  # minimum at x0 in the first coordinate, on the active bound in the second
+        return 3.0 + (x[0] - 0.5) ** 2 + (x[1] + 1.0), np.array([2.0 * (x[0] - 0.5), 1.0])
+
+    x, history, n_iter, _ = GPCDE()._optimise("lbfgs", x0, bounds, full=full)
+    assert n_iter == 0 and history.tolist() == [-3.0]
+    np.testing.assert_array_equal(x, x0)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
