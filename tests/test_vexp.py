@@ -1,4 +1,4 @@
-"""``_vexp_numba.vexp`` and ``vlog1p`` against numpy: accuracy, special values, determinism."""
+"""``_compile.vexp_numba.vexp`` and ``vlog1p`` against numpy: accuracy, special values, determinism."""
 
 import numba
 import numpy as np

@@ -6,7 +6,7 @@ estimator in a new environment spends most of its time compiling on one core, an
 compiler lock keeps a second thread of the same process from helping. When the on-disk cache
 lacks a fit's kernels, :func:`compile_ahead` starts a second Python process that compiles the
 fit's *plan* — the jitted functions and signatures a fit uses, in the order it first uses
-them, recorded beforehand (``_compile_plans.py``) — from the last entry to the first, into the
+them, recorded beforehand (``_compile/plans.py``) — from the last entry to the first, into the
 same cache. The fit compiles from the first onwards and loads from the cache
 every kernel the helper has finished (numba looks in the cache before compiling a new
 signature), so the two meet in the middle. When the fit ends the helper stops after its

@@ -37,7 +37,7 @@ __all__ = ["pointset_psi", "pointset_psi_vjp", "chunk_rows"]
 #: Budget (number of float64 entries) of one chunk's point-kernel matrix.
 CHUNK_ELEMENTS = 2 ** 15
 #: Budget of one chunk's point-kernel matrix in calls of more than ``LARGE_CALL_CHUNKS`` chunks:
-#: the objective engine's chunk (``_engine._collapsed.CHUNK_POINT_ELEMENTS``) is then one block.
+#: the objective engine's chunk (``bounds._collapsed.CHUNK_POINT_ELEMENTS``) is then one block.
 #: The larger chunk divides better between threads on large fits than 2¹⁷ does.
 LARGE_CHUNK_ELEMENTS = 2 ** 19
 #: Calls with more chunks than this use ``LARGE_CHUNK_ELEMENTS``.

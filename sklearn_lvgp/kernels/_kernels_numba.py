@@ -126,7 +126,7 @@ def slope_weight_row(kind, dK, K, r2, alpha, scale, C):
     quadratic's, else 0). One loop per profile, its branch outside, so each vectorises. ``C``
     may be ``dK``: each entry of ``dK`` is read before the same entry of ``C`` is written.
     Matérn 1/2 uses the zero subgradient at ``r = 0``. Used by :func:`stationary_slope_weights`
-    (``scale = 2``) and by the unscented axis points (``_psi/_ut_numba.py``, ``scale = 1``).
+    (``scale = 2``) and by the unscented axis points (``expectations/_ut_numba.py``, ``scale = 1``).
     """
     M = C.shape[0]
     da = 0.0

@@ -5,7 +5,7 @@ squared scaled distance ``r2 = sum_q (x_q - z_q)^2 / l_q^2`` (``_kernels_numba``
 ``r2`` rather than ``r`` keeps the Matérn 3/2 and 5/2 derivatives finite at ``r = 0``.
 
 * Forward: one jitted loop (``stationary_K``) that vectorises along the inducing points,
-  ``exp`` included (``_vexp_numba.vexp``).
+  ``exp`` included (``_compile.vexp_numba.vexp``).
 * Backward: one vectorised pass for the weights ``C = 2 dK variance dg/dr2`` from the kept
   ``K`` (``stationary_slope_weights``, no ``exp``) and a few matrix products
   (:func:`_stationary_vjp_from_weights`). The plain :meth:`vjp` evaluates ``K`` and then runs
