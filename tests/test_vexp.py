@@ -1,4 +1,5 @@
-"""``_compile.vexp_numba.vexp`` and ``vlog1p`` against numpy: accuracy, special values, determinism."""
+"""``_compile.vexp_numba.vexp`` and ``vlog1p`` against numpy: accuracy, special values,
+determinism."""
 
 import numba
 import numpy as np

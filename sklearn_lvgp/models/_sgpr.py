@@ -242,7 +242,8 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
                                  _make_bound(X, Yn, X_var))
 
     def _fit_dask(self, X, y, random_state, X_var=None):
-        """:meth:`fit` on dask collections: the rows stay partitioned (:mod:`sklearn_lvgp.engine._dask`)."""
+        """:meth:`fit` on dask collections: the rows stay partitioned
+        (:mod:`sklearn_lvgp.engine._dask`)."""
         if X_var is not None:
             raise ValueError("X_var is not supported with a dask X; fit on numpy arrays for "
                              "uncertain training inputs.")
