@@ -28,13 +28,38 @@ def tiny_gplvm_data():
     return np.tanh(latent @ W) + 0.05 * r.standard_normal((15, 4))
 
 
+#: In CI (``CI=true``) the dataset folder is part of the set-up: a data-backed test whose folder
+#: or file is missing fails there. Elsewhere it is skipped.
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def _missing(reason):
+    if IN_CI:
+        pytest.fail(f"{reason} (CI=true: the dataset folder must be complete)", pytrace=False)
+    pytest.skip(reason)
+
+
 @pytest.fixture
 def shared_data():
-    """The pre-filled dataset folder, or skip the test when it is absent.
+    """The pre-filled dataset folder, or skip the test when it is absent (fail it in CI).
 
     :data:`SHARED_DATA`. Tests pass it to the fetchers as ``data_home=`` with
     ``download_if_missing=False``: they never download.
     """
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"the dataset folder {SHARED_DATA} is absent")
+        _missing(f"the dataset folder {SHARED_DATA} is absent")
     return SHARED_DATA
+
+
+@pytest.fixture
+def shared_data_with(shared_data):
+    """``shared_data_with("uci_hl/yacht.csv.gz", ...)``: the dataset folder, once the files named
+    (relative to it) are found there; else skip the test (fail it in CI)."""
+
+    def require(*paths):
+        for path in paths:
+            if not (shared_data / path).is_file():
+                _missing(f"{path} is not in the dataset folder {shared_data}")
+        return shared_data
+
+    return require

@@ -87,8 +87,13 @@ def _instances():
             yield cls(**{**FAST_PARAMS.get(name, {}), **variant})
 
 
+#: The public estimators: one dropped from ``sklearn_lvgp/__init__.py`` loses its checks.
+PUBLIC_ESTIMATORS = {"DVMGP", "DeepGP", "GPCDE", "LDGD", "SparseGPRegressor", "UnscentedGPLVM"}
+
+
 def test_every_estimator_has_fast_params():
-    assert {name for name, _ in all_estimators()} <= set(FAST_PARAMS)
+    assert {name for name, _ in all_estimators()} == PUBLIC_ESTIMATORS
+    assert set(FAST_PARAMS) == PUBLIC_ESTIMATORS
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

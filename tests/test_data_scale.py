@@ -88,10 +88,15 @@ def test_extreme_magnitudes_fit_or_get_a_clear_error(factor):
             warnings.simplefilter("ignore", ConvergenceWarning)
             est.fit(X * factor, yy)
             ref = type(est)(**est.get_params()).fit(X, yy)
-        assert np.all(np.isfinite(est.predict(X[:5] * factor)))
-        if not isinstance(est, LDGD):  # standardised internally: the same model in any units
-            ref = ref.predict(X[:5])
-            np.testing.assert_allclose(est.predict(X[:5] * factor), ref, rtol=1e-6, atol=1e-8)
+        if isinstance(est, LDGD):  # labels are always finite: check the probabilities
+            out, expected = est.predict_proba(X[:5] * factor), ref.predict_proba(X[:5])
+            np.testing.assert_allclose(out.sum(axis=1), 1.0, rtol=1e-12)
+            assert np.all(np.isin(est.predict(X[:5] * factor), est.classes_))
+        else:
+            out, expected = est.predict(X[:5] * factor), ref.predict(X[:5])
+        assert np.all(np.isfinite(out))
+        # standardised internally: the same model in any units
+        np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-8)
     for est, data in ((SparseGPRegressor(n_inducing=5), (X * factor, y)),
                       (UnscentedGPLVM(n_components=2, n_inducing=5), (X * factor,))):
         with pytest.raises(ValueError, match="overflow or underflow float64. Rescale"):

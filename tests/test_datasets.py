@@ -73,9 +73,8 @@ def test_knn_accuracy_and_most_relevant():
 
 
 @pytest.mark.parametrize("name", UCI_HL_DATASETS)
-def test_uci_hl_splits_are_ninety_ten(shared_data, name):
-    if not (shared_data / "uci_hl" / f"{name}.csv.gz").is_file():
-        pytest.skip(f"uci_hl/{name}.csv.gz not found")
+def test_uci_hl_splits_are_ninety_ten(shared_data_with, name):
+    shared_data = shared_data_with(f"uci_hl/{name}.csv.gz")
     X, y, tests = load_uci_hl(name, data_home=shared_data, download_if_missing=False)
     assert X.ndim == 2 and y.shape == (X.shape[0],) and tests.shape[0] == X.shape[0]
     assert tests.dtype == bool and tests.shape[1] == (5 if name == "protein" else 20)
@@ -92,9 +91,8 @@ def test_uci_hl_rejects_unknown_name():
 
 
 @pytest.mark.parametrize("name", ["naval", "yacht"])
-def test_uci_hl_splits_iterates_the_published_splits(shared_data, name):
-    if not (shared_data / "uci_hl" / f"{name}.csv.gz").is_file():
-        pytest.skip(f"uci_hl/{name}.csv.gz not found")
+def test_uci_hl_splits_iterates_the_published_splits(shared_data_with, name):
+    shared_data = shared_data_with(f"uci_hl/{name}.csv.gz")
     home = {"data_home": shared_data, "download_if_missing": False}
     X, y, tests = load_uci_hl(name, **home)
     got = list(uci_hl_splits(name, first=18, **home))
@@ -131,9 +129,8 @@ def test_shuffle_test_mask_is_the_reference_code_split():
         shuffle_test_mask(10.5, 0)
 
 
-def test_uci_hl_splits_shuffle_scheme(shared_data):
-    if not (shared_data / "uci_hl" / "yacht.csv.gz").is_file():
-        pytest.skip("uci_hl/yacht.csv.gz not found")
+def test_uci_hl_splits_shuffle_scheme(shared_data_with):
+    shared_data = shared_data_with("uci_hl/yacht.csv.gz")
     home = {"data_home": shared_data, "download_if_missing": False}
     X, y, _ = load_uci_hl("yacht", **home)
     got = list(uci_hl_splits("yacht", first=2, n_splits=2, scheme="shuffle", **home))

@@ -19,7 +19,13 @@ def test_demo_reports_and_saves_the_picture(tmp_path, capsys):
     assert budget > fit
     assert "ELBO" not in out
     assert str(picture) in out and picture.stat().st_size > 10_000
-    assert 0.0 < pca < 1.0 and 0.0 < gplvm < 1.0
+    # the printed accuracies are the returned ones, and the latent space beats PCA's
+    # (measured at 30 iterations: 77.9 % against 58.3 %; the fit starts from the PCA scores)
+    printed = {line.split()[0]: float(line.split()[1]) / 100 for line in lines
+               if line.split()[:1] in (["PCA"], ["UnscentedGPLVM"])}
+    assert printed == {"PCA": pytest.approx(pca, abs=5e-4),
+                       "UnscentedGPLVM": pytest.approx(gplvm, abs=5e-4)}
+    assert gplvm >= pca + 0.1
 
 
 def test_demo_without_a_picture(capsys):

@@ -1,8 +1,10 @@
 """Seed-robust reproduction tier: each headline claim on five seeds or splits, reduced budgets.
 
-The claim must hold on the majority of seeds and no seed may be catastrophic (worse than the
-baseline the claim is measured against). Targets are the papers' or the specifications' (the
-calibrated targets of the deep GP and GP-CDE reproductions), never our own measurements.
+The claim must hold on the majority of seeds and no seed may be worse than the baseline the claim
+is measured against. Where the measurements do not support that, the test's docstring gives them
+and the test asserts what holds, never a looser floor. Targets are the papers' or the
+specifications' (the calibrated targets of the deep GP and GP-CDE reproductions), never our own
+measurements.
 """
 
 import warnings
@@ -66,7 +68,10 @@ def test_gpcde_matches_the_gp_on_unimodal_data_across_seeds():
 
 
 def test_sparse_deep_gp_layer_matches_the_exact_gp_on_diabetes_splits():
-    """Deep GP specification, diabetes protocol: SGP (one layer) >= exact GP - 0.03 nats."""
+    """Deep GP specification, diabetes protocol: SGP (one layer) >= exact GP - 0.03 nats, on
+    every split. The sparse GP is below the exact GP on three of them (measured gaps on splits
+    0-4: -0.017, -0.012, +0.015, -0.022 and +0.032 nats), so the floor is the specification's
+    0.03 below the exact GP, not the exact GP itself."""
     gaps = []
     for seed in SEEDS:
         X, y, Xt, yt = diabetes_split(seed)
@@ -74,15 +79,14 @@ def test_sparse_deep_gp_layer_matches_the_exact_gp_on_diabetes_splits():
                     random_state=0).fit(X, y).predict_log_density(Xt, yt).mean()
         gaps.append(ll - exact_gp_log_density(X, y, Xt, yt))
     gaps = np.array(gaps)
-    assert np.sum(gaps >= -0.03) >= 3, gaps
-    assert np.all(gaps >= -0.3), gaps  # no split far below the exact GP
+    assert np.all(gaps >= -0.03), gaps
 
 
 def test_unscented_gplvm_separates_oil_flow_across_seeds(shared_data):
     """Table 1 of the unscented-GPLVM paper (100 oil-flow rows, 1-NN on the two most relevant
     dimensions, 5-fold): the unscented Matérn-3/2 GPLVM reaches 100.0 ± 0.0 against PCA's
     79.0. Five fit seeds (inducing-input choice), capped iterations: at least 95 % (the paper's
-    lowest deterministic row) on the majority, and no seed at or below PCA."""
+    lowest deterministic row) on every seed (measured 97, 98, 98, 98 and 95 %)."""
     from sklearn_lvgp import UnscentedGPLVM
     from sklearn_lvgp.datasets import fetch_oil_flow
     from sklearn_lvgp.kernels import Matern32
@@ -101,17 +105,18 @@ def test_unscented_gplvm_separates_oil_flow_across_seeds(shared_data):
             model.fit(Y)
         accuracy.append(100 * knn_accuracy(most_relevant(model), labels).mean())
     accuracy = np.array(accuracy)
-    assert np.sum(accuracy >= 95.0) >= 3, accuracy
-    assert np.all(accuracy > 79.0), accuracy
+    assert np.all(accuracy > 94.5), accuracy  # whole percentages (100 rows): at least 95 %
 
 
 def test_dvmgp_beats_the_sparse_gp_rmse_on_two_clusters_across_seeds():
     """de Souza (2020), Table 4, two-cluster data: DVMGP's test RMSE 0.129 against the sparse
     GP's 0.215. Five data seeds of the generator and split, defaults of both estimators
-    (the sparse GP with the paper's 50 inducing inputs): DVMGP's RMSE below the sparse GP's
-    on the majority, and on no seed more than 25 % above it. The projection structure
-    (Fig. 8 of the same dissertation: one latent dimension dominates, relevance
-    max κ_q² / min κ_q² at least 3) on the majority of the seeds as well. (Over data seeds 1–10,
+    (the sparse GP with the paper's 50 inducing inputs): DVMGP's RMSE is below the sparse
+    GP's on four seeds, and on the fifth 4 % above it, not below: the measured ratios of the
+    RMSEs on seeds 0-4 are 0.825, 0.567, 0.799, 0.868 and 1.043, so the test asserts four
+    seeds below 1 and none above 1.05. The projection structure (Fig. 8 of the same
+    dissertation: one latent dimension dominates, relevance max κ_q² / min κ_q² at least 3) on
+    every seed (measured 12.6, 11.4, 6.5, 4.4 and 10.3). (Over data seeds 1–10,
     ``examples/output/calibration_seeds.md``, DVMGP is better on 6 and reaches 1.27 times the
     sparse GP's RMSE on seed 10: the claim is a majority one.)
 
@@ -133,9 +138,9 @@ def test_dvmgp_beats_the_sparse_gp_rmse_on_two_clusters_across_seeds():
         ratios.append(rmse[0] / rmse[1])
         relevance_ratios.append(dvmgp.relevance_.max() / dvmgp.relevance_.min())
     ratios = np.array(ratios)
-    assert np.sum(ratios < 1.0) >= 3, ratios
-    assert np.all(ratios <= 1.25), ratios
-    assert np.sum(np.array(relevance_ratios) >= 3.0) >= 3, relevance_ratios
+    assert np.sum(ratios < 1.0) >= 4, ratios
+    assert np.all(ratios <= 1.05), ratios
+    assert np.all(np.array(relevance_ratios) >= 3.0), relevance_ratios
 
 
 def test_ldgd_classifies_the_moons_across_seeds():

@@ -109,13 +109,16 @@ def check_finite_array(name, A, shape=None):
 
 
 def check_numeric_targets(y):
-    """Regression targets as numbers: numeric strings are parsed, other strings are refused.
+    """Regression targets as numbers: booleans are 0/1, numeric strings are parsed, other
+    strings are refused.
 
     ``validate_data(..., y_numeric=True)`` converts object arrays only; a numpy string array
     (``dtype('<U…')``) passes through and would fail deep inside the first reduction with a
     numpy type error. Strings that parse as numbers are accepted as numbers, as scikit-learn's
     linear regressors do.
     """
+    if y.dtype.kind == "b":  # 0/1 values (numpy refuses to subtract booleans)
+        return y.astype(np.float64)
     if y.dtype.kind not in "USV":
         # object arrays reach here already converted to float, after scikit-learn's finiteness
         # check (which skips object arrays): check again

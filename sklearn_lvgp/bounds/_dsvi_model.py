@@ -439,10 +439,10 @@ def mean_log_density(model, x, X, Y, paths):
 def mixture_log_density(mu, var, noise, Y, y_mean, y_scale):
     """Log density of rows ``Y`` (original units) under the mixture over paths of the
     standardised components ``(mu, var, noise)`` (Salimbeni 2020, eqs. 2.20-2.21)."""
-    m = y_mean + y_scale * mu
-    v = y_scale ** 2 * (var + noise)
-    lp = gaussian_log_density(Y[None], m, v).sum(axis=2)
-    return logsumexp(lp, axis=0) - np.log(lp.shape[0])
+    # in standardised units, less the log of the scale: y_scale ** 2 overflows for targets of
+    # magnitude ~1e154 and more
+    lp = gaussian_log_density(((Y - y_mean) / y_scale)[None], mu, var + noise).sum(axis=2)
+    return logsumexp(lp, axis=0) - np.log(lp.shape[0]) - np.sum(np.log(y_scale))
 
 
 def layer_joint(layer, H, jitter):

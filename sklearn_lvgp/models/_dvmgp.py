@@ -356,9 +356,9 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         Y = self._check_targets(y, Xs.shape[0], self.y_mean_.shape[0])
         with threads(self.n_jobs):
             m, v = self._moments_normalised(Xs)
-        mean = m * self.y_scale_ + self.y_mean_
-        var = v * self.y_scale_ ** 2
-        return gaussian_log_density(Y, mean, var).sum(axis=1)
+        # in standardised units, less the log of the scale (its square overflows beyond ~1e154)
+        Ys = (Y - self.y_mean_) / self.y_scale_
+        return (gaussian_log_density(Ys, m, v) - np.log(self.y_scale_)).sum(axis=1)
 
     def transform(self, X, return_std=False):
         """Latent projection ``E[W(x)] x`` of inputs (the map of de Souza 2020, Fig. 7).

@@ -1,7 +1,8 @@
 """Finite-difference checks of gradients and vector-Jacobian products.
 
 Central differences in float64 with a step relative to each coordinate
-(``eps * max(1, |x|)``), compared with a relative tolerance. Random output weights turn a
+(``eps * max(1, |x|)``), compared with a relative tolerance block by block: each parameter
+block (each input of a VJP) against its own largest entry. Random output weights turn a
 multi-output forward pass into a scalar (the ``w1/w2/w3`` trick), so one VJP call is checked
 against finite differences of ``sum(w * forward(x))``.
 """
@@ -44,14 +45,35 @@ def fd_gradient(f, x, eps=1e-6):
 
 
 def _rel_error(a, b, atol):
+    """Largest ``|a - b|`` relative to the block's scale (its largest entry, or ``atol``)."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     scale = max(np.max(np.abs(a), initial=0.0), np.max(np.abs(b), initial=0.0), atol)
     return float(np.max(np.abs(a - b), initial=0.0) / scale)
 
 
-def check_grad(fun, x, eps=1e-6, rtol=1e-5, atol=1e-8):
-    """Compare ``fun(x) -> (value, grad)`` with central differences of ``value``.
+def _named_blocks(blocks, size):
+    """``{name: flat indices}`` of ``blocks``; entries in no block are blocks of their own."""
+    if blocks is None:
+        blocks = {}
+    elif hasattr(blocks, "slice") and hasattr(blocks, "blocks"):  # a parameter packer
+        blocks = {b.name: blocks.slice(b.name) for b in blocks.blocks}
+    elif not hasattr(blocks, "items"):
+        blocks = {f"block {i}": b for i, b in enumerate(blocks)}
+    index = np.arange(size)
+    named = {str(name): index[b].reshape(-1) for name, b in blocks.items()}
+    covered = np.zeros(size, dtype=bool)
+    for idx in named.values():
+        covered[idx] = True
+    named.update({f"entry {i}": index[i:i + 1] for i in np.flatnonzero(~covered)})
+    return named
+
+
+def check_grad(fun, x, eps=1e-6, rtol=1e-5, atol=1e-8, blocks=None):
+    """Compare ``fun(x) -> (value, grad)`` with central differences of ``value``, block by block.
+
+    Each parameter block is judged against its own scale, so an error in a block of small
+    entries (a noise variance, a kernel hyperparameter) is not hidden by a block of large ones.
 
     Parameters
     ----------
@@ -60,27 +82,39 @@ def check_grad(fun, x, eps=1e-6, rtol=1e-5, atol=1e-8):
     x : ndarray
         Point at which to check.
     eps, rtol, atol : float
-        Step, relative tolerance (against the largest gradient entry) and absolute floor.
+        Step, relative tolerance (against the largest entry of each block) and absolute floor
+        of each block's scale.
+    blocks : mapping, sequence or parameter packer, default=None
+        The blocks of the flattened ``x``: a mapping of names to slices (or index arrays,
+        boolean masks), a sequence of slices, or an object with ``blocks`` (items with a
+        ``name``) and ``slice(name)``, as the packers of the package's bounds. Entries in no
+        block, all of them by default, are judged one by one.
 
     Returns
     -------
-    error : float
-        Maximum absolute difference relative to the largest gradient entry.
+    errors : dict of name -> float
+        Largest absolute difference in each block relative to that block's largest entry.
 
     Raises
     ------
     AssertionError
-        If ``error > rtol``.
+        If the error of any block exceeds ``rtol``.
     """
     _, grad = fun(np.array(x, dtype=np.float64))
-    num = fd_gradient(lambda z: fun(z)[0], x, eps)
-    err = _rel_error(grad, num, atol)
-    if err > rtol:
-        worst = int(np.argmax(np.abs(np.asarray(grad) - num)))
-        raise AssertionError(
-            f"gradient mismatch: relative error {err:.2e} > {rtol:.1e}; worst entry {worst}: "
-            f"analytic {np.ravel(grad)[worst]:.6e} vs numeric {np.ravel(num)[worst]:.6e}")
-    return err
+    grad = np.ravel(grad)
+    num = np.ravel(fd_gradient(lambda z: fun(z)[0], x, eps))
+    named = _named_blocks(blocks, grad.size)
+    errors = {name: _rel_error(grad[idx], num[idx], atol) for name, idx in named.items()}
+    bad = []
+    for name, err in errors.items():
+        if err > rtol:
+            idx = named[name]
+            worst = int(idx[np.argmax(np.abs(grad[idx] - num[idx]))])
+            bad.append(f"{name}: relative error {err:.2e} > {rtol:.1e}, worst entry {worst}: "
+                       f"analytic {grad[worst]:.6e} vs numeric {num[worst]:.6e}")
+    if bad:
+        raise AssertionError("gradient mismatch: " + "; ".join(bad))
+    return errors
 
 
 def check_vjp(forward, backward, inputs, rng, eps=1e-6, rtol=1e-5, atol=1e-8):
@@ -98,7 +132,7 @@ def check_vjp(forward, backward, inputs, rng, eps=1e-6, rtol=1e-5, atol=1e-8):
     rng : numpy.random.Generator or RandomState
         Source of the random output weights.
     eps, rtol, atol : float
-        As in :func:`check_grad`.
+        As in :func:`check_grad`; each input is a block judged against its own scale.
 
     Returns
     -------

@@ -262,7 +262,7 @@ def test_chunked_psi_bound_gradient_matches_finite_differences(config):
         return F, packer.pack_grad(grads, p)
 
     x0 = packer.pack({"mu": mu0, "S": S0, "Z": Z0, "theta": kernel.theta, "noise": 0.3})
-    check_grad(fun, x0, rtol=1e-5)
+    check_grad(fun, x0, rtol=1e-5, blocks=packer)
 
 
 # --------------------------------------------------------------- collapsed, deterministic inputs

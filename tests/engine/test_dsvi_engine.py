@@ -78,7 +78,10 @@ def test_chunked_bound_gradient_matches_finite_differences(n_layers, expectation
     eps = [r.standard_normal((3 * 12, 2)) for _ in range(n_layers - 1)]
     model.chunk_rows = 5
     try:
-        check_grad(lambda z: model.elbo(z, Xs, Ys, 2.0, 3, eps=eps), x, rtol=1e-6)
+        # step 1e-5: the bound (|F| ~ 360) carries rounding noise that at 1e-6 is 6e-8 in
+        # every entry, 1.3e-6 of the Z0 block's largest (0.05)
+        check_grad(lambda z: model.elbo(z, Xs, Ys, 2.0, 3, eps=eps), x, eps=1e-5, rtol=1e-6,
+                   blocks=model.packer)
     finally:
         model.chunk_rows = None
 

@@ -55,4 +55,4 @@ def test_chunked_bound_gradient_matches_finite_differences(monkeypatch):
     x = x + 0.01 * np.random.default_rng(4).standard_normal(x.size)
     with threads(2):
         check_grad(lambda z: model.elbo(z, Xs, Ys, rows, 1.5, np.random.RandomState(3)), x,
-                   rtol=1e-5)
+                   rtol=1e-5, blocks=model.packer)

@@ -36,9 +36,8 @@ def _load(shared_data, name):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(THESIS_C1))
-def test_table51_gp_column(shared_data, name):
-    if not (shared_data / "uci_hl" / f"{name}.csv.gz").exists():
-        pytest.skip(f"uci_hl/{name}.csv.gz not in the shared data folder")
+def test_table51_gp_column(shared_data_with, name):
+    shared_data = shared_data_with(f"uci_hl/{name}.csv.gz")
     X, y, _ = _load(shared_data, name)
     D = X.shape[1]
     n = X.shape[0]

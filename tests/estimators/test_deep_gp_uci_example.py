@@ -14,9 +14,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plot_deep_gp_uci.p
 
 
 @pytest.fixture
-def run_example(shared_data, tmp_path, monkeypatch):
-    if not (shared_data / "uci_hl" / "yacht.csv.gz").exists():
-        pytest.skip("uci_hl/yacht.csv.gz not in the shared data folder")
+def run_example(shared_data_with, tmp_path, monkeypatch):
+    shared_data_with("uci_hl/yacht.csv.gz")
     monkeypatch.setenv("LVGP_UCI_OUT", str(tmp_path))
     monkeypatch.setenv("LVGP_UCI_DATASETS", "yacht")
     monkeypatch.setenv("LVGP_UCI_ITERS", "2")

@@ -103,7 +103,7 @@ def test_bound_gradient(name):
                       eps_w if cfg.get("expectation", "monte_carlo") == "monte_carlo" else None,
                       eps_A if cfg.get("proj") else None)
 
-    check_grad(f, x, rtol=1e-6)
+    check_grad(f, x, rtol=1e-6, blocks=m.packer)
 
 
 def test_conditional_ell_vjp(rng):

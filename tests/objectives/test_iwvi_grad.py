@@ -53,7 +53,9 @@ def test_recognition_mlp_backward(rng):
         return float(np.sum(Wout * out)), np.concatenate([g[n].ravel() for n in names])
 
     x0 = np.concatenate([p0[n].ravel() + 0.3 * rng.standard_normal(p0[n].size) for n in names])
-    check_grad(fun, x0, rtol=1e-7)
+    ends = np.cumsum(sizes)
+    check_grad(fun, x0, rtol=1e-7,
+               blocks={n: slice(e - k, e) for n, k, e in zip(names, sizes, ends, strict=True)})
 
 
 def test_block_kernel_and_its_backward(rng):
@@ -72,7 +74,7 @@ def test_block_kernel_and_its_backward(rng):
         dH, _ = block_kernel_vjp(k, Hh, W)
         return float(np.sum(W * block_kernel(k, Hh, 3))), dH.ravel()
 
-    check_grad(fun, H.ravel(), rtol=1e-7)
+    check_grad(fun, H.ravel(), rtol=1e-7, blocks={"H": slice(None)})
 
 
 @pytest.mark.parametrize("whiten", [True, False])
@@ -158,4 +160,26 @@ def test_latent_bound_gradient(rng, n_layers, inference, whiten, transform, join
     P = S * idx.size * model.K
     eps = {"w": rng.standard_normal((P, 1)),
            "inner": [rng.standard_normal((P, 2)) for _ in range(n_layers - 1)]}
-    check_grad(lambda z: model.elbo(z, Xs[idx], Ys[idx], 12 / 5, S, eps=eps), x, rtol=1e-6)
+    check_grad(lambda z: model.elbo(z, Xs[idx], Ys[idx], 12 / 5, S, eps=eps), x, rtol=1e-6,
+               blocks=model.packer)
+
+
+@pytest.mark.parametrize("n_layers,whiten", [(1, True), (2, True), (2, False)])
+def test_latent_natgrad_gamma_one_is_optimal_for_fixed_samples(rng, n_layers, whiten):
+    """``LatentDSVI.natgrad`` (Salimbeni 2020, §3.4.6 and §5.2.5), VI bound, Gaussian
+    likelihood: with the draws of w and of the inner layers held fixed the bound is a concave
+    quadratic in the last layer's q(u), and one step of size one lands on its maximum: the
+    gradient there vanishes and a second step does not move."""
+    m, Xs, Ys = _lv_model(n_layers, "vi", whiten)
+    model = m._model
+    x = _well_conditioned(m, rng)
+    batch = (Xs[[1, 4, 5, 7, 9]], Ys[[1, 4, 5, 7, 9]], 12 / 5, 2)
+    x1 = model.natgrad(x, *batch, 1.0, np.random.RandomState(7))
+    f0, g0 = model.elbo(x, *batch, np.random.RandomState(7))
+    f1, g1 = model.elbo(x1, *batch, np.random.RandomState(7))
+    assert f1 > f0
+    for name in (f"q_mu{n_layers - 1}", f"q_sqrt{n_layers - 1}"):
+        block = model.packer.slice(name)
+        assert np.max(np.abs(g1[block])) <= 1e-10 * np.max(np.abs(g0[block])), name
+    x2 = model.natgrad(x1, *batch, 1.0, np.random.RandomState(7))
+    np.testing.assert_allclose(x2, x1, rtol=1e-12, atol=1e-12)

@@ -165,7 +165,8 @@ def test_training_objective_grad(rng, mode, preset):
     prob, x = _problem(rng, preset=preset)
     idx = np.array([0, 2, 3, 6])
     nodes, w = _nodes(rng, mode, idx.size)
-    check_grad(lambda v: prob.value_and_grad(v, idx, nodes, w), x, rtol=1e-5)
+    check_grad(lambda v: prob.value_and_grad(v, idx, nodes, w), x, rtol=1e-5,
+               blocks=prob.packer)
 
 
 @pytest.mark.parametrize("mode", ["unscented", "monte_carlo"])
@@ -173,7 +174,8 @@ def test_training_objective_grad_amortized(rng, mode):
     prob, x = _problem(rng, amortized=True)
     idx = np.array([1, 3, 4])
     nodes, w = _nodes(rng, mode, idx.size)
-    check_grad(lambda v: prob.value_and_grad(v, idx, nodes, w), x, rtol=1e-5)
+    check_grad(lambda v: prob.value_and_grad(v, idx, nodes, w), x, rtol=1e-5,
+               blocks=prob.packer)
 
 
 def test_training_objective_grad_per_block(rng):
