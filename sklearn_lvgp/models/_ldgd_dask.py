@@ -110,5 +110,4 @@ def fit_ldgd_dask(est, X, y, random_state):
     record_fit(est, prob, x, history, n_iter, continuing, random_state)
     store_fit(est, prob, x, y_idx, decode=False)
     finish_fit(est)
-    est._warn_at_bounds()
     return est
