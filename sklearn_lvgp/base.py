@@ -78,6 +78,7 @@ class _BaseLVGP(BaseEstimator):
             with self._all_or_nothing(), threads(self.n_jobs), \
                     fit_progress(self, self.callback), compile_report(self):
                 self._fit_dask(X, y, random_state, **fit_params)
+            self._warn_at_bounds()
             return self
         with self._all_or_nothing():
             X, y = self._validate_fit_data(X, y)
@@ -220,8 +221,7 @@ class _BaseLVGP(BaseEstimator):
 
     def _fit_dask(self, X, y, random_state, **fit_params):
         raise TypeError(
-            f"{type(self).__name__} does not fit on dask collections yet; call .compute() "
-            "first. SparseGPRegressor and UnscentedGPLVM fit on dask arrays and DataFrames.")
+            f"{type(self).__name__} does not fit on dask collections; call .compute() first.")
 
     def _set_dask_features(self, rows):
         """``n_features_in_`` and ``feature_names_in_`` of a fit on :class:`DaskRows`."""

@@ -1,27 +1,34 @@
-"""The doubly-stochastic deep-GP bound as a map over chunks of minibatch rows.
+"""The doubly-stochastic deep-GP bound as a protocol bound: one pass over minibatch-row chunks.
 
 ELBO = Σ_n E_q[log p(y_n | f_n)] − Σ_ℓ KL(q(U_ℓ) ‖ p(U_ℓ)) (Salimbeni & Deisenroth 2017, eq. 12).
 Given the global parameters every row's expected log-likelihood, and its expectation through
-the layers, is independent of the other rows, so one evaluation is
+the layers, is independent of the other rows, so :class:`DSVIBound` is a one-pass
+:class:`~sklearn_lvgp.engine.ChunkedBound`:
 
-1. the **global terms**: each layer's prior factor chol(K_uu) and its KL;
-2. **one map over row chunks**: a chunk pushes its rows through the layers (Monte Carlo samples
-   or unscented points), evaluates its share of the data term and backpropagates it at once,
-   returning the data term and partial adjoints of every layer's q(u), Z, θ and L_u;
+1. the **global terms** (:meth:`~DSVIBound.prepare`): each layer's prior factor chol(K_uu) and
+   its KL;
+2. **one pass over row chunks**: a chunk pushes its rows through the layers (Monte Carlo samples
+   or unscented points), evaluates its share of the data term and backpropagates it at once
+   (:func:`chunk_pass`), returning the data term and partial adjoints of every layer's q(u), Z,
+   θ and L_u;
 3. the **reduction**: partials summed in chunk order, then the KL adjoints and the prior
-   factor's backward pass (once per layer, not once per chunk).
+   factor's backward pass (once per layer, not once per chunk; :func:`dsvi_finish`).
 
-The Monte Carlo draws of the whole minibatch are made before the map, in the order the unchunked
-expectation draws them, so the chunked bound is the same estimate for any chunking and any
-number of threads.
+The Monte Carlo draws of a minibatch are made before the pass, in the order the unchunked
+expectation draws them, and travel with the rows (row ``n`` holds its draws of every sample,
+:func:`draws_to_rows`), so the bound is the same estimate for any chunking, any number of
+threads and any row source — the thread executor, or Dask partitions holding the minibatch's
+rows (:meth:`sklearn_lvgp.engine._dask.DaskRows.subset`).
 """
 
+
+from typing import NamedTuple
 
 import numpy as np
 
 from .._core.workspace import thread_workspace
-from ..engine._dask import _dask, _serial_task
-from ..engine._executor import ChunkExecutor, plan_chunks, reduce_in_order, serial_global_steps
+from ..engine._protocol import ChunkedBound, evaluate_bound
+from ..engine._rows import InMemoryRows
 from ..expectations._rules import (
     expand_points,
     expand_points_vjp,
@@ -39,9 +46,11 @@ from ..variational import (
     tril_pack,
 )
 
-__all__ = ["DaskDSVI", "FLOPS_PER_WORK", "chunk_pass", "dsvi_draws", "dsvi_elbo", "dsvi_finish",
-           "dsvi_globals", "dsvi_rows", "moment_match", "propagate_layers", "sigma_points",
-           "thread_layer_workspaces"]
+__all__ = ["BoundParams", "DSVIBound", "DSVIGlobals", "FLOPS_PER_WORK", "chunk_layer_workspaces",
+           "chunk_pass", "draws_to_rows", "dsvi_draws", "dsvi_elbo", "dsvi_finish",
+           "dsvi_globals", "evaluate_minibatch", "from_row_layout", "inner_samples",
+           "moment_match", "n_draw_layers", "propagate_layers", "sigma_points",
+           "thread_layer_workspaces", "to_row_layout", "work_per_row"]
 
 #: Matrix-product flops counted as one unit of :func:`~._executor.plan_chunks` work. A chunk's
 #: pass costs about 600 Python-level calls (the glue around the kernels, solves and the jitted
@@ -138,7 +147,9 @@ def propagate_layers(evaluate, X, n_layers, expectation, n_samples, draw, delta)
     return mu, var, weights, tape
 
 
-def _work_per_row(model, n_points):
+def work_per_row(model, n_points):
+    """Relative work of one minibatch row pushed through the layers at ``n_points`` stacked
+    points (the chunk plan's estimate, :func:`~sklearn_lvgp.engine._executor.plan_chunks`)."""
     M = model.M
     dims = model.dims
     flops = sum(M * M * (1 + dims[ell + 1]) + M * dims[ell] for ell in range(model.n_layers))
@@ -191,10 +202,141 @@ def chunk_pass(model, layers, priors, noise, X, Y, scale, S, eps, workspaces):
     return data, float(gv.noise_variance), tuple(partials)
 
 
-@serial_global_steps
+class BoundParams(NamedTuple):
+    """Parameters of one evaluation of :class:`DSVIBound` (and of the latent-variable bound,
+    :class:`~sklearn_lvgp.bounds._iwvi.IWVIBound`).
+
+    Attributes
+    ----------
+    x : ndarray
+        Flat parameters of the model.
+    scale : float
+        ``N / n``: rows of the data per row of the minibatch.
+    n_samples : int
+        Monte Carlo samples per row (ignored by the unscented expectation).
+    workspaces : list of Workspace or None
+        Per-layer buffers reused across evaluations by a pass of one chunk (in memory only).
+    """
+
+    x: np.ndarray
+    scale: float
+    n_samples: int
+    workspaces: list = None
+
+
+class DSVIGlobals(NamedTuple):
+    """The global terms of one evaluation of :class:`DSVIBound`."""
+
+    layers: list
+    noise: float
+    values: dict
+    priors: list
+    kls: list
+    scale: float
+    S: int
+    workspaces: list
+
+
+class DSVIBound(ChunkedBound):
+    """The doubly-stochastic deep-GP bound of a fixed architecture, as a protocol bound.
+
+    Rows: ``X`` and ``y`` (the minibatch) and, for Monte Carlo propagation through inner
+    layers, ``eps0``, ``eps1``, ... (each row's draws of every sample, :func:`draws_to_rows`).
+    One pass: a chunk's data term and its partial adjoints (:func:`chunk_pass`); the reduction
+    adds the KL terms and the prior factors' backward passes (:func:`dsvi_finish`).
+    :meth:`prepare` takes a :class:`BoundParams`; :meth:`gradient` returns the value and the
+    gradient wrt the flat parameters.
+
+    Parameters
+    ----------
+    model : sklearn_lvgp.bounds._dsvi_model._DSVI
+        The architecture (kernels, shapes, expectation rule, packer); no data.
+    """
+
+    two_pass = False
+
+    def __init__(self, model):
+        self.model = model
+        self.row_names = ("X", "y") + tuple(f"eps{ell}" for ell in range(n_draw_layers(model)))
+
+    def prepare(self, params):
+        layers, noise, values, priors, kls = dsvi_globals(self.model, params.x)
+        return DSVIGlobals(layers, noise, values, priors, kls, params.scale,
+                           inner_samples(self.model, params.n_samples), params.workspaces)
+
+    def _points(self, G):
+        model = self.model
+        if model.expectation == "monte_carlo":
+            return G.S
+        return 2 * max(model.dims[1:model.n_layers]) if model.n_layers > 1 else 1
+
+    def chunk_cost(self, G):
+        return work_per_row(self.model, self._points(G)), None, 0
+
+    def plan_key(self, G):
+        return self._points(G)
+
+    def chunk_backward(self, G, step, rows, ctx, need_local=True):
+        model = self.model
+        eps = [from_row_layout(rows[f"eps{ell}"], G.S, model.dims[ell + 1])
+               for ell in range(n_draw_layers(model))]
+        return None, chunk_pass(model, G.layers, G.priors, G.noise, rows["X"], rows["y"],
+                                G.scale, G.S, eps, chunk_layer_workspaces(G, ctx,
+                                                                          model.n_layers))
+
+    def gradient(self, G, step, partials):
+        return dsvi_finish(self.model, G.layers, G.priors, G.kls, G.values, partials)
+
+
+def n_draw_layers(model):
+    """Inner layers whose outputs are sampled (Monte Carlo with more than one layer)."""
+    return model.n_layers - 1 if model.expectation == "monte_carlo" else 0
+
+
+def inner_samples(model, n_samples):
+    """Samples per row through the inner layers: ``n_samples``, or 1 without sampled layers."""
+    return int(n_samples) if n_draw_layers(model) else 1
+
+
+def chunk_layer_workspaces(G, ctx, n_layers):
+    """A chunk's per-layer buffers: the caller's (reused across evaluations) for a pass of one
+    chunk, else this thread's (kept from one pass on this thread to the next)."""
+    if ctx.n_chunks == 1:
+        return G.workspaces or [None] * n_layers
+    return thread_layer_workspaces(n_layers)
+
+
+def to_row_layout(eps, n, S):
+    """Draws of an ``n``-row minibatch, ``(S·n·K, D)`` with rows ordered (sample, row,
+    proposal), as a row array ``(n, S·K·D)``: row ``i`` holds every draw of minibatch row ``i``,
+    so the draws travel with their rows through any chunking or partitioning."""
+    return np.ascontiguousarray(eps.reshape(S, n, -1).transpose(1, 0, 2)).reshape(n, -1)
+
+
+def from_row_layout(rows, S, width):
+    """Inverse of :func:`to_row_layout` for a chunk of ``m`` rows: ``(S·m·K, width)``, ordered
+    (sample, row, proposal)."""
+    m = rows.shape[0]
+    return np.ascontiguousarray(rows.reshape(m, S, -1).transpose(1, 0, 2)).reshape(-1, width)
+
+
+def draws_to_rows(eps, n, S):
+    """The per-inner-layer draws ``eps`` (a list, or ``None``) as row arrays ``eps0``, ...
+    (:func:`to_row_layout`)."""
+    return {f"eps{ell}": to_row_layout(e, n, S) for ell, e in enumerate(eps or [])}
+
+
+def evaluate_minibatch(bound, params, source):
+    """``(value, grad)`` of a one-pass bound of the flat parameters over ``source``."""
+    out = evaluate_bound(bound, params, source, need_local=False)
+    return out.value, out.grads
+
+
 def dsvi_elbo(model, x, X, Y, scale, n_samples, random_state=None, eps=None, workspaces=None,
               chunk_rows=None, n_threads=None):
     """Minibatch ELBO estimate and its gradient wrt the flat parameters ``x`` of ``model``.
+
+    :class:`DSVIBound` over the rows ``X``, ``Y`` and their draws, in memory.
 
     Parameters
     ----------
@@ -224,26 +366,14 @@ def dsvi_elbo(model, x, X, Y, scale, n_samples, random_state=None, eps=None, wor
     value : float
     grad : ndarray of the shape of ``x``
     """
-    layers, noise, values, priors, kls = dsvi_globals(model, x)
-    L, n = model.n_layers, X.shape[0]
-    mc = model.expectation == "monte_carlo"
-    S = n_samples if (mc and L > 1) else 1
+    n = X.shape[0]
+    S = inner_samples(model, n_samples)
     if eps is None:
         eps = dsvi_draws(model, n, S, random_state)
-    points = S if mc else (2 * max(model.dims[1:L]) if L > 1 else 1)
-    chunks = plan_chunks(n, _work_per_row(model, points), chunk_rows=chunk_rows)
-    single = len(chunks) == 1
-
-    def chunk(i, a, b):
-        if single:
-            ws = workspaces or [None] * L
-        else:
-            ws = thread_layer_workspaces(L)
-        return chunk_pass(model, layers, priors, noise, X[a:b], Y[a:b], scale, S,
-                          dsvi_rows(eps, n, S, np.arange(a, b)), ws)
-
-    partials = ChunkExecutor(n_threads).map_reduce(chunk, chunks)
-    return dsvi_finish(model, layers, priors, kls, values, partials)
+    rows = InMemoryRows({"X": X, "y": Y, **draws_to_rows(eps, n, S)},
+                        chunk_rows=chunk_rows, n_threads=n_threads, prefix="dsvi")
+    return evaluate_minibatch(DSVIBound(model), BoundParams(x, scale, n_samples, workspaces),
+                              rows)
 
 
 def thread_layer_workspaces(n_layers):
@@ -270,13 +400,6 @@ def dsvi_draws(model, n, n_samples, random_state):
             for ell in range(L - 1)]
 
 
-def dsvi_rows(eps, n, S, rows):
-    """The draws of minibatch ``rows`` (positions in the minibatch) out of ``eps``."""
-    if eps is None:
-        return None
-    return [e.reshape(S, n, -1)[:, rows].reshape(S * len(rows), -1) for e in eps]
-
-
 def dsvi_finish(model, layers, priors, kls, values, partials):
     """Value and flat gradient from the reduced chunk partials and the global terms."""
     data, dnoise, parts = partials
@@ -290,47 +413,3 @@ def dsvi_finish(model, layers, priors, kls, values, partials):
         grads.update(model._theta_grads(ell, dtheta, values))
     grads["noise_variance"] = np.array([dnoise])
     return data - sum(kl for kl, _ in kls), model.packer.pack_grad(grads, values)
-
-
-def _dsvi_task(X, Y, rows, eps, model, layers, priors, noise, scale, S):
-    # the worker thread's buffers, kept from one step's task to the next (as a chunk worker's)
-    return chunk_pass(model, layers, priors, noise, X[rows], Y[rows], scale, S, eps,
-                      thread_layer_workspaces(model.n_layers))
-
-
-class DaskDSVI:
-    """The doubly-stochastic deep-GP bound with its rows on Dask (arrays ``"X"``, ``"y"`` of a
-    :class:`~sklearn_lvgp.engine._dask.DaskRows`).
-
-    A minibatch is a set of row indices; each partition that holds some of them evaluates their
-    data term and its partial adjoints where the partition lives (data-parallel minibatch
-    gradients), and the driver adds the partials in partition order and does the global terms
-    (prior factors, KLs). Per step the tasks receive the model's parameters and the minibatch's
-    Monte Carlo draws, never the data.
-    """
-
-    def __init__(self, rows):
-        self.rows = rows
-        self.offsets = rows.offsets
-
-    @serial_global_steps
-    def elbo(self, model, x, idx, scale, n_samples, random_state):
-        """ELBO estimate and gradient on the rows ``idx`` (as ``_DSVI.elbo`` on ``X[idx]``)."""
-        dask, _ = _dask()
-        layers, noise, values, priors, kls = dsvi_globals(model, x)
-        idx = np.asarray(idx)
-        n, L = idx.size, model.n_layers
-        S = n_samples if (model.expectation == "monte_carlo" and L > 1) else 1
-        eps = dsvi_draws(model, n, S, random_state)
-        part = np.searchsorted(self.offsets, idx, side="right") - 1
-        shared = dask.delayed((model, layers, priors, noise, scale, S), traverse=False)
-        task = dask.delayed(_serial_task, pure=True)
-        tasks = []
-        for p in range(self.rows.n_partitions):
-            pos = np.flatnonzero(part == p)
-            if pos.size:
-                tasks.append(task(_dsvi_task, self.rows.parts["X"][p], self.rows.parts["y"][p],
-                                  idx[pos] - self.offsets[p], dsvi_rows(eps, n, S, pos), shared))
-        partials = reduce_in_order(list(dask.compute(*tasks)))
-        return dsvi_finish(model, layers, priors, kls, values, partials)
-

@@ -2,7 +2,8 @@
 
 Doubly-stochastic variational inference for deep GPs (Salimbeni & Deisenroth 2017,
 :cite:`salimbeni2017doubly`); the layers are the SVGP engine of :mod:`sklearn_lvgp.variational`
-and the bound is evaluated chunk by chunk by :func:`sklearn_lvgp.bounds._dsvi.dsvi_elbo`.
+and the bound (:class:`sklearn_lvgp.bounds._dsvi.DSVIBound`) is evaluated chunk by chunk, in
+memory (:func:`sklearn_lvgp.bounds._dsvi.dsvi_elbo`) or on Dask partitions (:meth:`_DSVI.evaluate`).
 :class:`sklearn_lvgp.bounds._iwvi.LatentDSVI` extends it with latent covariates.
 """
 
@@ -31,7 +32,16 @@ from ..variational import (
     tril_pack,
     tril_unpack,
 )
-from ._dsvi import dsvi_elbo, propagate_layers
+from ._dsvi import (
+    BoundParams,
+    DSVIBound,
+    draws_to_rows,
+    dsvi_draws,
+    dsvi_elbo,
+    evaluate_minibatch,
+    inner_samples,
+    propagate_layers,
+)
 
 __all__ = ["_DSVI", "initial_layers", "build_model", "sample_outputs", "prediction_paths",
            "path_components", "kde_rows", "mean_log_density", "mixture_log_density",
@@ -222,6 +232,27 @@ class _DSVI:
         """
         return dsvi_elbo(self, x, X, Y, scale, n_samples, random_state, eps, workspaces,
                          chunk_rows=self.chunk_rows)
+
+    def bound(self):
+        """The protocol bound of this architecture
+        (:class:`~sklearn_lvgp.bounds._dsvi.DSVIBound`)."""
+        return DSVIBound(self)
+
+    def draw_rows(self, n, n_samples, random_state):
+        """The Monte Carlo draws of an ``n``-row minibatch as row arrays, drawn from
+        ``random_state`` as :meth:`elbo` draws them."""
+        S = inner_samples(self, n_samples)
+        return draws_to_rows(dsvi_draws(self, n, S, random_state), n, S)
+
+    def evaluate(self, x, source, scale, n_samples):
+        """Minibatch ELBO estimate and its gradient wrt ``x`` over the rows of a row source.
+
+        ``source`` holds the rows of :meth:`bound` (``X``, ``y`` and the draws of
+        :meth:`draw_rows`): e.g. a :class:`~sklearn_lvgp.engine._dask.DaskRows` minibatch
+        (``rows.subset(idx, extra=draws)``), whose partitions evaluate their rows where they
+        live.
+        """
+        return evaluate_minibatch(self.bound(), BoundParams(x, scale, n_samples), source)
 
     def natgrad(self, x, X, Y, scale, n_samples, gamma, random_state):
         """One closed-form natural-gradient step on the last layer's q(u) (Salimbeni 2020, ch. 3).

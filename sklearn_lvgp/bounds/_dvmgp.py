@@ -4,16 +4,22 @@ Given the global parameters — the W-layer's inducing inputs Ξ, q(V) = N(μ_q,
 the output layer's ζ and σ_f, the noise — a row's q(W) marginals, its latent point
 ``N(h_i, diag η_i)`` and its Ψ-statistics depend on that row only (de Souza 2020, ch. 4), and the
 collapsed bound sees the rows through ψ0, Ψ1ᵀY, Ψ2 and Σy² (Titsias & Lawrence 2010, eq. 14).
-So an evaluation is: the W-layer's factors chol(K_v,q) and KL once; a forward map (projection,
-latent moments, output Ψ-statistics per chunk); the global collapsed step; a backward map that
+So an evaluation of :class:`DVMGPBound`, a two-pass bound of the protocol
+(:mod:`sklearn_lvgp.engine._protocol`), is: the W-layer's factors chol(K_v,q) and KL once
+(:meth:`~DVMGPBound.prepare`); a forward map (projection, latent moments, output Ψ-statistics
+per chunk); the global collapsed step (:meth:`~DVMGPBound.finish`); a backward map that
 returns, per q, the chunk's share of ``αᵀda`` (the μ adjoint), ``Ā = (α ∘ db) αᵀ`` and the
-kernel adjoints of K_vw and k(x, x); and a final step that turns the reduced ``Σ αᵀda`` and
-``Σ Ā`` into the adjoints of K_v, μ and Σ_q, as :func:`~sklearn_lvgp.variational._projection.
-projection_vjp` does for the whole data at once. On problems of :data:`JITTED_MIN_WORK` or more,
-a chunk's projection passes are one jitted call each
-(:mod:`~sklearn_lvgp.variational._projection_numba`), which releases the GIL; as numpy
-products per row (kept for smaller problems, where they need no compilation) they hold it for
-most of their time, so those run on one thread.
+kernel adjoints of K_vw and k(x, x); and a final step (:meth:`~DVMGPBound.gradient`) that
+turns the reduced ``Σ αᵀda`` and ``Σ Ā`` into the adjoints of K_v, μ and Σ_q, as
+:func:`~sklearn_lvgp.variational._projection.projection_vjp` does for the whole data at once.
+The rows (``X`` and ``Y``) live in a row source: in memory
+(:class:`~sklearn_lvgp.engine._rows.InMemoryRows`, :func:`dvmgp_elbo_and_grads`) or partitioned
+on Dask (:class:`~sklearn_lvgp.engine._dask.DaskRows`); the bound has no local parameters.
+
+On problems of :data:`JITTED_MIN_WORK` or more, a chunk's projection passes are one jitted
+call each (:mod:`~sklearn_lvgp.variational._projection_numba`), which releases the GIL; as
+numpy products per row (kept for smaller problems, where they need no compilation) they hold
+it for most of their time, so those run on one thread.
 """
 
 from typing import NamedTuple
@@ -21,8 +27,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core.linalg import solve_lower
-from .._core.workspace import chunk_workspace
-from ..engine._executor import ChunkExecutor, plan_chunks, serial_global_steps
+from ..engine._executor import serial_global_steps
+from ..engine._protocol import ChunkedBound, evaluate_bound
+from ..engine._rows import InMemoryRows
 from ..variational._projection import (
     RowFactors,
     chol_factors,
@@ -37,10 +44,10 @@ from ..variational._projection import (
     row_marginals,
 )
 from ..variational._projection_numba import chunk_latent_backward, chunk_latent_forward
-from ._collapsed import KEEP_TOTAL
 from ._collapsed_global import collapsed_bound_from_stats, collapsed_stats_vjp
 
-__all__ = ["dvmgp_elbo_and_grads", "JITTED_MIN_WORK"]
+__all__ = ["DVMGPBound", "DVMGPParams", "DVMGPStep", "dvmgp_elbo_and_grads", "dvmgp_evaluate",
+           "row_work", "JITTED_MIN_WORK"]
 
 #: Evaluations of less estimated work (rows × work per row) run the numpy passes, one chunk
 #: after another on the calling thread: the jitted passes cost about 2 s of compilation on a
@@ -147,82 +154,231 @@ def _finish_row(kernel, f, dmu, Abar, dtheta, Xi, jitter):
     return v1.X, dmu, dL, th
 
 
+def row_work(Q, m_v, D, m_u):
+    """Estimated inner-loop work of one row: the W-layer's Q·m_v·(m_v + D) and the output
+    layer's Q·m_u(m_u + 1)/2 Ψ2 pairs (the engine's chunk-plan estimate)."""
+    return Q * m_v * (m_v + D) + Q * m_u * (m_u + 1) // 2
+
+
+class DVMGPParams(NamedTuple):
+    """Parameters of one evaluation of :class:`DVMGPBound`.
+
+    ``chol`` is the (Q, m_v) diagonal or (Q, m_v, m_v) lower factor of the Σ_q; ``n_rows`` and
+    ``n_outputs`` are the shape of the targets the row source holds; ``jitted`` chooses the
+    chunk passes (``None``: the jitted ones from :data:`JITTED_MIN_WORK` of work and several
+    chunks, else the numpy ones; ``True``/``False`` force them).
+    """
+
+    zeta: np.ndarray
+    Xi: np.ndarray
+    mu: np.ndarray
+    chol: np.ndarray
+    wtheta: np.ndarray
+    signal_std: float
+    noise: float
+    jitter: float
+    n_rows: int
+    n_outputs: int
+    max_tries: int = 0
+    jitted: object = None
+
+
+class _Globals(NamedTuple):
+    """What :meth:`DVMGPBound.prepare` returns: the parameters, the W-layer's kernels and row
+    factors, its KL, the numpy layer and (when the jitted passes may run) the jitted one."""
+
+    params: DVMGPParams
+    kernels: list
+    rows: list
+    kl: float
+    layer: _Layer
+    jitted_layer: object
+    work: int
+
+
+class DVMGPStep(NamedTuple):
+    """The global step of :class:`DVMGPBound`: the collapsed bound F, the q(u) posterior, the
+    adjoints of the reduced statistics, the jitted backward pass's factors and the output
+    kernel."""
+
+    F: float
+    post: object
+    adj: object
+    back: tuple
+    kern: object
+
+
+class DVMGPBound(ChunkedBound):
+    """The DVMGP bound (de Souza 2020, ch. 4) as a two-pass protocol bound.
+
+    Rows: ``X`` (standardised inputs) and ``Y`` (standardised targets); no local parameters.
+    Forward pass: a chunk's (ψ0, Ψ1ᵀY, Ψ2, Σy²) at its latent Gaussians; global step: the
+    collapsed bound and the adjoints of those statistics; backward pass: the chunk's share of
+    ``(dζ, dσ_f, (αᵀda, Ā, dΞ, dθ))``; :meth:`gradient`: the ELBO (bound − KL) and the
+    gradients ``zeta``, ``Xi``, ``mu``, ``wtheta``, ``chol``, ``signal_std``, ``noise``.
+    :meth:`prepare` takes a :class:`DVMGPParams`.
+    """
+
+    row_names = ("X", "Y")
+
+    def prepare(self, params):
+        Xi = params.Xi
+        mu = np.asarray(params.mu, dtype=np.float64)
+        Q, m_v, D = mu.shape
+        Ls = chol_factors(params.chol, m_v)
+        kernels = projection_kernels(params.wtheta)
+        rows = [_row_factors(k, Xi, mu[q], Ls[q], params.jitter) for q, k in enumerate(kernels)]
+        kl = 0.0
+        for f in rows:
+            kl += f.kl
+        work = row_work(Q, m_v, D, params.zeta.shape[0])
+        may_jit = (params.n_rows * work >= JITTED_MIN_WORK if params.jitted is None
+                   else bool(params.jitted))
+        return _Globals(params, kernels, rows, kl,
+                        _layer(kernels, rows, params.wtheta, Xi, mu, False),
+                        _layer(kernels, rows, params.wtheta, Xi, mu, True) if may_jit else None,
+                        work)
+
+    def chunk_cost(self, G):
+        Q, m_v, _ = np.shape(G.params.mu)
+        return G.work, None, Q * m_v + G.params.zeta.shape[0]
+
+    def plan_key(self, G):
+        return np.shape(G.params.mu) + (G.params.zeta.shape[0],)
+
+    @staticmethod
+    def _jitted(G, ctx):
+        """Whether this chunk takes the jitted passes (from the problem size and the number of
+        chunks only, so every thread count gives the same bits)."""
+        P = G.params
+        if P.jitted is not None:
+            return bool(P.jitted)
+        return ctx.n_chunks > 1 and P.n_rows * G.work >= JITTED_MIN_WORK
+
+    def chunk_stats(self, G, rows, ctx):
+        P = G.params
+        layer = G.jitted_layer if self._jitted(G, ctx) else G.layer
+        stats, cache = _forward(layer, P.zeta, float(P.signal_std),
+                                np.ascontiguousarray(rows["X"]), ctx.workspace)
+        if ctx.cache is not None:
+            ctx.cache[ctx.index] = cache if ctx.keep else None
+        Yc = rows["Y"]
+        yc = Yc.reshape(-1)
+        return float(stats.psi0), np.asarray(stats.Psi1.T @ Yc), stats.Psi2, float(yc @ yc)
+
+    def finish(self, G, stats):
+        P = G.params
+        psi0, PY, Psi2, YY = stats
+        kern = output_kernel(float(P.signal_std), np.shape(P.mu)[0])
+        F, post = collapsed_bound_from_stats(P.n_rows, P.n_outputs, psi0, PY, Psi2, YY,
+                                             kern.K(P.zeta), float(P.noise), jitter=P.jitter,
+                                             max_tries=P.max_tries)
+        adj = collapsed_stats_vjp(post)
+        for f in G.rows:
+            f.backward_factors()
+        back = ((_stacked([f.Kinv_mu for f in G.rows]), _stacked([f.Sig @ f.Kinv for f in G.rows]))
+                if G.jitted_layer is not None else ())
+        return DVMGPStep(F, post, adj, back, kern)
+
+    def chunk_backward(self, G, step, rows, ctx, need_local=True):
+        P = G.params
+        jitted = self._jitted(G, ctx)
+        layer, back = (G.jitted_layer, step.back) if jitted else (G.layer, ())
+        X = np.ascontiguousarray(rows["X"])
+        cache = None if ctx.cache is None else ctx.cache[ctx.index]
+        if cache is None:
+            cache = _forward(layer, P.zeta, float(P.signal_std), X, ctx.workspace)[1]
+        return None, _backward(layer, back, step.adj, X, rows["Y"], cache)
+
+    def gradient(self, G, step, partials):
+        P = G.params
+        dzeta, dsf, (dmu_data, Abar, dXi, dtheta_data) = partials
+        mu = G.layer.mu
+        Q, m_v, D = mu.shape
+        diag = np.ndim(P.chol) == 2
+        dmu = np.empty_like(mu)
+        dchol = np.empty((Q, m_v)) if diag else np.empty((Q, m_v, m_v))
+        dtheta = np.empty((Q, 1 + D))
+        for q, (k, f) in enumerate(zip(G.kernels, G.rows, strict=True)):
+            dXi_q, dmu[q], dL, dtheta[q] = _finish_row(k, f, dmu_data[q], Abar[q],
+                                                       dtheta_data[q], P.Xi, P.jitter)
+            dXi = dXi + dXi_q
+            dchol[q] = np.diag(dL) if diag else dL
+        sf = float(P.signal_std)
+        kv = step.kern.vjp(step.adj.Kuu, P.zeta)
+        grads = {"zeta": dzeta + kv.X, "Xi": dXi, "mu": dmu, "wtheta": dtheta, "chol": dchol,
+                 "signal_std": dsf + 2.0 * float(kv.theta[0]) / sf,
+                 "noise": step.adj.noise_variance}
+        return step.F - G.kl, grads
+
+
+#: The bound object the entry points run (it holds no data).
+BOUND = DVMGPBound()
+
+
+def dvmgp_evaluate(rows, p, chol, jitter, n_rows, n_outputs, *, max_tries=0, jitted=None):
+    """``(elbo, grads, post)`` of :class:`DVMGPBound` over the row source ``rows``.
+
+    Parameters
+    ----------
+    rows : row source
+        :class:`~sklearn_lvgp.engine._rows.InMemoryRows`,
+        :class:`~sklearn_lvgp.engine._dask.DaskRows` or a minibatch of one, holding ``"X"``
+        (standardised inputs) and ``"Y"`` (standardised targets).
+    p : dict
+        Blocks ``zeta``, ``Xi``, ``mu``, ``wtheta``, ``signal_std``, ``noise``.
+    chol : ndarray of shape (Q, m_v) or (Q, m_v, m_v)
+        Cholesky diagonals or lower factors of the Σ_q; ``grads["chol"]`` has its shape.
+    jitter : float
+        Relative jitter on ``K_u`` and each ``K_v``.
+    n_rows, n_outputs : int
+        Shape of the targets ``rows`` holds.
+    max_tries : int, default=0
+        Jitter escalations of ``K_u`` allowed.
+    jitted : bool or None, default=None
+        As in :class:`DVMGPParams`.
+
+    Returns
+    -------
+    elbo : float
+    grads : dict
+    post : CollapsedPosterior
+    """
+    params = DVMGPParams(p["zeta"], p["Xi"], p["mu"], chol, p["wtheta"], p["signal_std"],
+                         p["noise"], jitter, int(n_rows), int(n_outputs), max_tries, jitted)
+    out = evaluate_bound(BOUND, params, rows, need_local=False)
+    return out.value, out.grads, out.step.post
+
+
 @serial_global_steps
 def dvmgp_elbo_and_grads(X, Y, p, chol, jitter, *, max_tries=0, chunk_rows=None,
                          n_threads=None, workspaces=None, jitted=None):
     """DVMGP ELBO, its gradient wrt ``zeta``, ``Xi``, ``mu``, ``chol``, ``wtheta``,
-    ``signal_std`` and ``noise``, and the collapsed q(u) posterior, chunk by chunk.
+    ``signal_std`` and ``noise``, and the collapsed q(u) posterior, chunk by chunk in memory.
 
-    ``chol`` is the (Q, m_v) diagonal or (Q, m_v, m_v) lower factor of the Σ_q; ``grads["chol"]``
-    has its shape. The other arguments are those of
+    :class:`DVMGPBound` over an :class:`~sklearn_lvgp.engine._rows.InMemoryRows` of ``X`` and
+    ``Y``. ``chol`` is the (Q, m_v) diagonal or (Q, m_v, m_v) lower factor of the Σ_q;
+    ``grads["chol"]`` has its shape. The other arguments are those of
     ``sklearn_lvgp.models._dvmgp_parts._elbo_and_grads``;
     ``chunk_rows`` (``None``: from the problem size, never from the thread count) and
     ``n_threads`` (``None``: the enclosing ``threads`` context) are the engine's.
     ``workspaces`` is a list the caller keeps across evaluations (an optimiser's objective):
     when the chunks' caches are kept from the forward to the backward map, chunk ``i`` writes
     its output-layer Ψ-statistics into ``workspaces[i]`` (grown on demand), else into this
-    thread's workspace; ``None`` allocates fresh arrays. ``jitted`` chooses the chunk passes:
+    thread's workspace; ``None`` uses a fresh list. ``jitted`` chooses the chunk passes:
     ``None`` the jitted ones from :data:`JITTED_MIN_WORK` of work and several chunks, else the
     numpy ones on the calling thread (the choice depends on the problem size only, so every
     ``n_jobs`` gives the same bits).
     """
-    zeta, sf, s2, Xi = p["zeta"], float(p["signal_std"]), float(p["noise"]), p["Xi"]
-    mu = np.asarray(p["mu"], dtype=np.float64)
-    Q, m_v, D = mu.shape
     N, Dy = Y.shape
-    m_u = zeta.shape[0]
-    Ls = chol_factors(chol, m_v)
-    kernels = projection_kernels(p["wtheta"])
-    rows = [_row_factors(k, Xi, mu[q], Ls[q], jitter) for q, k in enumerate(kernels)]
-    kl = 0.0
-    for f in rows:
-        kl += f.kl
-    work = Q * m_v * (m_v + D) + Q * m_u * (m_u + 1) // 2
-    chunks = plan_chunks(N, work, chunk_rows=chunk_rows)
-    keep = N * (Q * m_v + m_u) <= KEEP_TOTAL
-    kept = [None] * len(chunks)
+    Q, m_v, D = np.shape(p["mu"])
     if jitted is None:
-        jitted = len(chunks) > 1 and N * work >= JITTED_MIN_WORK
-    executor = ChunkExecutor(n_threads if jitted else 1)
-
-    def workspace(i):
-        return None if workspaces is None else chunk_workspace(workspaces, i, keep, "dvmgp")
-
-    layer = _layer(kernels, rows, p["wtheta"], Xi, mu, bool(jitted))
-
-    def forward(i, a, b):
-        stats, cache = _forward(layer, zeta, sf, np.ascontiguousarray(X[a:b]), workspace(i))
-        kept[i] = cache if keep else None
-        Yc = Y[a:b]
-        yc = Yc.reshape(-1)
-        return float(stats.psi0), np.asarray(stats.Psi1.T @ Yc), stats.Psi2, float(yc @ yc)
-
-    psi0, PY, Psi2, YY = executor.map_reduce(forward, chunks)
-    kern = output_kernel(sf, Q)
-    F, post = collapsed_bound_from_stats(N, Dy, psi0, PY, Psi2, YY, kern.K(zeta), s2,
-                                         jitter=jitter, max_tries=max_tries)
-    adj = collapsed_stats_vjp(post)
-    for f in rows:
-        f.backward_factors()
-    back = ((_stacked([f.Kinv_mu for f in rows]), _stacked([f.Sig @ f.Kinv for f in rows]))
-            if layer.jitted else ())
-
-    def backward(i, a, b):
-        cache = (kept[i] if kept[i] is not None
-                 else _forward(layer, zeta, sf, np.ascontiguousarray(X[a:b]), workspace(i))[1])
-        kept[i] = None
-        return _backward(layer, back, adj, np.ascontiguousarray(X[a:b]), Y[a:b], cache)
-
-    dzeta, dsf, (dmu_data, Abar, dXi, dtheta_data) = executor.map_reduce(backward, chunks)
-    dmu = np.empty_like(mu)
-    dchol = np.empty((Q, m_v)) if np.ndim(chol) == 2 else np.empty((Q, m_v, m_v))
-    dtheta = np.empty((Q, 1 + D))
-    for q, (k, f) in enumerate(zip(kernels, rows, strict=True)):
-        dXi_q, dmu[q], dL, dtheta[q] = _finish_row(k, f, dmu_data[q], Abar[q],
-                                                   dtheta_data[q], Xi, jitter)
-        dXi = dXi + dXi_q
-        dchol[q] = np.diag(dL) if np.ndim(chol) == 2 else dL
-    kv = kern.vjp(adj.Kuu, zeta)
-    grads = {"zeta": dzeta + kv.X, "Xi": dXi, "mu": dmu, "wtheta": dtheta, "chol": dchol,
-             "signal_std": dsf + 2.0 * float(kv.theta[0]) / sf, "noise": adj.noise_variance}
-    return F - kl, grads, post
+        threaded = N * row_work(Q, m_v, D, p["zeta"].shape[0]) >= JITTED_MIN_WORK
+    else:
+        threaded = bool(jitted)
+    # the numpy passes hold the GIL: they run on the calling thread
+    rows = InMemoryRows({"X": X, "Y": Y}, chunk_rows=chunk_rows,
+                        n_threads=n_threads if threaded else 1, prefix="dvmgp")
+    if workspaces is not None:
+        rows.chunk_workspaces = workspaces
+    return dvmgp_evaluate(rows, p, chol, jitter, N, Dy, max_tries=max_tries, jitted=jitted)

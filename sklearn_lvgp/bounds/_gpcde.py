@@ -3,17 +3,26 @@
 One SVGP output layer (shared engine, :mod:`sklearn_lvgp.variational`) evaluated at
 ``t = [h_n, w]``, where ``h_n`` is the (optionally Bayesian-projected, §4.2.3) input and ``w`` runs
 over the Gauss–Hermite nodes of the quadrature bound (§4.2.2) or over samples / sigma points of a
-Gaussian ``q(w_n)`` (§4.2.1), free or amortised by a recognition network. Evaluation points are
-processed in row chunks; each chunk's backward runs right after its forward, so memory is
-``O(chunk * M)``.
+Gaussian ``q(w_n)`` (§4.2.1), free or amortised by a recognition network.
+
+The bound is a one-pass :class:`~sklearn_lvgp.engine.ChunkedBound` (:class:`CDEBound`): given
+the global terms (``K_uu``, ``q(u)``, the encoder, ``q(A)``) the rows are independent, so each
+row chunk builds its own evaluation points, runs its forward and its backward at once (memory
+``O(chunk * M)``) and returns its share of the value and of the global gradients, with the
+gradients of its free ``q(w_n)``. Its rows are the data, the rows' Monte Carlo draws and the free
+``q(w_n)``; a minibatch's rows are a row source's ``subset``, in memory or where the partitions of
+a Dask fit live. :meth:`CDEModel.elbo` and :meth:`CDEModel.natgrad` run it on in-memory rows.
 """
+
+from typing import NamedTuple
 
 import numpy as np
 
 from .._core.blocks import row_blocks
 from .._core.params import ParamPacker
-from .._core.workspace import thread_workspace
-from ..engine._executor import ChunkExecutor, plan_chunks, serial_global_steps
+from ..engine._executor import plan_chunks, serial_global_steps
+from ..engine._protocol import ChunkedBound, evaluate_bound
+from ..engine._rows import InMemoryRows
 from ..expectations._rules import (
     expand_points,
     expand_points_vjp,
@@ -44,7 +53,8 @@ from ..variational._latent_covariate import quadrature_bound
 from ..variational._natgrad_mixing import mixing_natgrad_update, natgrad_statistics
 from ._dsvi import FLOPS_PER_WORK
 
-__all__ = ["CDEModel", "CHUNK_POINTS", "MIN_NOISE", "RHO_SHIFT"]
+__all__ = ["CDEBound", "CDEGlobals", "CDEModel", "CDEParams", "CHUNK_POINTS", "MIN_NOISE",
+           "RHO_SHIFT"]
 
 #: Stacked evaluation points per chunk (rows x nodes).
 CHUNK_POINTS = 20000
@@ -158,59 +168,84 @@ class CDEModel:
         return not self.projection and (self.mode == "quadrature"
                                         or self.expectation == "unscented")
 
-    # ----------------------------------------------------------------- evaluation points
-    def local_q(self, p, Xb, Yb, idx):
-        """``(a, rho, encoder cache)`` of the Gaussian ``q(w_n)`` of the batch rows."""
-        if self.q_w == "gaussian":
-            return p["w_mean"][idx], p["w_rho"][idx], None
-        out, cache = encoder_forward(self.encoder_params(p), np.hstack([Xb, Yb]))
-        return out[:, :self.Dw], out[:, self.Dw:], cache
+    # ------------------------------------------------------------------------- the bound
+    @property
+    def bound(self):
+        """The model's :class:`CDEBound`."""
+        return CDEBound(self)
 
-    def _setup(self, p, Xb, Yb, idx, random_state, eps_w=None, eps_A=None):
-        n = Xb.shape[0]
-        s = {"n": n}
-        if self.projection:
-            e = random_state.standard_normal((n, self.Dh)) if eps_A is None else eps_A
-            s["h"], s["pcache"] = projection_sample(Xb, p["A_mu"], p["A_s"], e)
-        else:
-            s["h"] = Xb
-        if self.mode == "quadrature":
-            s["J"] = self.nodes.shape[0]
-            s["W"] = np.broadcast_to(self.nodes[None], (n,) + self.nodes.shape)
-            return s
-        a, rho, ecache = self.local_q(p, Xb, Yb, idx)
-        b = proposal_scale(rho)
-        if self.expectation == "unscented":
-            xi = np.broadcast_to(self.nodes[None], (n,) + self.nodes.shape)
-            beta = self.beta
-        else:
-            xi = (random_state.standard_normal((n, self.S, self.Dw)) if eps_w is None
-                  else eps_w)
-            beta = np.full(xi.shape[1], 1.0 / xi.shape[1])
-        s.update(J=xi.shape[1], W=expand_points(a, b, xi), a=a, rho=rho, b=b, xi=xi,
-                 beta=beta, ecache=ecache)
-        return s
+    @property
+    def n_points(self):
+        """Evaluation points ``J`` per row: quadrature nodes, sigma points or samples."""
+        if self.mode == "quadrature" or self.expectation == "unscented":
+            return self.nodes.shape[0]
+        return self.S
+
+    def _row_cost(self, J):
+        """Work per row (in :func:`~sklearn_lvgp.engine.plan_chunks` units) and the largest
+        chunk (at most ``CHUNK_POINTS`` points)."""
+        M = self.M
+        work = J * M * (M * (1 + self.Dy) + self.Dh + self.Dw) / FLOPS_PER_WORK
+        return work, max(1, CHUNK_POINTS // J)
 
     def _chunk_ranges(self, n, J):
         """Row chunks: enough work each to be worth a thread, at most ``CHUNK_POINTS`` points."""
-        M = self.M
-        work = J * M * (M * (1 + self.Dy) + self.Dh + self.Dw) / FLOPS_PER_WORK
-        return plan_chunks(n, work, max_rows=max(1, CHUNK_POINTS // J))
+        work, max_rows = self._row_cost(J)
+        return plan_chunks(n, work, max_rows=max_rows)
 
-    def _points(self, s, sl, nc):
-        """Evaluation points ``t = [h_n, w]`` of rows ``sl`` (``nc`` rows × ``J`` nodes)."""
-        return np.concatenate([np.repeat(s["h"][sl], s["J"], axis=0),
-                               s["W"][sl].reshape(nc * s["J"], self.Dw)], axis=1)
+    def _w_shape(self):
+        """Shape ``(N, D_w)`` of the free ``q(w_n)`` blocks."""
+        return next(b.shape for b in self.packer.blocks if b.name == "w_mean")
 
-    def _chunks(self, s):
-        for a, b in self._chunk_ranges(s["n"], s["J"]):
-            sl = slice(a, b)
-            yield sl, b - a, self._points(s, sl, b - a)
+    def minibatch_rows(self, x, idx, random_state=None, eps_w=None, eps_A=None):
+        """The row arrays of a minibatch besides its data: its draws and its free ``q(w_n)``.
 
-    # ------------------------------------------------------------------------------ bound
+        Parameters
+        ----------
+        x : ndarray
+            Flat parameters (the free ``q(w_n)`` of the rows ``idx`` are taken from it).
+        idx : ndarray of int
+            Batch row indices.
+        random_state : RandomState or None
+            Source of fresh draws when they are not given (``eps_A`` first, then ``eps_w``).
+        eps_w : ndarray of shape (n, S, D_w) or None
+            Fixed Monte Carlo noise of ``w``.
+        eps_A : ndarray of shape (n, D_h) or None
+            Fixed noise of the projection.
+
+        Returns
+        -------
+        rows : dict of str to ndarray
+            ``"eps_A"`` (with a projection), ``"eps_w"`` as ``(n, S * D_w)`` (Monte Carlo
+            ``q(w_n)``), ``"w_mean"`` and ``"w_rho"`` (free ``q(w_n)``): the minibatch's rows of
+            :attr:`CDEBound.row_names` other than ``"X"`` and ``"y"``.
+        """
+        idx = np.asarray(idx)
+        n = idx.size
+        rows = {}
+        if self.projection:
+            rows["eps_A"] = (random_state.standard_normal((n, self.Dh)) if eps_A is None
+                             else eps_A)
+        if self.mode == "quadrature":
+            return rows
+        if self.q_w == "gaussian":
+            N = self._w_shape()[0]
+            rows["w_mean"] = x[self.packer.slice("w_mean")].reshape(N, self.Dw)[idx]
+            rows["w_rho"] = x[self.packer.slice("w_rho")].reshape(N, self.Dw)[idx]
+        if self.expectation != "unscented":
+            if eps_w is None:
+                eps_w = random_state.standard_normal((n, self.S, self.Dw))
+            elif np.shape(eps_w) != (n, self.S, self.Dw):
+                raise ValueError(f"eps_w must have shape {(n, self.S, self.Dw)}, got "
+                                 f"{np.shape(eps_w)}.")
+            rows["eps_w"] = eps_w.reshape(n, self.S * self.Dw)
+        return rows
+
     @serial_global_steps
     def elbo(self, x, Xb, Yb, idx, scale, random_state=None, eps_w=None, eps_A=None):
         """Minibatch bound estimate and its gradient wrt ``x`` (Salimbeni 2020, eqs. 4.5 and 4.8).
+
+        :class:`CDEBound` on the batch rows in memory (:meth:`evaluate`).
 
         Parameters
         ----------
@@ -234,104 +269,62 @@ class CDEModel:
         value : float
         grad : ndarray
         """
-        p = self.unpack(x)
-        kernel, Z, q_mu, q_sqrt = p["kernel"], p["Z"], p["q_mu"], p["q_sqrt_full"]
-        P, s2 = p["P_"], p["s2"]
-        prior = prior_factor(kernel, Z, self.jitter)
-        s = self._setup(p, Xb, Yb, idx, random_state, eps_w, eps_A)
-        n, J, Dh = s["n"], s["J"], self.Dh
-        dh = np.zeros((n, Dh))
-        dW = np.zeros((n, J, self.Dw))
+        rows = {"X": Xb, "y": Yb, **self.minibatch_rows(x, idx, random_state, eps_w, eps_A)}
+        return self.evaluate(x, InMemoryRows(rows, prefix="cde"), idx, scale)
 
-        def chunk(i, a, b):  # one chunk's forward and backward (rows a:b), local grads in place
-            nc = b - a
-            H = self._points(s, slice(a, b), nc)
-            # the chunk's forward and backward run here, on one thread: its buffers
-            ws = thread_workspace().child("cde")
-            mu, var, mc = marginals(kernel, Z, q_mu, q_sqrt, H, prior.Lu, None, self.whiten,
-                                    workspace=ws)
-            vals, cc = conditional_ell(np.repeat(Yb[a:b], J, axis=0), mu, var, P, s2)
-            vals = vals.reshape(nc, J)
-            if self.mode == "quadrature":
-                bnd, resp = quadrature_bound(self.logw, vals)
-                value = scale * float(np.sum(bnd))
-                dvals = scale * resp
-            else:
-                value = scale * float(np.sum(vals @ s["beta"]))
-                dvals = np.broadcast_to(scale * s["beta"][None, :], (nc, J))
-            cv = conditional_ell_vjp(dvals.ravel(), cc)
-            mv = marginals_vjp(cv.mu, cv.var, mc)
-            dH = mv.H.reshape(nc, J, -1)
-            dh[a:b] = dH[:, :, :Dh].sum(axis=1)
-            dW[a:b] = dH[:, :, Dh:]
-            return (value, mv.q_mu, mv.q_sqrt, mv.Z, mv.theta, mv.Lu, cv.noise_variance,
-                    cv.P if self.mixing else None)
+    def evaluate(self, x, source, idx, scale):
+        """The bound and its gradient wrt ``x`` on the rows ``idx`` held by ``source``.
 
-        # the chunk partition depends on the batch only; partials are added in chunk order
-        total, dq_mu, dq_sqrt, dZ, dtheta, dLu, dnoise, dP = ChunkExecutor().map_reduce(
-            chunk, self._chunk_ranges(n, J))
-        grads = {}
-        if self.mode == "gaussian":
-            a, b, rho = s["a"], s["b"], s["rho"]
-            total -= scale * gaussian_kl_std(a, b)
-            da, db = expand_points_vjp(dW, s["xi"])
-            ka, kb = (-scale * g for g in gaussian_kl_std_vjp(a, b))
-            da += ka
-            db += kb
-            drho = proposal_scale_vjp(db, rho)
-            if self.q_w == "gaussian":
-                gm = np.zeros_like(p["w_mean"])
-                gr = np.zeros_like(p["w_rho"])
-                np.add.at(gm, idx, da)
-                np.add.at(gr, idx, drho)
-                grads["w_mean"], grads["w_rho"] = gm, gr
-            else:
-                eg = encoder_backward(np.hstack([da, drho]), self.encoder_params(p),
-                                      s["ecache"])
-                for i in range(len(self.enc_shapes)):
-                    grads[f"enc_W{i}"], grads[f"enc_b{i}"] = eg[2 * i], eg[2 * i + 1]
-        kl, kc = kl_divergence(q_mu, q_sqrt, prior.Lu, self.whiten)
-        total -= kl
-        gq_mu, gq_sqrt, gZ, gtheta = layer_global_vjp(kernel, prior, kc, -1.0, dq_mu, dq_sqrt,
-                                                      dZ, dtheta, dLu)
-        grads.update(q_mu=gq_mu, q_sqrt=tril_pack(gq_sqrt), Z=gZ, theta=gtheta,
-                     noise_variance=np.array([dnoise]))
-        if self.mixing:
-            grads["P"] = dP
-        if self.projection:
-            total -= gaussian_kl_std(p["A_mu"], p["A_s"], self.prior_var_A)
-            gmu, gs = projection_sample_vjp(dh, s["pcache"])
-            kmu, ks = (-g for g in gaussian_kl_std_vjp(p["A_mu"], p["A_s"], self.prior_var_A))
-            grads["A_mu"], grads["A_s"] = gmu + kmu, gs + ks
-        values = dict(p)
-        values["q_sqrt"] = p["q_sqrt"]
-        return total, self.packer.pack_grad(grads, values)
+        Parameters
+        ----------
+        x : ndarray
+            Flat parameters.
+        source : row source
+            :attr:`CDEBound.row_names` of the rows ``idx`` (in that order): an
+            :class:`~sklearn_lvgp.engine.InMemoryRows`, or a
+            :class:`~sklearn_lvgp.engine._dask.DaskRows` minibatch (``subset``).
+        idx : ndarray of int
+            Row indices of the source's rows (the free ``q(w_n)`` gradients go there).
+        scale : float
+            ``N / |B|``.
+
+        Returns
+        -------
+        value : float
+        grad : ndarray
+        """
+        free = self.mode == "gaussian" and self.q_w == "gaussian"
+        out = evaluate_bound(self.bound, CDEParams(x, scale), source, need_local=free)
+        grads = out.grads
+        if free:
+            gm = np.zeros(self._w_shape())
+            gr = np.zeros(self._w_shape())
+            np.add.at(gm, idx, out.local["w_mean"])
+            np.add.at(gr, idx, out.local["w_rho"])
+            grads["w_mean"], grads["w_rho"] = gm, gr
+        return out.value, self.packer.pack_grad(grads, out.globals.p)
 
     # -------------------------------------------------------------------- natural gradient
     def natgrad(self, x, Xb, Yb, idx, scale, gamma, random_state=None, eps_w=None, eps_A=None):
-        """One natural-gradient step on ``q(u)`` (Salimbeni 2020, §4.2); returns the new ``x``."""
-        p = self.unpack(x)
-        kernel, Z, q_mu, q_sqrt = p["kernel"], p["Z"], p["q_mu"], p["q_sqrt_full"]
-        P, s2 = p["P_"], p["s2"]
-        prior = prior_factor(kernel, Z, self.jitter)
-        s = self._setup(p, Xb, Yb, idx, random_state, eps_w, eps_A)
-        J = s["J"]
-        T1 = np.zeros((self.M, self.L))
-        G = np.zeros((self.M, self.M))
-        for sl, nc, H in self._chunks(s):
-            mu, var, mc = marginals(kernel, Z, q_mu, q_sqrt, H, prior.Lu, None, self.whiten)
-            Yc = np.repeat(Yb[sl], J, axis=0)
-            if self.mode == "quadrature":
-                vals, _ = conditional_ell(Yc, mu, var, P, s2)
-                _, resp = quadrature_bound(self.logw, vals.reshape(nc, J))
-                w = scale * resp.ravel()
-            else:
-                w = np.tile(scale * s["beta"], nc)
-            t1, g = natgrad_statistics(mc.A, Yc, mu, w, P)
-            T1 += t1
-            G += g
-        q_mu, q_sqrt = mixing_natgrad_update(q_mu, q_sqrt, T1, G, latent_pi(P, self.L), s2,
-                                             gamma, prior.Lu, self.whiten, self.jitter)
+        """One natural-gradient step on ``q(u)`` (Salimbeni 2020, §4.2); returns the new ``x``.
+
+        The statistics are sums over the batch rows, in the chunks of :meth:`elbo`
+        (:meth:`natgrad_on`); the draws are fresh ones from ``random_state`` unless given.
+        """
+        rows = {"X": Xb, "y": Yb, **self.minibatch_rows(x, idx, random_state, eps_w, eps_A)}
+        return self.natgrad_on(x, InMemoryRows(rows, prefix="cde"), scale, gamma)
+
+    @serial_global_steps
+    def natgrad_on(self, x, source, scale, gamma):
+        """:meth:`natgrad` on the rows of a row source (in memory or a Dask minibatch)."""
+        bound = self.bound
+        G = bound.prepare(CDEParams(x, scale))
+        T1, Gq = source.map_reduce(bound.natgrad_stats, G, source.plan(bound, G),
+                                   bound.row_names)
+        p = G.p
+        q_mu, q_sqrt = mixing_natgrad_update(p["q_mu"], p["q_sqrt_full"], T1, Gq,
+                                             latent_pi(p["P_"], self.L), p["s2"], gamma,
+                                             G.prior.Lu, self.whiten, self.jitter)
         x = x.copy()
         x[self.packer.slice("q_mu")] = q_mu.ravel()
         x[self.packer.slice("q_sqrt")] = tril_pack(q_sqrt).ravel()
@@ -380,3 +373,183 @@ class CDEModel:
         mu, var, _ = marginals(kernel, p["Z"], p["q_mu"], p["q_sqrt_full"],
                                H.reshape(n * J, -1), prior.Lu, None, self.whiten)
         return mu.reshape(n, J, -1), var.reshape(n, J, -1)
+
+
+class CDEParams(NamedTuple):
+    """Parameters of one evaluation of :class:`CDEBound`."""
+
+    #: Flat parameters (their free ``q(w_n)`` entries are not read: those are rows).
+    x: np.ndarray
+    #: ``N / |B|``.
+    scale: float
+
+
+class CDEGlobals(NamedTuple):
+    """What :meth:`CDEBound.prepare` returns: the constrained values (without the free
+    ``q(w_n)``), the factor of ``K_uu`` and the minibatch scale."""
+
+    p: dict
+    prior: object
+    scale: float
+
+
+class CDEBound(ChunkedBound):
+    """The GPCDE bound (Salimbeni 2020, eqs. 4.5 and 4.8) as a one-pass protocol bound.
+
+    Rows: ``X`` and ``y`` (standardised data), ``eps_A`` (the projection's noise, with an input
+    projection), ``eps_w`` (Monte Carlo noise of ``w``, ``(n, S * D_w)``) and ``w_mean``,
+    ``w_rho`` (the free ``q(w_n)``, whose gradients are the local gradients). A chunk builds its
+    points ``t = [h_n, w]`` (projection sample; quadrature nodes, or ``q(w_n)`` from its free
+    parameters or the recognition network, expanded over sigma points or draws), runs the
+    marginals, the expected log-likelihood and their backward, and returns its share of the
+    value, of ``KL(q(w) ‖ p(w))`` and of the global adjoints; :meth:`gradient` adds the KL terms
+    of ``q(u)`` and ``q(A)`` and chains the ``K_uu`` adjoint. :meth:`prepare` takes a
+    :class:`CDEParams`.
+
+    Parameters
+    ----------
+    model : CDEModel
+        The structure (shapes, options, kernel template, quadrature or sigma-point nodes).
+    """
+
+    two_pass = False
+
+    def __init__(self, model):
+        self.model = model
+        names = ["X", "y"]
+        if model.projection:
+            names.append("eps_A")
+        if model.mode == "gaussian":
+            if model.expectation != "unscented":
+                names.append("eps_w")
+            if model.q_w == "gaussian":
+                names += ["w_mean", "w_rho"]
+        self.row_names = tuple(names)
+
+    def prepare(self, params):
+        m = self.model
+        p = m.unpack(params.x)
+        p.pop("w_mean", None)  # rows, not globals: a Dask task is not sent all N of them
+        p.pop("w_rho", None)
+        return CDEGlobals(p, prior_factor(p["kernel"], p["Z"], m.jitter), params.scale)
+
+    def chunk_cost(self, G):
+        work, max_rows = self.model._row_cost(self.model.n_points)
+        return work, max_rows, 0
+
+    def plan_key(self, G):
+        return self.model.n_points
+
+    def _points(self, G, rows):
+        """The chunk's evaluation points ``t = [h_n, w]`` (``n·J`` of them) and what their
+        backward needs."""
+        m, p = self.model, G.p
+        X = rows["X"]
+        n = X.shape[0]
+        s = {"n": n}
+        if m.projection:
+            s["h"], s["pcache"] = projection_sample(X, p["A_mu"], p["A_s"], rows["eps_A"])
+        else:
+            s["h"] = X
+        if m.mode == "quadrature":
+            s["J"] = m.nodes.shape[0]
+            W = np.broadcast_to(m.nodes[None], (n,) + m.nodes.shape)
+        else:
+            if m.q_w == "gaussian":
+                a, rho, ecache = rows["w_mean"], rows["w_rho"], None
+            else:
+                out, ecache = encoder_forward(m.encoder_params(p), np.hstack([X, rows["y"]]))
+                a, rho = out[:, :m.Dw], out[:, m.Dw:]
+            b = proposal_scale(rho)
+            if m.expectation == "unscented":
+                xi = np.broadcast_to(m.nodes[None], (n,) + m.nodes.shape)
+                beta = m.beta
+            else:
+                xi = rows["eps_w"].reshape(n, -1, m.Dw)
+                beta = np.full(xi.shape[1], 1.0 / xi.shape[1])
+            W = expand_points(a, b, xi)
+            s.update(J=xi.shape[1], a=a, rho=rho, b=b, xi=xi, beta=beta, ecache=ecache)
+        H = np.concatenate([np.repeat(s["h"], s["J"], axis=0),
+                            W.reshape(n * s["J"], m.Dw)], axis=1)
+        return H, s
+
+    def chunk_backward(self, G, step, rows, ctx, need_local=True):
+        m, (p, prior, scale) = self.model, G
+        kernel, Z, q_mu, q_sqrt = p["kernel"], p["Z"], p["q_mu"], p["q_sqrt_full"]
+        H, s = self._points(G, rows)
+        nc, J, Dh = s["n"], s["J"], m.Dh
+        mu, var, mc = marginals(kernel, Z, q_mu, q_sqrt, H, prior.Lu, None, m.whiten,
+                                workspace=ctx.workspace)
+        vals, cc = conditional_ell(np.repeat(rows["y"], J, axis=0), mu, var, p["P_"], p["s2"])
+        vals = vals.reshape(nc, J)
+        if m.mode == "quadrature":
+            bnd, resp = quadrature_bound(m.logw, vals)
+            value = scale * float(np.sum(bnd))
+            dvals = scale * resp
+        else:
+            value = scale * float(np.sum(vals @ s["beta"]))
+            dvals = np.broadcast_to(scale * s["beta"][None, :], (nc, J))
+        cv = conditional_ell_vjp(dvals.ravel(), cc)
+        mv = marginals_vjp(cv.mu, cv.var, mc)
+        dH = mv.H.reshape(nc, J, -1)
+        local, kl_w, d_enc, dA_mu, dA_s = None, 0.0, None, None, None
+        if m.mode == "gaussian":
+            a, b, rho = s["a"], s["b"], s["rho"]
+            kl_w = gaussian_kl_std(a, b)
+            da, db = expand_points_vjp(np.ascontiguousarray(dH[:, :, Dh:]), s["xi"])
+            ka, kb = (-scale * g for g in gaussian_kl_std_vjp(a, b))
+            da += ka
+            db += kb
+            drho = proposal_scale_vjp(db, rho)
+            if m.q_w == "gaussian":
+                local = {"w_mean": da, "w_rho": drho} if need_local else None
+            else:
+                d_enc = tuple(encoder_backward(np.hstack([da, drho]), m.encoder_params(p),
+                                               s["ecache"]))
+        if m.projection:
+            dA_mu, dA_s = projection_sample_vjp(dH[:, :, :Dh].sum(axis=1), s["pcache"])
+        return local, (value, kl_w, mv.q_mu, mv.q_sqrt, mv.Z, mv.theta, mv.Lu,
+                       cv.noise_variance, cv.P if m.mixing else None, d_enc, dA_mu, dA_s)
+
+    def gradient(self, G, step, partials):
+        """``(value, grads)``: the bound and the gradients of the global blocks wrt their
+        constrained values (``q_sqrt`` packed; the free ``q(w_n)`` are local gradients)."""
+        m, (p, prior, scale) = self.model, G
+        total, kl_w, dq_mu, dq_sqrt, dZ, dtheta, dLu, dnoise, dP, d_enc, dA_mu, dA_s = partials
+        grads = {}
+        if m.mode == "gaussian":
+            total -= scale * kl_w
+            if m.q_w != "gaussian":
+                for i in range(len(m.enc_shapes)):
+                    grads[f"enc_W{i}"], grads[f"enc_b{i}"] = d_enc[2 * i], d_enc[2 * i + 1]
+        kl, kc = kl_divergence(p["q_mu"], p["q_sqrt_full"], prior.Lu, m.whiten)
+        total -= kl
+        gq_mu, gq_sqrt, gZ, gtheta = layer_global_vjp(p["kernel"], prior, kc, -1.0, dq_mu,
+                                                      dq_sqrt, dZ, dtheta, dLu)
+        grads.update(q_mu=gq_mu, q_sqrt=tril_pack(gq_sqrt), Z=gZ, theta=gtheta,
+                     noise_variance=np.array([dnoise]))
+        if m.mixing:
+            grads["P"] = dP
+        if m.projection:
+            total -= gaussian_kl_std(p["A_mu"], p["A_s"], m.prior_var_A)
+            kmu, ks = (-g for g in gaussian_kl_std_vjp(p["A_mu"], p["A_s"], m.prior_var_A))
+            grads["A_mu"], grads["A_s"] = dA_mu + kmu, dA_s + ks
+        return total, grads
+
+    def natgrad_stats(self, G, rows, ctx):
+        """One chunk's ``(T1, G)`` of the natural-gradient step of ``q(u)``
+        (:func:`~sklearn_lvgp.variational._natgrad_mixing.natgrad_statistics`), added over
+        chunks by the row source."""
+        m, (p, prior, scale) = self.model, G
+        H, s = self._points(G, rows)
+        nc, J = s["n"], s["J"]
+        mu, var, mc = marginals(p["kernel"], p["Z"], p["q_mu"], p["q_sqrt_full"], H, prior.Lu,
+                                None, m.whiten)
+        Yc = np.repeat(rows["y"], J, axis=0)
+        if m.mode == "quadrature":
+            vals, _ = conditional_ell(Yc, mu, var, p["P_"], p["s2"])
+            _, resp = quadrature_bound(m.logw, vals.reshape(nc, J))
+            w = scale * resp.ravel()
+        else:
+            w = np.tile(scale * s["beta"], nc)
+        return tuple(natgrad_statistics(mc.A, Yc, mu, w, p["P_"]))

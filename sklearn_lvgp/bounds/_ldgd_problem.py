@@ -6,16 +6,20 @@ q(X) of Fast LDGD (§2.3.10); test-time inference is that of §2.3.9.
 :class:`TrainingProblem` packs q(X) (or the encoder weights), both paths' kernels, inducing inputs,
 whitened q(U) and the noise variances into one unconstrained vector and evaluates the minimised
 ``−L̂/N`` with its gradient. :class:`InferenceProblem` does the same for test-time q(x*) with the
-global parameters fixed.
+global parameters fixed. The training rows live in memory or, for a fit on Dask, in a row
+source whose minibatches run where their partitions live; q(X) is then on the driver with the
+other parameters, and each evaluation sends the batch's ``mu``, ``sigma`` (and Monte Carlo
+draws) to the partitions holding its rows.
 """
 
 import numpy as np
 
 from .._core.params import ParamPacker
+from ..engine._rows import InMemoryRows
 from ..nn._ldgd_encoder import encoder_forward, encoder_vjp
 from ..variational import tril_pack, tril_unpack
 from ..variational._kl import gaussian_kl_std, gaussian_kl_std_vjp
-from ._ldgd import ldgd_value_and_vjp
+from ._ldgd import LDGDBound, LDGDParams, ldgd_evaluate, ldgd_value_and_vjp, local_rows
 from ._ldgd_objective import Globals
 
 __all__ = ["NOISE_FLOOR", "TrainingProblem", "InferenceProblem"]
@@ -29,10 +33,10 @@ class TrainingProblem:
 
     Parameters
     ----------
-    Yr : ndarray of shape (N, D)
-        Continuous observations.
-    Yc : ndarray of shape (N, K)
-        One-hot labels.
+    Yr : ndarray of shape (N, D) or None
+        Continuous observations (``None`` with ``rows``).
+    Yc : ndarray of shape (N, K) or None
+        One-hot labels (``None`` with ``rows``).
     kernel_r, kernel_c : Kernel
         Initialised kernels (working copies; their ``theta`` is overwritten at every call).
     M_r, M_c : int
@@ -47,13 +51,23 @@ class TrainingProblem:
         Relative jitter on ``K_uu``.
     gh_order : int
         Gauss–Hermite nodes.
+    rows : row source, default=None
+        The rows ``"Yr"`` and ``"Yc"`` in a row source with ``subset(idx, extra)`` (e.g.
+        :class:`~sklearn_lvgp.engine._dask.DaskRows`) instead of ``Yr`` and ``Yc`` in memory;
+        not with ``encoder_shapes`` (the encoder reads the batch's rows on the driver).
     """
 
     def __init__(self, Yr, Yc, kernel_r, kernel_c, M_r, M_c, Q, factors, encoder_shapes=None,
-                 jitter=1e-6, gh_order=20):
-        self.Yr, self.Yc = Yr, Yc
-        N, D = Yr.shape
-        K = Yc.shape[1]
+                 jitter=1e-6, gh_order=20, rows=None):
+        self.Yr, self.Yc, self.rows = Yr, Yc, rows
+        if rows is None:
+            N, D = Yr.shape
+            K = Yc.shape[1]
+        else:
+            if encoder_shapes is not None:
+                raise ValueError("The amortised q(X) needs the rows in memory.")
+            N, D = rows.shapes["Yr"]
+            K = rows.shapes["Yc"][1]
         self.N, self.D, self.K, self.Q = N, D, K, Q
         self.M_r, self.M_c = M_r, M_c
         self.kernel_r, self.kernel_c = kernel_r, kernel_c
@@ -112,6 +126,15 @@ class TrainingProblem:
         return mu, sigma
 
     # -------------------------------------------------------------------------- objective
+    def batch_source(self, idx, mu_b, sigma_b, nodes):
+        """The bound and the row source of batch rows ``idx`` with their q(x_i) and nodes."""
+        bound = LDGDBound(True, nodes.ndim == 3)
+        arrays = local_rows(mu_b, sigma_b, nodes)
+        if self.rows is not None:
+            return bound, self.rows.subset(idx, arrays)
+        arrays.update(Yr=self.Yr[idx], Yc=self.Yc[idx])
+        return bound, InMemoryRows(arrays, chunk_rows=self.chunk_rows, prefix="ldgd")
+
     def value_and_grad(self, flat, idx, nodes, weights):
         """Minimised ``−L̂/N`` and its gradient for batch rows ``idx``.
 
@@ -142,10 +165,10 @@ class TrainingProblem:
             mu_b, sigma_b = p["mu"][idx], p["sigma"][idx]
         else:
             mu_b, sigma_b, enc_cache = encoder_forward(self.encoder_weights(p), self.Yr[idx])
-        value, g = ldgd_value_and_vjp(glob, self.Yr[idx], self.Yc[idx], mu_b, sigma_b, nodes,
-                                      weights, scale=scale, factors=(w_r, w_c, gamma),
-                                      kl_factors=(beta_r, beta_c), jitter=self.jitter,
-                                      gh_order=self.gh_order, chunk_rows=self.chunk_rows)
+        bound, source = self.batch_source(idx, mu_b, sigma_b, nodes)
+        params = LDGDParams(glob, None if bound.per_row_nodes else nodes, weights, scale,
+                            (w_r, w_c, gamma), (beta_r, beta_c), self.jitter, self.gh_order)
+        value, g = ldgd_evaluate(bound, params, source)
         grads = {"theta_r": g.theta_r, "Z_r": g.Z_r, "qmu_r": g.qmu_r,
                  "qsqrt_r": tril_pack(g.qsqrt_r), "noise": g.noise, "theta_c": g.theta_c,
                  "Z_c": g.Z_c, "qmu_c": g.qmu_c, "qsqrt_c": tril_pack(g.qsqrt_c)}

@@ -179,6 +179,12 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     short excursions from the optimum and the last iterate can land in one;
     ``early_stopping=True`` or ``learning_rate_schedule="cosine"`` avoid that (user guide).
 
+    ``fit`` also takes a dask array or DataFrame: the rows stay in their partitions, and each
+    Adam step's minibatch bound and gradient (latent covariates included) are evaluated by the
+    partitions holding its rows, with the minibatch and its Monte Carlo draws chosen on the
+    driver as in memory. Early stopping, ``optimizer="lbfgs"``, ``natgrad_gamma`` and
+    ``warm_start`` are not available on dask input (each raises a ``ValueError`` naming it).
+
     References
     ----------
     Salimbeni, H., Deisenroth, M. P. (2017). Doubly stochastic variational inference for deep

@@ -2,16 +2,21 @@
 
 The rows stay partitioned where they live. Each Adam step draws its minibatch indices and Monte
 Carlo samples on the driver, exactly as the in-memory fit does, and the partitions holding those
-rows evaluate their part of the bound and its gradient
-(:class:`~sklearn_lvgp.bounds._dsvi.DaskDSVI`). The initial inducing inputs and inner mean
-functions come from at most ``INIT_ROWS`` rows gathered once (all of them for smaller data, so
-the fit then equals the in-memory one up to rounding).
+rows evaluate their part of the bound and its gradient: the model's protocol bound
+(:class:`~sklearn_lvgp.bounds._dsvi.DSVIBound`, or
+:class:`~sklearn_lvgp.bounds._iwvi.IWVIBound` with latent covariates) on the minibatch
+``DaskRows.subset(idx, extra=draws)``, whose draws travel with their rows. The initial inducing
+inputs and inner mean functions come from at most ``INIT_ROWS`` rows gathered once (all of them
+for smaller data, so the fit then equals the in-memory one up to rounding).
+
+The natural-gradient step, L-BFGS-B's start (one such step on all rows) and early stopping's
+held-out rows need rows in memory, so those options, and a warm start, raise a ``ValueError``
+naming them.
 """
 
 import numpy as np
 
 from .._core.scaling import column_moments
-from ..bounds._dsvi import DaskDSVI
 from ..engine._dask import DaskRows, _dask
 from ..optim._adam import AdamState
 
@@ -25,7 +30,6 @@ def _check_supported(est):
     unsupported = {"early_stopping=True": est.early_stopping,
                    "optimizer='lbfgs'": est.optimizer == "lbfgs",
                    "natgrad_gamma": est.natgrad_gamma is not None,
-                   "latent_dim >= 1": bool(est.latent_dim),
                    "warm_start=True": est.warm_start}
     named = [name for name, used in unsupported.items() if used]
     if named:
@@ -59,11 +63,11 @@ def fit_deep_gp_dask(est, X, y, random_state):
     est._state = AdamState(est._x.size)
     est.n_iter_ = 0
     est._elbo_hist = []
-    bound = DaskDSVI(srows)
     model, S = est._model, est.n_samples
 
     def batch_elbo(x, idx, scale):
-        return bound.elbo(model, x, idx, scale, S, random_state)
+        draws = model.draw_rows(idx.size, S, random_state)
+        return model.evaluate(x, srows.subset(idx, extra=draws), scale, S)
 
     est._run(None, None, random_state, est.max_iter, False, n_total=N, batch_elbo=batch_elbo)
     est.n_samples_seen_ = N

@@ -19,8 +19,10 @@ from .._core.validation import (
 )
 from ..base import _BaseLVGPRegressor
 from ..bounds._joint_uncertain import rbf_joint_moments
+from ..engine._dask import is_dask_collection, map_row_blocks
 from ..likelihoods._gaussian import gaussian_log_density
 from ..variational._projection import latent_covariance, projection_kernels
+from ._dvmgp_dask import fit_dvmgp_dask
 from ._dvmgp_parts import (
     _chol,
     _elbo_and_grads,
@@ -146,6 +148,21 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         Target standardisation.
     n_features_in_ : int
         Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen during fit, when they are all strings.
+
+    Notes
+    -----
+    ``fit`` takes a :class:`dask.array.Array` or a dask DataFrame (``y`` as well). The rows stay
+    partitioned where they live: every evaluation of the bound, in both phases and with either
+    optimiser, runs on the partitions, which return M-sized partial sums (Gal, van der Wilk &
+    Rasmussen 2014). The standardisation and the target variance are dask reductions; the PCA
+    directions that start the q(V) means are the eigenvectors of the D × D covariance of the
+    training rows (a dask reduction); the k-means centres that start Ξ and ζ come from at most
+    20 000 training rows gathered to the driver (all of them for smaller data, so the fit then
+    equals the in-memory one up to rounding; else a uniform sample drawn from
+    ``random_state``). With ``early_stopping`` the held-out rows are gathered for their score.
+    ``predict`` (without ``return_cov``) and ``transform`` of a dask input return dask arrays.
 
     References
     ----------
@@ -154,6 +171,9 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
 
     Titsias, M. K., Lázaro-Gredilla, M. (2013). Variational inference for Mahalanobis distance
     metrics in Gaussian process regression. NeurIPS.
+
+    Gal, Y., van der Wilk, M., Rasmussen, C. E. (2014). Distributed variational inference in
+    sparse Gaussian process regression and latent variable models. NeurIPS.
 
     Examples
     --------
@@ -241,6 +261,15 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         x, packer, jitter, history, n_iter, Xs, Ys = fit_parameters(self, X,
                                                                      self._targets_2d(y),
                                                                      random_state)
+        return self._commit(x, packer, jitter, history, n_iter, Xs, Ys)
+
+    def _fit_dask(self, X, y, random_state):
+        *fitted, data = fit_dvmgp_dask(self, X, y, random_state)
+        return self._commit(*fitted, data, None)
+
+    def _commit(self, x, packer, jitter, history, n_iter, Xs, Ys):
+        """The fitted state at the final parameters ``x`` (the bound on the training rows
+        ``Xs``, ``Ys``, or on their :class:`~sklearn_lvgp.models._dvmgp_parts.RowData`)."""
         p = packer.unpack(x)
         self._params = p
         self._jitter = jitter
@@ -289,8 +318,9 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
 
         Parameters
         ----------
-        X : array-like of shape (n, n_features)
-            Inputs.
+        X : array-like or dask array of shape (n, n_features)
+            Inputs; a dask array or DataFrame gives dask arrays, computed partition by
+            partition (``return_cov`` is then not available).
         return_std : bool, default=False
             Also return the predictive standard deviation of y, noise included.
         return_cov : bool, default=False
@@ -308,6 +338,14 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         """
         if return_std and return_cov:
             raise ValueError("At most one of return_std or return_cov can be requested.")
+        if is_dask_collection(X):
+            check_is_fitted(self)
+            if return_cov:
+                raise ValueError("predict on a dask X supports return_std only (no "
+                                 "return_cov): the joint covariance couples all rows.")
+            return map_row_blocks(lambda b: self.predict(b, return_std=return_std), X,
+                                  None if self._y_ndim == 1 else self.y_mean_.size,
+                                  2 if return_std else 1)
         Xs = self._standardise(X)
         if return_cov:
             with threads(self.n_jobs):
@@ -365,8 +403,9 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
 
         Parameters
         ----------
-        X : array-like of shape (n, n_features)
-            Inputs (original units; standardised internally as in fit).
+        X : array-like or dask array of shape (n, n_features)
+            Inputs (original units; standardised internally as in fit); a dask array or
+            DataFrame gives dask arrays, computed partition by partition.
         return_std : bool, default=False
             Also return the latent standard deviations, the square roots of
             η(x) = Var[w_q·(x)]‖x‖².
@@ -378,6 +417,10 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         std : ndarray of shape (n, n_components)
             Latent standard deviations (only if ``return_std``).
         """
+        if is_dask_collection(X):
+            check_is_fitted(self)
+            return map_row_blocks(lambda b: self.transform(b, return_std=return_std), X,
+                                  self.inducing_inputs_.shape[1], 2 if return_std else 1)
         Xs = self._standardise(X)
         with threads(self.n_jobs):
             h, eta = self._latent(Xs)

@@ -10,6 +10,7 @@ the draws of :meth:`~sklearn_lvgp.DVMGP.sample_y`. The W-layer's formulas are in
 import numbers
 import warnings
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -20,7 +21,7 @@ from .._core.linalg import settled_jitter
 from .._core.params import ParamPacker
 from .._core.scaling import normalization
 from ..bounds._collapsed_global import chunked_predictive_moments, predictive_moments
-from ..bounds._dvmgp import dvmgp_elbo_and_grads
+from ..bounds._dvmgp import dvmgp_elbo_and_grads, dvmgp_evaluate
 from ..expectations._rules import expand_points, reparameterise
 from ..likelihoods._gaussian import gaussian_log_density
 from ..optim._lbfgsb import minimize_adam, minimize_lbfgsb
@@ -32,9 +33,19 @@ from ..variational._projection import (
     projection_kernels,
 )
 
-__all__ = ["fit_parameters", "heldout_log_density", "initial_params", "latent_points",
-           "length_scale_init", "make_packer", "optimise_phase", "output_moments",
-           "sample_targets"]
+__all__ = ["RowData", "architecture", "fit_parameters", "heldout_log_density",
+           "initial_params", "latent_points", "length_scale_init", "make_packer", "model_sizes",
+           "optimise", "optimise_phase", "output_moments", "sample_targets"]
+
+
+class RowData(NamedTuple):
+    """Standardised training rows held by a row source (a fit on Dask), in place of the
+    ``(X, Y)`` arrays: ``rows`` holds ``"X"`` and ``"Y"`` (a
+    :class:`~sklearn_lvgp.engine._dask.DaskRows` or a subset of its rows)."""
+
+    rows: object
+    n_rows: int
+    n_outputs: int
 
 def length_scale_init(projection_length_scale_init, D):
     """Initial length scale of the W-layer kernels (``projection_length_scale_init`` if set)."""
@@ -44,11 +55,12 @@ def length_scale_init(projection_length_scale_init, D):
     return float(np.sqrt(max(D, 2) / 2.0))
 
 
-def initial_params(Xs, Q, m_u, m_v, seed, length_scale, noise_variance_init, var_y):
+def initial_params(Xs, Q, m_u, m_v, seed, length_scale, noise_variance_init, var_y, P=None):
     """The initial blocks (de Souza 2020, §4.4): PCA directions for ``μ``, k-means centres for
-    Ξ and ζ, unit κ_q, the given length scale, σ_f² = var_y and σ² = noise_init · var_y."""
+    Ξ and ζ, unit κ_q, the given length scale, σ_f² = var_y and σ² = noise_init · var_y.
+    ``P``: the (Q, D) PCA directions when they come from elsewhere (``None``: from ``Xs``)."""
     D = Xs.shape[1]
-    P = pca_components(Xs, Q)
+    P = pca_components(Xs, Q) if P is None else P
     Xi0 = kmeans_centres(Xs, m_v, seed)
     zeta0 = kmeans_centres(Xs @ P.T, m_u, seed)
     mu0 = np.broadcast_to(P[:, None, :], (Q, m_v, D)).copy()
@@ -142,6 +154,19 @@ def optimise_phase(est, packer, x0, Xs, Ys, jitter, budget, fix_noise, var_y, he
     return res.x, res.history, res.n_iter, None
 
 
+def model_sizes(est, D):
+    """``(Q, m_u, m_v)``: the latent dimension and the two numbers of inducing inputs."""
+    Q = D if est.n_components is None else int(est.n_components)
+    return Q, int(est.n_inducing), int(est.n_inducing_projection)
+
+
+def architecture(est, D, D_y):
+    """What a ``warm_start`` fit must share with the previous one to continue it."""
+    Q, m_u, m_v = model_sizes(est, D)
+    return (D, D_y, Q, m_u, m_v, est.qv_covariance, est.normalize_X, bool(est.normalize_y),
+            bool(est.early_stopping), float(est.validation_fraction))
+
+
 def fit_parameters(est, X, Y, random_state):
     """The optimisation of a fit: standardisation, the initialisation of de Souza (2020,
     §4.4) and the two phases (noise fixed, then everything), or, for a ``warm_start`` fit of
@@ -152,11 +177,8 @@ def fit_parameters(est, X, Y, random_state):
     count and the standardised ``X`` and ``Y``.
     """
     n, D = X.shape
-    Q = D if est.n_components is None else int(est.n_components)
-    m_u, m_v = int(est.n_inducing), int(est.n_inducing_projection)
-    arch = (D, Y.shape[1], Q, m_u, m_v, est.qv_covariance, est.normalize_X,
-            bool(est.normalize_y), bool(est.early_stopping), float(est.validation_fraction))
-    continuing = est._continues_fit(arch)
+    Q, m_u, m_v = model_sizes(est, D)
+    continuing = est._continues_fit(architecture(est, D, Y.shape[1]))
     if not continuing:
         est.X_mean_, est.X_scale_ = normalization(X, est.normalize_X)
         est.y_mean_, est.y_scale_ = est._target_moments(Y)
@@ -165,6 +187,25 @@ def fit_parameters(est, X, Y, random_state):
     Xs, Ys, held_out = est._held_out(Xs, Ys, random_state)
     var_y = float(np.mean(np.var(Ys, axis=0)))
     var_y = var_y if var_y > 0 else 1.0
+
+    def init(seed):
+        return initial_params(Xs, Q, m_u, m_v, seed,
+                              length_scale_init(est.projection_length_scale_init, D),
+                              est.noise_variance_init, var_y)
+
+    out = optimise(est, continuing, Xs, Ys, held_out, var_y, random_state, init, D)
+    return (*out, Xs, Ys)
+
+
+def optimise(est, continuing, Xs, Ys, held_out, var_y, random_state, init, D):
+    """The two phases from the initial blocks ``init(seed)`` (the seed drawn here), or, when
+    ``continuing``, the second phase from the previous fit's parameters.
+
+    ``Xs``, ``Ys``: the standardised training rows (or a :class:`RowData` and ``None``);
+    ``held_out``: the normalised ``(X, Y)`` of early stopping, or ``None``. Returns the flat
+    parameters, their packer, the jitter, the bound history and the iteration count.
+    """
+    Q, m_u, m_v = model_sizes(est, D)
     packer = make_packer(est.qv_covariance, Q, D, m_u, m_v)
     if continuing:
         x, jitter = packer.pack(est._params), est._jitter
@@ -174,9 +215,7 @@ def fit_parameters(est, X, Y, random_state):
         # an int random_state seeds K-means directly (19960111 reproduces the paper's init)
         seed = (int(est.random_state) if isinstance(est.random_state, numbers.Integral)
                 else int(random_state.randint(np.iinfo(np.int32).max)))
-        params0 = initial_params(Xs, Q, m_u, m_v, seed,
-                                 length_scale_init(est.projection_length_scale_init, D),
-                                 est.noise_variance_init, var_y)
+        params0 = init(seed)
         kern = output_kernel(params0["signal_std"], Q)
         jitter = settled_jitter(kern.K(params0["zeta"]), est.jitter, name="K_u", scale=var_y)
         x = packer.pack(params0)
@@ -194,7 +233,7 @@ def fit_parameters(est, X, Y, random_state):
         if checks is not None:
             est.validation_scores_ = np.asarray(checks)
     history = np.concatenate(history) if history else np.zeros(0)
-    return x, packer, jitter, history, n_iter, Xs, Ys
+    return x, packer, jitter, history, n_iter
 
 
 def sample_targets(post, zeta, signal_std, noise_variance, h, eta, n_samples, n_targets, rs):
@@ -238,9 +277,9 @@ def _elbo_and_grads(X, Y, p, jitter, qv_covariance, max_tries=0, workspaces=None
 
     Parameters
     ----------
-    X : ndarray of shape (n, D)
-        Standardised inputs.
-    Y : ndarray of shape (n, D_y)
+    X : ndarray of shape (n, D) or RowData
+        Standardised inputs, or the rows of a fit on Dask (with ``Y=None``).
+    Y : ndarray of shape (n, D_y) or None
         Standardised targets.
     p : dict
         Blocks ``zeta``, ``Xi``, ``mu`` (Q, m_v, D), ``c_diag`` (and ``c_off`` for a full
@@ -262,8 +301,12 @@ def _elbo_and_grads(X, Y, p, jitter, qv_covariance, max_tries=0, workspaces=None
         Gradient of the ELBO wrt every block of ``p`` (natural space).
     post : CollapsedPosterior
     """
-    elbo, grads, post = dvmgp_elbo_and_grads(X, Y, p, _chol(p, qv_covariance), jitter,
-                                             max_tries=max_tries, workspaces=workspaces)
+    if isinstance(X, RowData):
+        elbo, grads, post = dvmgp_evaluate(X.rows, p, _chol(p, qv_covariance), jitter,
+                                           X.n_rows, X.n_outputs, max_tries=max_tries)
+    else:
+        elbo, grads, post = dvmgp_elbo_and_grads(X, Y, p, _chol(p, qv_covariance), jitter,
+                                                 max_tries=max_tries, workspaces=workspaces)
     dchol = grads.pop("chol")
     if qv_covariance == "diag":
         grads["c_diag"] = dchol

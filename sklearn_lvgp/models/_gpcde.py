@@ -5,19 +5,23 @@ Salimbeni (2020, ch. 4, eqs. 4.1–4.8). A sparse variational GP on the input ``
 conditional densities ``p(y | x)``. The bound and its backward pass are in
 :mod:`sklearn_lvgp.bounds._gpcde`;
 the optimiser is :func:`sklearn_lvgp.optim._adam.run_adam` (natural-gradient steps for ``q(u)``
-interleaved, Salimbeni 2020, §4.2) or L-BFGS-B for the deterministic objectives.
+interleaved, Salimbeni 2020, §4.2) or L-BFGS-B for the deterministic objectives. On dask input the
+same fit runs with the rows partitioned (:mod:`._gpcde_dask`).
 """
 
 
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
 
 from .._core.parallel import threads
 from .._core.validation import check_int
 from ..base import _BaseLVGPRegressor
+from ..engine._dask import is_dask_collection, map_row_blocks
 from ..likelihoods._mixed_gaussian import mixture_quantiles
 from ..variational._joint_mixing import latent_cross_covariance
+from ._gpcde_dask import fit_gpcde_dask
 from ._gpcde_fit import check_params, fit
 from ._gpcde_predict import (
     component_chunks,
@@ -206,6 +210,18 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
     ``scoring=sklearn_lvgp.metrics.neg_log_predictive_density`` to ``GridSearchCV``; it calls
     :meth:`predict_log_density`.
 
+    ``fit`` also takes a dask array or DataFrame (``pip install "sklearn_lvgp[dask]"``): the
+    rows stay partitioned where they live, and every evaluation of the bound, natural-gradient
+    step and (``init="gp"`` or ``"auto"``) evaluation of the switched-off collapsed bound runs
+    as one task per partition holding rows of the batch, returning global-sized partial sums
+    (Gal, van der Wilk & Rasmussen 2014). The minibatches and Monte Carlo draws are made on the
+    driver as in memory and sent with the tasks, as are the free ``q(w_n)`` of the batch
+    (``q_w="gaussian"`` keeps them in the parameters on the driver). The standardisation comes
+    from dask's reductions and the initialisation (k-means, principal directions) from at most
+    20 000 gathered rows (all rows of smaller data, so the fit then equals the in-memory one
+    up to rounding); ``early_stopping`` is not available there. :meth:`predict` of a dask
+    ``X`` returns dask arrays.
+
     References
     ----------
     Salimbeni, H. (2020). Deep Gaussian processes: advances in models and inference. PhD thesis,
@@ -273,6 +289,11 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         self._set_fitted(random_state)
         return self
 
+    def _fit_dask(self, X, y, random_state):
+        fit_gpcde_dask(self, X, y, random_state)
+        self._set_fitted(random_state)
+        return self
+
     def _set_fitted(self, rs):
         model = self._model
         p = model.unpack(self._x)
@@ -305,7 +326,8 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Test inputs.
+            Test inputs. A dask array or DataFrame gives dask arrays, computed partition by
+            partition (not with ``return_cov``).
         return_std : bool, default=False
             Also return the predictive standard deviation (law of total variance).
         return_cov : bool, default=False
@@ -325,6 +347,14 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         """
         if return_std and return_cov:
             raise ValueError("At most one of return_std or return_cov can be requested.")
+        if is_dask_collection(X):
+            check_is_fitted(self)
+            if return_cov:
+                raise ValueError("predict on a dask X supports return_std only (no "
+                                 "return_cov).")
+            return map_row_blocks(lambda b: self.predict(b, return_std=return_std), X,
+                                  None if self._y_ndim == 1 else self.y_mean_.size,
+                                  2 if return_std else 1)
         Xs = self._standardised_inputs(X)
         m, v = self._mixture_moments(Xs)
         w = np.exp(self._logw)[None, :, None]

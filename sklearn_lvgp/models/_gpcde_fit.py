@@ -3,7 +3,8 @@
 The parameter checks, the model's structure and initial parameters built from the parameters
 (§4.2.3 and §4.4), the objectives handed to L-BFGS-B and Adam with the natural-gradient step
 of ``q(u)`` on a minibatch (§4.2), and the optimisation run from the initial or the
-switched-off start (``init="gp"``, :mod:`._warm_start`).
+switched-off start (``init="gp"``, :mod:`._warm_start`). The run sees the rows through
+:mod:`._gpcde_data` (in memory, or partitioned on Dask: :mod:`._gpcde_dask`).
 """
 
 from functools import partial
@@ -25,6 +26,7 @@ from ..bounds._gpcde import CDEModel
 from ..kernels import RBF, as_lvgp_kernel
 from ..kernels._stationary import _Stationary
 from ..optim._adam import AdamState
+from ._gpcde_data import MemoryRows
 from ._gpcde_init import initial_values
 from ._gpcde_predict import component_chunks, mixture_log_density, prediction_nodes
 from ._gpcde_warm_start import full_bound, gp_init_possible, gp_warm_start
@@ -112,9 +114,15 @@ def resolve_optimizer(est, n_rows):
             else "adam")
 
 
-def build(est, Xs, Ys, random_state):
-    """Structure and initial parameters (Salimbeni 2020, §4.2.3 and §4.4)."""
-    N, Dx = Xs.shape
+def build(est, Xs, Ys, random_state, n_rows=None):
+    """Structure and initial parameters (Salimbeni 2020, §4.2.3 and §4.4).
+
+    ``Xs``, ``Ys``: the standardised rows the initialisation reads (k-means, principal
+    directions); ``n_rows``: the number of training rows when they are only some of them
+    (a Dask fit; ``None``: all).
+    """
+    N = Xs.shape[0] if n_rows is None else int(n_rows)
+    Dx = Xs.shape[1]
     Dy = Ys.shape[1]
     Dw = int(est.latent_dim)
     Dh = Dx if est.input_projection_dim is None else int(est.input_projection_dim)
@@ -128,26 +136,26 @@ def build(est, Xs, Ys, random_state):
                      int(est.n_samples), int(est.gh_order), N,
                      tuple(est.encoder_hidden), bool(est.whiten), float(est.jitter))
     values = initial_values(model, kernel, Xs, Ys, float(est.noise_variance_init),
-                            est.q_w, random_state)
+                            est.q_w, random_state, n_rows=N)
     return model, model.pack(values)
 
 
-def objectives(model, Xs, Ys, rs):
+def objectives(model, data, rs):
     """``full(x)`` and ``minibatch(x, idx)`` (negated bound and gradient, the minibatch scaled
-    to all rows) and ``natgrad(x, idx, gamma)`` (a natural-gradient step of ``q(u)``)."""
-    N = Xs.shape[0]
-    all_rows = np.arange(N)
+    to all rows) and ``natgrad(x, idx, gamma)`` (a natural-gradient step of ``q(u)``) on the
+    rows ``data`` (:mod:`._gpcde_data`)."""
+    N = data.n_rows
 
     def full(x):
-        f, g = model.elbo(x, Xs, Ys, all_rows, 1.0, rs)
+        f, g = data.elbo(model, x, None, 1.0, rs)
         return -f, -g
 
     def minibatch(x, idx):
-        f, g = model.elbo(x, Xs[idx], Ys[idx], idx, N / idx.size, rs)
+        f, g = data.elbo(model, x, idx, N / idx.size, rs)
         return -f, -g
 
     def natgrad(x, idx, gamma):
-        return model.natgrad(x, Xs[idx], Ys[idx], idx, N / idx.size, gamma, rs)
+        return data.natgrad(model, x, idx, N / idx.size, gamma, rs)
 
     return full, minibatch, natgrad
 
@@ -182,7 +190,7 @@ def noise_only(kernel):
     return bool(np.log(kernel.variance) <= np.log(kernel.variance_bounds[0]) + 1e-6)
 
 
-def run(est, model, x0, Xs, Ys, rs, held_out=None, continuing=False):
+def run(est, model, x0, data, rs, held_out=None, continuing=False):
     """The optimisation from ``x0`` (after the switched-off warm start for ``init="gp"`` or
     ``"auto"``, whose fit is kept if its bound is higher; ``optimizer="auto"`` resolved to
     L-BFGS-B runs again after ``WARM_UP_STEPS`` full-batch Adam steps when it ended at the
@@ -190,11 +198,11 @@ def run(est, model, x0, Xs, Ys, rs, held_out=None, continuing=False):
     ``elbo_history_``, ``n_iter_``, ``validation_scores_``, ``gp_elbo_`` and
     ``latent_used_``. ``held_out``: the ``(X, Y)`` of early stopping, or ``None``.
     ``continuing``: a ``warm_start`` fit going on from the previous one (``x0`` and the Adam
-    state ``est._state``): no start-up, iterations and bound history accumulate."""
-    N = Xs.shape[0]
+    state ``est._state``): no start-up, iterations and bound history accumulate. ``data``:
+    the standardised training rows (:mod:`._gpcde_data`)."""
+    N = data.n_rows
     bs = N if est.batch_size is None else min(int(est.batch_size), N)
     optimizer = est.optimizer_
-    all_rows = np.arange(N)
     gp_start = est.init == "gp" and not continuing
     # "auto" starts from the prior but, as "gp", keeps the switched-off fit if it is better
     compare = not continuing and (
@@ -203,13 +211,13 @@ def run(est, model, x0, Xs, Ys, rs, held_out=None, continuing=False):
         est.gp_elbo_, est.latent_used_ = None, True
     if compare:
         x_gp, x_off, est.gp_elbo_ = gp_warm_start(
-            model, x0, Xs, Ys, rs, est.q_w, est._kernel is not None, est.n_jobs, est.verbose)
+            model, x0, data, rs, est.q_w, est._kernel is not None, est.n_jobs, est.verbose)
         if gp_start:
             x0 = x_gp
     if optimizer == "lbfgs" and not gp_start and not continuing:
-        x0 = model.natgrad(x0, Xs, Ys, all_rows, 1.0, 1.0, rs)
+        x0 = data.natgrad(model, x0, None, 1.0, 1.0, rs)
 
-    full, minibatch, natgrad = objectives(model, Xs, Ys, rs)
+    full, minibatch, natgrad = objectives(model, data, rs)
     use_ngd = est.natgrad_gamma is not None
     adam_steps = {
         "schedule": est.learning_rate_schedule, "gamma": est.natgrad_gamma,
@@ -245,7 +253,7 @@ def run(est, model, x0, Xs, Ys, rs, held_out=None, continuing=False):
     est.elbo_ = float(np.mean(history[-(1 if optimizer == "lbfgs" else 100):]))
     if compare:
         final = (est.elbo_ if model.deterministic
-                 else full_bound(model, est._x, Xs, Ys, rs))
+                 else full_bound(model, est._x, data, rs))
         if est.gp_elbo_ > final:
             est._x, est.elbo_, est.latent_used_ = x_off, est.gp_elbo_, False
         else:
@@ -271,4 +279,4 @@ def fit(est, X, Y, random_state):
         model, x0 = build(est, Xs, Ys, random_state)
         est._state = AdamState(x0.size)
     est._model = model
-    run(est, model, x0, Xs, Ys, random_state, held_out, continuing)
+    run(est, model, x0, MemoryRows(Xs, Ys), random_state, held_out, continuing)

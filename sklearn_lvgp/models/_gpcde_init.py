@@ -15,7 +15,7 @@ from ..variational import prior_factor
 __all__ = ["initial_values"]
 
 
-def initial_values(model, kernel, Xs, Ys, noise_variance, q_w, random_state):
+def initial_values(model, kernel, Xs, Ys, noise_variance, q_w, random_state, n_rows=None):
     """Named initial parameters of ``model`` (a :class:`~sklearn_lvgp.bounds._gpcde.CDEModel`).
 
     Parameters
@@ -31,13 +31,16 @@ def initial_values(model, kernel, Xs, Ys, noise_variance, q_w, random_state):
     q_w : {"quadrature", "gaussian", "amortized"}
         The latent posterior's form.
     random_state : numpy.random.RandomState
+    n_rows : int or None, default=None
+        Training rows (the free ``q(w_n)``), when ``Xs`` holds only some of them.
 
     Returns
     -------
     values : dict
         Input of ``model.pack``.
     """
-    N, Dx = Xs.shape
+    N = Xs.shape[0] if n_rows is None else int(n_rows)
+    Dx = Xs.shape[1]
     Dh, Dw, L, M = model.Dh, model.Dw, model.L, model.M
     values = {"kernel": kernel, "noise_variance": noise_variance,
               "q_mu": np.zeros((M, L))}

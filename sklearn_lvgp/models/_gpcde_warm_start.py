@@ -19,10 +19,9 @@ from .._core.linalg import settled_jitter
 from .._core.parallel import threads
 from .._core.params import softplus_inverse
 from .._core.progress import fit_progress
-from .._core.scaling import column_scales
 from ..bounds._gpcde import MIN_NOISE, RHO_SHIFT, CDEModel
 from ..kernels._stationary import _Stationary, default_rbf
-from ..optim._collapsed_fit import fit_collapsed, make_collapsed_bound
+from ..optim._collapsed_fit import fit_collapsed
 
 __all__ = ["gp_init_possible", "gp_warm_start", "full_bound"]
 
@@ -39,8 +38,12 @@ def gp_init_possible(est, Dw):
             and not isinstance(k.length_scale_bounds, str))
 
 
-def gp_warm_start(model, x0, Xs, Ys, rs, q_w, user_kernel, n_jobs=None, verbose=0):
+def gp_warm_start(model, x0, data, rs, q_w, user_kernel, n_jobs=None, verbose=0):
     """``init="gp"``: the switched-off fit and the two starts derived from it.
+
+    ``data`` holds the standardised rows (:class:`~._gpcde_data.MemoryRows`, or
+    :class:`~._gpcde_data.DaskRowsData`: the collapsed bound and the model's evaluations then
+    run where the partitions live).
 
     The switched-off fit is the sparse GP regression of the standardised data on the
     collapsed bound, fitted as ``SparseGPRegressor`` fits it with its defaults (inducing
@@ -63,14 +66,14 @@ def gp_warm_start(model, x0, Xs, Ys, rs, q_w, user_kernel, n_jobs=None, verbose=
     k0 = kernel.clone()
     k0.set_params(length_scale=ls[:Dh].copy())
     off = CDEModel(k0, model.Dx, None, 0, model.L, model.Dy, model.M, False, "quadrature",
-                   model.expectation, model.S, 1, Xs.shape[0], (), model.whiten,
+                   model.expectation, model.S, 1, data.n_rows, (), model.whiten,
                    model.jitter)
     # the collapsed bound has several optima and neither start reaches the best one on all
     # data; the regressor's start is written out in standardised units (unit length scales
     # and variance, noise 0.1) so that it does not depend on the last bits of the scaled data
     starts = [(k0, p["s2"]), (k0 if user_kernel else default_rbf(np.ones(Dh), 1.0), 0.1)]
     with threads(n_jobs):
-        gp = max((_sparse_gp(Xs, Ys, kern, noise, p["Z"][:, :Dh], model.jitter, verbose)
+        gp = max((_sparse_gp(data, kern, noise, p["Z"][:, :Dh], model.jitter, verbose)
                   for kern, noise in starts), key=lambda g: g.bound)
     lo, hi = k0.bounds.T
     xo = off.pack({"kernel": k0.clone_with_theta(np.clip(gp.kernel.theta, lo, hi)),
@@ -78,8 +81,7 @@ def gp_warm_start(model, x0, Xs, Ys, rs, q_w, user_kernel, n_jobs=None, verbose=
                    "q_sqrt": (np.repeat(np.eye(model.M)[None], model.L, axis=0)
                               if model.whiten else p["q_sqrt_full"]),
                    "Z": np.array(gp.Z, copy=True)})
-    rows = np.arange(Xs.shape[0])
-    xo = off.natgrad(xo, Xs, Ys, rows, 1.0, 1.0, rs)
+    xo = data.natgrad(off, xo, None, 1.0, 1.0, rs)
     po = off.unpack(xo)
     log_hi = kernel.bounds[-Dw:, 1]  # length scales are the last theta entries
 
@@ -104,35 +106,34 @@ def gp_warm_start(model, x0, Xs, Ys, rs, q_w, user_kernel, n_jobs=None, verbose=
             v_off[f"enc_b{last}"] = np.r_[np.zeros(Dw), np.full(Dw, rho0)]
     x_start = model.pack(v_start)
     for _ in range(3):
-        x_start = model.natgrad(x_start, Xs, Ys, rows, 1.0, 1.0, rs)
-    x_off = model.natgrad(model.pack(v_off), Xs, Ys, rows, 1.0, 1.0, rs)
-    bound_off = float(model.elbo(x_off, Xs, Ys, rows, 1.0, rs)[0])
+        x_start = data.natgrad(model, x_start, None, 1.0, 1.0, rs)
+    x_off = data.natgrad(model, model.pack(v_off), None, 1.0, 1.0, rs)
+    bound_off = float(data.elbo(model, x_off, None, 1.0, rs)[0])
     return x_start, x_off, bound_off
 
 
-def _sparse_gp(Xs, Ys, kernel, noise_variance, Z, jitter, verbose):
-    """The collapsed bound of the standardised data maximised from the given start, as
+def _sparse_gp(data, kernel, noise_variance, Z, jitter, verbose):
+    """The collapsed bound of the standardised rows ``data`` maximised from the given start, as
     ``SparseGPRegressor(kernel=kernel, inducing_inputs=Z, noise_variance_init=noise_variance,
     jitter=jitter, random_state=0)`` fits it, with that estimator's iteration budget: its fit
     is cheap, and a run cut short in the flat directions of switched-off length scales ends
     where rounding in the data sends it. Returns the
     :class:`~sklearn_lvgp.optim._collapsed_fit.CollapsedFit`."""
-    X, Y = Xs, np.ascontiguousarray(Ys, dtype=np.float64)
-    var_y = float(np.mean(np.var(Y, axis=0)))
-    kernel = kernel.initialize(X.shape[1], np.random.RandomState(0))
+    X, Y, bound, var_y, z_scale = data.collapsed()
+    kernel = kernel.initialize(Z.shape[1], np.random.RandomState(0))
     Z0 = np.array(Z, dtype=np.float64)
     # a stage of the fit: the full model's optimiser reports to the callback and on convergence
     with warnings.catch_warnings(), fit_progress(None, None):
         warnings.simplefilter("ignore", ConvergenceWarning)
         return fit_collapsed(
-            kernel, X, Y, Z0, float(noise_variance), bound=make_collapsed_bound(X, Y),
-            var_y=var_y if var_y > 0 else 1.0, z_scale=column_scales(X),
+            kernel, X, Y, Z0, float(noise_variance), bound=bound,
+            var_y=var_y if var_y > 0 else 1.0, z_scale=z_scale,
             jitter=settled_jitter(kernel.K(Z0), jitter), verbose=verbose,
             name="GPCDE switched-off fit")
 
 
-def full_bound(model, x, Xs, Ys, rs, n_eval=5):
-    """Full-batch bound at ``x`` (averaged over ``n_eval`` draws when sampled)."""
-    rows = np.arange(Xs.shape[0])
+def full_bound(model, x, data, rs, n_eval=5):
+    """Full-batch bound at ``x`` on the rows ``data`` (averaged over ``n_eval`` draws when
+    sampled)."""
     n = 1 if model.deterministic else n_eval
-    return float(np.mean([model.elbo(x, Xs, Ys, rows, 1.0, rs)[0] for _ in range(n)]))
+    return float(np.mean([data.elbo(model, x, None, 1.0, rs)[0] for _ in range(n)]))

@@ -27,7 +27,9 @@ from .._core.validation import (
 )
 from ..base import _BaseLVGP
 from ..bounds._ldgd_objective import PRESETS
+from ..engine._dask import is_dask_collection, map_row_blocks
 from ..expectations._rules import reparameterise
+from ._ldgd_dask import fit_ldgd_dask
 from ._ldgd_fit import class_latent_draws, fit, path_settings
 from ._ldgd_inference import infer_latents, log_proba, path_marginals
 
@@ -35,6 +37,11 @@ __all__ = ["LDGD"]
 
 _EXPECTATIONS = ("monte_carlo", "unscented")
 _PROBA = ("plugin", "marginal", "integrated")
+
+
+def _labels(proba, classes):
+    """The most probable class of each row of ``proba``."""
+    return classes[np.argmax(proba, axis=1)]
 
 
 class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _BaseLVGP):
@@ -49,6 +56,14 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
     or, deterministically, with sigma points of ``q(x)`` (Adam or full-batch L-BFGS). New rows are
     mapped to ``q(x*)`` through the regression path alone with the model fixed, then classified
     there.
+
+    ``fit`` also takes a dask array or DataFrame (labels as a dask or in-memory array): the rows
+    stay partitioned where they live, and each evaluation of the bound (an L-BFGS-B iteration
+    or an Adam minibatch) runs on the partitions that hold its rows, which send back partial
+    sums and their rows' ``q(x_i)`` gradients (user guide, "Past one machine: Dask"). The
+    amortised variant and early stopping need the rows in memory. ``transform``,
+    ``predict_proba``, ``predict`` and ``predict_f`` of a dask input return dask arrays,
+    computed partition by partition.
 
     Parameters
     ----------
@@ -270,6 +285,15 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         fit(self, X, y, random_state)
         return self
 
+    def _fit_dask(self, X, y, random_state):
+        """:meth:`fit` on dask collections: the rows stay partitioned (:mod:`._ldgd_dask`)."""
+        return fit_ldgd_dask(self, X, y, random_state)
+
+    def _on_blocks(self, method, X, out_columns, n_outputs=1, **kwargs):
+        """``method`` applied partition by partition to a dask ``X`` (lazy dask arrays)."""
+        check_is_fitted(self)
+        return map_row_blocks(lambda block: method(block, **kwargs), X, out_columns, n_outputs)
+
     # ------------------------------------------------------------------------ model parts
     def _path_marginals(self, H, path):
         """Marginal means and variances of one path's GPs at latent points ``H``."""
@@ -293,6 +317,9 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         ``q(x*)`` directly. Training rows are inferred the same way (``latent_mean_`` holds the
         fitted training posteriors).
 
+        Each row's ``q(x*)`` is inferred on its own, so a dask array or DataFrame ``X`` is
+        transformed partition by partition (lazy dask arrays are returned).
+
         Parameters
         ----------
         X : array-like of shape (n, n_features)
@@ -307,6 +334,9 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         std : ndarray of shape (n, n_components)
             Latent standard deviations; only if ``return_std``.
         """
+        if is_dask_collection(X):
+            return self._on_blocks(self.transform, X, self.n_components,
+                                   2 if return_std else 1, return_std=return_std)
         mu, sigma = self._latents(X)
         return (mu, sigma) if return_std else mu
 
@@ -327,6 +357,9 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         var : ndarray of shape (n, n_classes)
             Marginal variances; only if ``return_var``.
         """
+        if is_dask_collection(X):
+            return self._on_blocks(self.predict_f, X, self.classes_.size,
+                                   2 if return_var else 1, return_var=return_var)
         mu, _ = self._latents(X)
         with threads(self.n_jobs):
             m, v = self._path_marginals(mu, "cls")
@@ -350,8 +383,11 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         Returns
         -------
         proba : ndarray of shape (n, n_classes)
-            Columns follow ``classes_``.
+            Columns follow ``classes_`` (a lazy dask array for a dask ``X``, computed
+            partition by partition).
         """
+        if is_dask_collection(X):
+            return self._on_blocks(self.predict_proba, X, self.classes_.size)
         mu, sigma = self._latents(X)
         with threads(self.n_jobs):
             lp = self._log_proba(mu, sigma)
@@ -370,10 +406,13 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         Returns
         -------
         y : ndarray of shape (n,)
-            Labels from ``classes_``.
+            Labels from ``classes_`` (a lazy dask array for a dask ``X``).
         """
         proba = self.predict_proba(X)
-        return self.classes_[np.argmax(proba, axis=1)]
+        if is_dask_collection(proba):
+            return proba.map_blocks(_labels, self.classes_, drop_axis=1,
+                                    dtype=self.classes_.dtype)
+        return _labels(proba, self.classes_)
 
     def inverse_transform(self, X, return_std=False):
         """Reconstruct data rows from latent points: regression-path predictive mean.

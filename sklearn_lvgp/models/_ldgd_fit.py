@@ -25,8 +25,9 @@ from ..kernels import RBF, as_lvgp_kernel
 from ..nn._ldgd_encoder import encoder_shapes
 from ._ldgd_inference import infer_latents, initial_values, path_marginals
 
-__all__ = ["class_latent_draws", "fill_held_out_rows", "fit", "held_out_score", "objectives",
-           "optimise", "path_settings", "store_fit", "training_problem", "warn_if_collapsed"]
+__all__ = ["class_latent_draws", "fill_held_out_rows", "finish_fit", "fit", "held_out_score",
+           "objectives", "optimise", "path_settings", "record_fit", "store_fit",
+           "training_problem", "warm_start_key", "warn_if_collapsed"]
 
 
 def path_settings(est, n_samples):
@@ -52,12 +53,16 @@ def path_settings(est, n_samples):
     return M_r, M_c, k_r.clone(), k_c.clone()
 
 
-def training_problem(est, Yr, Yc, random_state):
+def training_problem(est, Yr, Yc, random_state, rows=None, moments=None):
     """The :class:`~._problem.TrainingProblem` of scaled rows ``Yr`` and one-hot labels ``Yc``
-    and its flat starting point (kernels initialised, weighting preset applied)."""
+    and its flat starting point (kernels initialised, weighting preset applied).
+
+    A fit on Dask passes ``rows`` (a row source of ``"Yr"`` and ``"Yc"``; ``Yr`` and ``Yc`` are
+    then ``None``) and ``moments`` (see :func:`~._ldgd_inference.initial_values`).
+    """
     Q = est.n_components
-    N, D = Yr.shape
-    K = Yc.shape[1]
+    N, D = Yr.shape if rows is None else rows.shapes["Yr"]
+    K = Yc.shape[1] if rows is None else rows.shapes["Yc"][1]
     M_r, M_c, k_r, k_c = path_settings(est, N)
     k_r = k_r.initialize(Q, random_state)
     k_c = k_c.initialize(Q, random_state)
@@ -65,10 +70,10 @@ def training_problem(est, Yr, Yc, random_state):
     factors = (float(est.reg_weight), float(est.cls_weight), gamma, beta_r, beta_c, beta_x)
     shapes = (encoder_shapes(D, tuple(est.encoder_hidden), Q) if est.amortized else None)
     prob = TrainingProblem(Yr, Yc, k_r, k_c, M_r, M_c, Q, factors, shapes, est.jitter,
-                           est.gh_order)
+                           est.gh_order, rows=rows)
 
     x0 = prob.pack(initial_values(Yr, K, k_r, k_c, M_r, M_c, Q, est.x_init, shapes,
-                                  random_state))
+                                  random_state, moments))
     return prob, x0
 
 
@@ -142,8 +147,12 @@ def fill_held_out_rows(est, Yr, y, train, held_out):
     est._rec_mean, est._rec_var = m, v + est.noise_variance_
 
 
-def store_fit(est, prob, x, y):
-    """Set the fitted attributes of ``est`` from the final flat parameters ``x``."""
+def store_fit(est, prob, x, y, decode=True):
+    """Set the fitted attributes of ``est`` from the final flat parameters ``x``.
+
+    ``decode=False`` (a fit on Dask) keeps no decoded training rows (``N × D``): the start of
+    ``transform`` then decodes the training latents block by block.
+    """
     p = prob.unpack(x)
     glob = prob.globals_(p)
     est.kernel_reg_ = glob.kernel_r.clone()
@@ -161,8 +170,11 @@ def store_fit(est, prob, x, y):
     est.ard_weights_reg_ = est.relevance_[0] ** 2
     est.ard_weights_cls_ = est.relevance_[1] ** 2
     est._factors = prob.factors
-    m, v = path_marginals(est, mu, "reg")
-    est._rec_mean, est._rec_var = m, v + est.noise_variance_
+    if decode:
+        m, v = path_marginals(est, mu, "reg")
+        est._rec_mean, est._rec_var = m, v + est.noise_variance_
+    else:
+        est._rec_mean = est._rec_var = None
     est._y_train = y
 
 
@@ -213,13 +225,23 @@ def fit(est, X, y, random_state):
                                                       y[held_out])
     x, history, n_iter, est.validation_scores_ = optimise(est, prob, x0, Yr[rows].shape[0],
                                                           random_state, score)
+    record_fit(est, prob, x, history, n_iter, continuing, random_state)
+    store_fit(est, prob, x, y[rows])
+    if train is not None:
+        fill_held_out_rows(est, Yr, y, train, held_out)
+    finish_fit(est)
+
+
+def record_fit(est, prob, x, history, n_iter, continuing, random_state):
+    """The optimiser's history, iterations and final vector, and the test-time seed."""
     est.elbo_history_ = np.concatenate([est.elbo_history_, history]) if continuing else history
     est.n_iter_ = n_iter + (est.n_iter_ if continuing else 0)
     est._x_flat = x
     est._transform_seed = int(random_state.randint(np.iinfo(np.int32).max))
-    store_fit(est, prob, x, y[rows])
-    if train is not None:
-        fill_held_out_rows(est, Yr, y, train, held_out)
+
+
+def finish_fit(est):
+    """The last fitted attributes (``elbo_``, ``expectation_``) and the collapse check."""
     est.elbo_ = float(est.elbo_history_[-1]) if est.elbo_history_.size else np.nan
     est.expectation_ = est.expectation
     warn_if_collapsed(est, type(est).__name__)

@@ -21,11 +21,12 @@ from ..nn._ldgd_encoder import encoder_fit_mean_head, encoder_forward, encoder_i
 from ..optim._adam import run_adam
 from ..variational import marginals, prior_factor
 
-__all__ = ["initial_values", "best_training_latent", "random_latent_starts", "fitted_globals",
-           "path_marginals", "infer_latents", "log_proba"]
+__all__ = ["initial_values", "best_training_latent", "nearest_training_latent",
+           "random_latent_starts", "fitted_globals", "path_marginals", "infer_latents",
+           "log_proba"]
 
 
-def best_training_latent(Yr, rec_mean, rec_var, chunk=512):
+def best_training_latent(Yr, rec_mean, rec_var, chunk=512, return_score=False):
     """Index of the training latent whose decoded row best explains each new row.
 
     The candidate ``j`` maximising ``log N(y* | μ^r(μ_j), v(μ_j) + σ²)``: nearest in the
@@ -39,20 +40,42 @@ def best_training_latent(Yr, rec_mean, rec_var, chunk=512):
         Decoded means and predictive variances (noise included) of the training latents.
     chunk : int, default=512
         New rows per block (bounds the temporary ``(chunk, N)`` arrays).
+    return_score : bool, default=False
+        Also return each row's minimised score (``−2 log N`` up to a constant).
 
     Returns
     -------
     index : ndarray of shape (n,)
+    score : ndarray of shape (n,)
+        Only if ``return_score``.
     """
     inv = 1.0 / rec_var
     logdet = np.sum(np.log(rec_var), axis=1)
     weighted = rec_mean * inv
     offset = np.sum(rec_mean * weighted, axis=1) + logdet
     out = np.empty(Yr.shape[0], dtype=np.intp)
+    score = np.empty(Yr.shape[0]) if return_score else None
     for start in range(0, Yr.shape[0], chunk):
         Y = Yr[start:start + chunk]
-        out[start:start + chunk] = np.argmin((Y ** 2) @ inv.T - 2.0 * Y @ weighted.T + offset,
-                                             axis=1)
+        S = (Y ** 2) @ inv.T - 2.0 * Y @ weighted.T + offset
+        out[start:start + chunk] = np.argmin(S, axis=1)
+        if return_score:
+            score[start:start + chunk] = S[np.arange(S.shape[0]), out[start:start + chunk]]
+    return (out, score) if return_score else out
+
+
+def nearest_training_latent(est, Yr, block=4096):
+    """:func:`best_training_latent` for a model that keeps no decoded training rows (a fit on
+    Dask): the training latents are decoded ``block`` at a time, so memory stays
+    O(n·block) rather than O(N·D)."""
+    N = est.latent_mean_.shape[0]
+    best = np.full(Yr.shape[0], np.inf)
+    out = np.zeros(Yr.shape[0], dtype=np.intp)
+    for start in range(0, N, block):
+        m, v = path_marginals(est, est.latent_mean_[start:start + block], "reg")
+        j, score = best_training_latent(Yr, m, v + est.noise_variance_, return_score=True)
+        better = score < best
+        best[better], out[better] = score[better], j[better] + start
     return out
 
 
@@ -77,17 +100,23 @@ def _initial_inducing(mu0, M, random_state):
 
 
 def initial_values(Yr, n_classes, kernel_r, kernel_c, M_r, M_c, Q, x_init, encoder_shapes,
-                   random_state):
+                   random_state, moments=None):
     """Named starting parameters of LDGD's training problem.
 
     Latent means from PCA (or ``N(0, I)``) with standard deviations 0.1 (a project choice: the
     authors' code's ``softplus(N(0, 1))`` ≈ 0.7 lets the deterministic mode collapse to flat
     kernels in its first L-BFGS steps); inducing inputs on initial latent means; ``q(u)`` near
     the prior; noise at a tenth of each column's variance. With ``encoder_shapes`` (Fast LDGD)
-    a fresh encoder whose mean head reproduces the PCA start.
+    a fresh encoder whose mean head reproduces the PCA start. ``moments(random_state)``, when
+    given, returns the initial latent means and the columns' variances in place of those of
+    ``Yr`` (a fit on Dask: ``Yr`` is then ``None``, and there is no encoder).
     """
-    N, D = Yr.shape
-    mu0 = pca_latents(Yr, Q) if x_init == "pca" else random_state.standard_normal((N, Q))
+    if moments is None:
+        N, D = Yr.shape
+        mu0 = pca_latents(Yr, Q) if x_init == "pca" else random_state.standard_normal((N, Q))
+    else:
+        mu0, column_var = moments(random_state)
+        N, D = mu0.shape[0], column_var.shape[0]
     values = {"theta_r": kernel_r.theta, "theta_c": kernel_c.theta,
               "Z_r": _initial_inducing(mu0, M_r, random_state),
               "Z_c": _initial_inducing(mu0, M_c, random_state),
@@ -95,7 +124,8 @@ def initial_values(Yr, n_classes, kernel_r, kernel_c, M_r, M_c, Q, x_init, encod
               "qmu_c": 1e-3 * random_state.standard_normal((M_c, n_classes)),
               "qsqrt_r": np.tile(np.eye(M_r), (D, 1, 1)),
               "qsqrt_c": np.tile(np.eye(M_c), (n_classes, 1, 1)),
-              "noise": np.maximum(0.1 * Yr.var(axis=0), 1e-2)}
+              "noise": np.maximum(0.1 * (Yr.var(axis=0) if moments is None else column_var),
+                                  1e-2)}
     if encoder_shapes is not None:
         enc = encoder_init(encoder_shapes, random_state)
         values["enc"] = encoder_fit_mean_head(enc, Yr, mu0) if x_init == "pca" else enc
@@ -130,7 +160,8 @@ def infer_latents(est, Yr):
     n, Q = Yr.shape[0], est.n_components
     rs = check_random_state(est._transform_seed)
     if est.transform_init == "nearest":
-        j = best_training_latent(Yr, est._rec_mean, est._rec_var)
+        j = (nearest_training_latent(est, Yr) if est._rec_mean is None
+             else best_training_latent(Yr, est._rec_mean, est._rec_var))
         mu0, sigma0 = est.latent_mean_[j], np.sqrt(est.latent_variance_[j])
     else:
         mu0, sigma0 = random_latent_starts(Yr, Q, est._transform_seed)

@@ -14,9 +14,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core.linalg import CholeskyError, lower_matmul, tril
-from ._layer import LayerVJP, kuf_backward, layer_vjp, prior_factor_vjp
+from ._layer import LayerVJP, kuf_backward, layer_global_vjp, marginals_vjp, prior_factor_vjp
 
-__all__ = ["JointCache", "joint_sample", "joint_layer_vjp", "block_kernel", "block_kernel_vjp"]
+__all__ = ["JointCache", "JointPartial", "joint_sample", "joint_chunk_vjp", "joint_global_vjp",
+           "joint_layer_vjp", "block_kernel", "block_kernel_vjp"]
 
 #: Stacked inputs per kernel evaluation when extracting the diagonal ``K x K`` blocks.
 _BLOCK_POINTS = 60
@@ -143,30 +144,50 @@ def joint_sample(cache, eps, delta):
     return draw.reshape(G * K, D), JointCache(K, eps, L, Bs)
 
 
-def joint_layer_vjp(dL_dh, dL_dkl, cache, jcache):
-    """Backward of ``h = mu + chol(Sigma + delta I) eps`` and of the layer.
+class JointPartial(NamedTuple):
+    """Adjoints of one layer's joint draws summed over the rows of a chunk
+    (:func:`joint_chunk_vjp`): the mean path's (:class:`._layer.MarginalsVJP` without ``H``),
+    then the covariance path's, before the ``K_uu`` and KL terms (:func:`joint_global_vjp`)."""
+
+    q_mu: np.ndarray
+    q_sqrt: np.ndarray
+    Z: np.ndarray
+    theta: np.ndarray
+    Lu: np.ndarray
+    q_sqrt_cov: np.ndarray
+    Z_cov: np.ndarray
+    theta_cov: np.ndarray
+    Lu_cov: np.ndarray
+    theta_blocks: np.ndarray
+
+
+def joint_chunk_vjp(dL_dh, cache, jcache):
+    """Backward of ``h = mu + chol(Sigma + delta I) eps`` for the rows of one chunk.
+
+    Everything that reads the chunk's rows; :func:`joint_global_vjp` adds the ``K_uu`` and KL
+    terms once the partials of all chunks are summed.
 
     Parameters
     ----------
     dL_dh : ndarray of shape (G * K, D)
         Adjoint of the joint draw.
-    dL_dkl : float
-        Adjoint of the layer's KL value (``-1`` for a bound).
     cache : tuple
-        From :func:`._layer.layer_forward`.
+        From :func:`._layer.layer_forward` (its prior factor and KL cache are not read).
     jcache : JointCache
         From :func:`joint_sample`.
 
     Returns
     -------
-    LayerVJP
+    partial : JointPartial
+    dH : ndarray of shape (G * K, D_in)
+        Adjoint of the inputs.
     """
-    kernel, prior, mc, _ = cache
+    kernel, _, mc, _ = cache
     K, eps, L, Bs = jcache
     G, _, D = eps.shape
     M = mc.A.shape[0]
     P = G * K
-    base = layer_vjp(dL_dh, np.zeros_like(dL_dh), dL_dkl, cache)
+    base = marginals_vjp(dL_dh, np.zeros_like(dL_dh), mc)
     dh = dL_dh.reshape(G, K, D)
     # Cholesky backward (Murray 2016), batched over groups and outputs
     dL = tril(np.einsum("gkd,gld->gdkl", dh, eps))
@@ -186,7 +207,47 @@ def joint_layer_vjp(dL_dh, dL_dkl, cache, jcache):
         dq_sqrt[d] = tril(A @ dB.T)
         dA += lower_matmul(mc.q_sqrt[d], dB)
     kv, dLu = kuf_backward(dA, dA1, mc)
-    dZp, dthp = prior_factor_vjp(kernel, prior, dLu)
     dHb, dthb = block_kernel_vjp(kernel, mc.H, dsum)
-    return LayerVJP(base.q_mu, base.q_sqrt + dq_sqrt, base.Z + kv.X + dZp,
-                    base.theta + kv.theta + dthp + dthb, base.H + kv.Z + dHb)
+    partial = JointPartial(base.q_mu, base.q_sqrt, base.Z, base.theta, base.Lu, dq_sqrt, kv.X,
+                           kv.theta, dLu, dthb)
+    return partial, base.H + kv.Z + dHb
+
+
+def joint_global_vjp(kernel, prior, kl_cache, dL_dkl, partial):
+    """Close a joint layer's backward pass: the summed :class:`JointPartial` through the KL
+    and :func:`._layer.prior_factor_vjp` (once per layer and evaluation).
+
+    Returns
+    -------
+    dq_mu, dq_sqrt, dZ, dtheta : ndarray
+        The layer's total adjoints.
+    """
+    p = partial
+    dq_mu, dq_sqrt, dZ, dtheta = layer_global_vjp(kernel, prior, kl_cache, dL_dkl, p.q_mu,
+                                                  p.q_sqrt, p.Z, p.theta, p.Lu)
+    dZp, dthp = prior_factor_vjp(kernel, prior, p.Lu_cov)
+    return dq_mu, dq_sqrt + p.q_sqrt_cov, dZ + p.Z_cov + dZp, dtheta + p.theta_cov + dthp + \
+        p.theta_blocks
+
+
+def joint_layer_vjp(dL_dh, dL_dkl, cache, jcache):
+    """Backward of ``h = mu + chol(Sigma + delta I) eps`` and of the layer.
+
+    Parameters
+    ----------
+    dL_dh : ndarray of shape (G * K, D)
+        Adjoint of the joint draw.
+    dL_dkl : float
+        Adjoint of the layer's KL value (``-1`` for a bound).
+    cache : tuple
+        From :func:`._layer.layer_forward`.
+    jcache : JointCache
+        From :func:`joint_sample`.
+
+    Returns
+    -------
+    LayerVJP
+    """
+    kernel, prior, _, kcache = cache
+    partial, dH = joint_chunk_vjp(dL_dh, cache, jcache)
+    return LayerVJP(*joint_global_vjp(kernel, prior, kcache, dL_dkl, partial), dH)

@@ -460,14 +460,12 @@ def test_global_steps_between_the_passes_run_serially(monkeypatch):
 
 def test_every_engine_evaluation_holds_its_global_steps_serial():
     """Each objective's entry point into the engine carries :func:`serial_global_steps`."""
-    from sklearn_lvgp.bounds._dsvi import DaskDSVI, dsvi_elbo
     from sklearn_lvgp.bounds._dvmgp import dvmgp_elbo_and_grads
     from sklearn_lvgp.bounds._gpcde import CDEModel
     from sklearn_lvgp.bounds._ldgd import ldgd_value_and_vjp
     from sklearn_lvgp.engine._protocol import evaluate_bound
 
-    entries = [evaluate_bound, dsvi_elbo, dvmgp_elbo_and_grads, ldgd_value_and_vjp,
-               CDEModel.elbo, DaskDSVI.elbo]
+    entries = [evaluate_bound, dvmgp_elbo_and_grads, ldgd_value_and_vjp, CDEModel.elbo]
     for entry in entries:
         assert entry.__code__ is engine_executor.serial_global_steps(len).__code__, entry
 

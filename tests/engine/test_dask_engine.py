@@ -8,7 +8,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
 
-from sklearn_lvgp import GPCDE, DeepGP, SparseGPRegressor, UnscentedGPLVM  # noqa: E402
+from sklearn_lvgp import DeepGP, SparseGPRegressor, UnscentedGPLVM  # noqa: E402
 from sklearn_lvgp.bounds._collapsed import CollapsedPsiBound  # noqa: E402
 from sklearn_lvgp.engine import _executor as engine_executor  # noqa: E402
 from sklearn_lvgp.engine._dask import DaskRows  # noqa: E402
@@ -131,8 +131,6 @@ def test_dask_input_errors_are_clear(client):
     bad[3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN or infinity"):
         SparseGPRegressor(n_inducing=5).fit(da.from_array(bad, chunks=(10, 2)), y)
-    with pytest.raises(TypeError, match="does not fit on dask collections yet"):
-        GPCDE().fit(da.from_array(X, chunks=(10, 2)), y)
     with pytest.raises(ValueError, match="does not support early_stopping=True"):
         DeepGP(early_stopping=True, n_inducing=5).fit(da.from_array(X, chunks=(10, 2)), y)
     with pytest.raises(ValueError, match="optimizer='alternating'"):

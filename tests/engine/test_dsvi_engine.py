@@ -99,12 +99,14 @@ def test_chunk_partials_do_not_alias_the_workspace(n_layers, expectation):
     model, x, Xs, Ys = _model(n_layers, expectation)
     layers, noise, _, priors, _ = _dsvi.dsvi_globals(model, x)
     n, S = Xs.shape[0], 3
-    eps = _dsvi.dsvi_draws(model, n, S, np.random.RandomState(0))
+    eps = _dsvi.draws_to_rows(_dsvi.dsvi_draws(model, n, S, np.random.RandomState(0)), n, S)
     ws = [Workspace() for _ in range(n_layers)]
 
     def run(a, b):
-        return _dsvi.chunk_pass(model, layers, priors, noise, Xs[a:b], Ys[a:b], 1.0, S,
-                                _dsvi.dsvi_rows(eps, n, S, np.arange(a, b)), ws)
+        draws = [_dsvi.from_row_layout(eps[f"eps{ell}"][a:b], S, model.dims[ell + 1])
+                 for ell in range(_dsvi.n_draw_layers(model))]
+        return _dsvi.chunk_pass(model, layers, priors, noise, Xs[a:b], Ys[a:b], 1.0, S, draws,
+                                ws)
 
     def arrays(r):
         return [np.asarray(r[0]), np.asarray(r[1])] + [np.asarray(a) for p in r[2] for a in p]

@@ -88,10 +88,10 @@ def test_dvmgp_workspaces_change_no_bit_and_keep_their_memory(monkeypatch, keep,
     """With the caller's workspace list the bound and every gradient keep their bits, for
     kept and recomputed chunk caches and any thread count; kept chunks reuse their buffers
     from the first evaluation on."""
-    from sklearn_lvgp.bounds import _dvmgp as engine_dvmgp
+    from sklearn_lvgp.engine import _rows
 
     if not keep:
-        monkeypatch.setattr(engine_dvmgp, "KEEP_TOTAL", 0)
+        monkeypatch.setattr(_rows, "KEEP_TOTAL", 0)
     X, Y, p, chol = _params(3)
     F_ref, g_ref, _ = dvmgp_elbo_and_grads(X, Y, p, chol, 1e-6, chunk_rows=6, jitted=jitted)
     workspaces, first = [], None

@@ -261,6 +261,7 @@ def test_switched_off_fit_is_the_sparse_gp_regressor(user_kernel):
     """The switched-off candidate is SparseGPRegressor on the standardised data, the better of
     its fits from the model's start and from the regressor's: the full model's bound with the
     latent switched off equals that regressor's collapsed bound."""
+    from sklearn_lvgp.models._gpcde_data import MemoryRows
     from sklearn_lvgp.models._gpcde_fit import build
     from sklearn_lvgp.models._gpcde_warm_start import gp_warm_start
 
@@ -273,7 +274,8 @@ def test_switched_off_fit_is_the_sparse_gp_regressor(user_kernel):
     est._kernel = kernel
     model, x0 = build(est, Xs, Ys, np.random.RandomState(1))
     with threads(1):
-        bound_off = gp_warm_start(model, x0, Xs, Ys, rs, "quadrature", user_kernel)[2]
+        bound_off = gp_warm_start(model, x0, MemoryRows(Xs, Ys), rs, "quadrature",
+                                  user_kernel)[2]
         p = model.unpack(x0)
         k0 = p["kernel"].clone()
         k0.set_params(length_scale=np.asarray(p["kernel"].length_scale)[:2])

@@ -82,6 +82,18 @@ def test_transform_and_subset_invariance(fitted):
     np.testing.assert_allclose(model.transform(X[::-1]), Z[::-1], rtol=1e-7, atol=1e-10)
 
 
+def test_nearest_start_decoded_block_by_block(fitted):
+    """The start of ``transform`` of a model fitted on Dask (no decoded training rows kept)
+    picks the same training latent as the one from the stored decoded rows."""
+    from sklearn_lvgp.models._ldgd_inference import best_training_latent, nearest_training_latent
+
+    model, X, _ = fitted
+    Yr = model._scale(X[::2] + 0.1)
+    expected = best_training_latent(Yr, model._rec_mean, model._rec_var)
+    np.testing.assert_array_equal(nearest_training_latent(model, Yr, block=7), expected)
+    np.testing.assert_array_equal(nearest_training_latent(model, Yr), expected)
+
+
 def test_fit_transform_matches_transform(fitted, blobs):
     model, X, labels = fitted
     np.testing.assert_allclose(clone(model).fit_transform(X, labels), model.transform(X))
