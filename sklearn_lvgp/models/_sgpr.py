@@ -370,8 +370,13 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         X = validate_data(self, X, dtype=np.float64, reset=False)
         Y = self._check_targets(y, X.shape[0], self.y_mean_.shape[0])
         mean, std = self.predict(X, return_std=True, X_var=X_var, expectation=expectation)
-        return gaussian_log_density(Y, mean.reshape(Y.shape), std.reshape(Y.shape) ** 2).sum(
-            axis=1)
+        # in standardised units, less the log of the scale: the squared scale overflows for
+        # targets of magnitude ~1e154 and more
+        scale = self.y_scale_
+        lp = gaussian_log_density((Y - self.y_mean_) / scale,
+                                  (mean.reshape(Y.shape) - self.y_mean_) / scale,
+                                  (std.reshape(Y.shape) / scale) ** 2)
+        return lp.sum(axis=1) - np.sum(np.log(scale))
 
     def sample_y(self, X, n_samples=1, random_state=0):
         """Draw joint samples of the latent function at deterministic inputs.

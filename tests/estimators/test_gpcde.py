@@ -16,6 +16,7 @@ from sklearn_lvgp.datasets._conditional import (
 from sklearn_lvgp.kernels import RBF, Matern32
 from sklearn_lvgp.metrics import neg_log_predictive_density
 from sklearn_lvgp.models._gpcde import GPCDE
+from sklearn_lvgp.models._gpcde_data import MemoryRows
 from sklearn_lvgp.models._gpcde_warm_start import full_bound, gp_warm_start
 from sklearn_lvgp.models._sgpr import SparseGPRegressor
 from sklearn_lvgp.optim._adam import DivergenceError
@@ -187,7 +188,7 @@ def _fitted_bound(m, X, y, seed=0, n_eval=1):
     """The full-batch bound at the fitted parameters, recomputed from the model's objective on
     the standardised data (not read from ``elbo_``), averaged over ``n_eval`` draws."""
     Xs, Ys = _standardised(m, X, y)
-    return full_bound(m._model, m._x, Xs, Ys, np.random.RandomState(seed), n_eval)
+    return full_bound(m._model, m._x, MemoryRows(Xs, Ys), np.random.RandomState(seed), n_eval)
 
 
 def _near_noiseless(n, rs):
@@ -295,8 +296,10 @@ def test_gp_warm_start_gaussian_q(data, q_w):
     m = GPCDE(**{**FAST, "q_w": q_w}).fit(X, y)
     assert np.isfinite(m.gp_elbo_) and np.isfinite(m.elbo_)
     Xs, Ys = _standardised(m, X, y)
-    x_off = gp_warm_start(m._model, m._x, Xs, Ys, np.random.RandomState(1), q_w, False)[1]
-    off = [full_bound(m._model, x_off, Xs, Ys, np.random.RandomState(s), 1) for s in range(3)]
+    x_off = gp_warm_start(m._model, m._x, MemoryRows(Xs, Ys), np.random.RandomState(1), q_w,
+                          False)[1]
+    off = [full_bound(m._model, x_off, MemoryRows(Xs, Ys), np.random.RandomState(s), 1)
+           for s in range(3)]
     np.testing.assert_allclose(off, off[0], rtol=1e-9)
     kept = [_fitted_bound(m, X, y, seed) for seed in range(3)]
     assert min(kept) >= m.gp_elbo_ - 1e-9 * abs(m.gp_elbo_)
