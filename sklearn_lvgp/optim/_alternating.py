@@ -3,35 +3,37 @@
 With the global parameters (Z, θ, σ²) and the collapsed q(u) fixed, the bound is a sum over rows
 of per-row terms (the held-out bound of Titsias & Lawrence 2010, eq. 27, minus the row's KL), so
 the **local step** — improving every row's q(x_n) — splits into independent problems, one per
-chunk, each solved by a small L-BFGS-B that can run where the chunk lives. The **global step**
-maximises the collapsed bound over (Z, θ, σ²) with the q(x_n) fixed: each evaluation is one
-forward and one backward map of :class:`~sklearn_lvgp.engine.CollapsedPsiBound` with only
-M × M-sized messages. Each round cannot lower the bound: the local step raises the uncollapsed
-bound at the old q(u), which is at most the collapsed bound at the new q(x_n), and the global
-step raises that.
+row, each solved by its own L-BFGS (:mod:`sklearn_lvgp.optim._rowwise`) wherever the row lives:
+the result does not depend on how the rows are grouped into chunks, threads or Dask partitions.
+The **global step** maximises the collapsed bound over (Z, θ, σ²) with the q(x_n) fixed: each
+evaluation is one forward and one backward map of :class:`~sklearn_lvgp.engine.CollapsedPsiBound`
+with only M × M-sized messages. Each round cannot lower the bound: the local step raises the
+uncollapsed bound at the old q(u), which is at most the collapsed bound at the new q(x_n), and
+the global step raises that.
 
-Memory: no optimiser state over N·Q parameters exists, so a fit holds the data, the q(x_n), one
-chunk's L-BFGS-B state per thread and the chunks' working arrays.
+Memory: the optimiser state of the local step is a few curvature pairs of 2Q numbers per row
+(``MEMORY · 4Q`` floats), and each evaluation works on blocks of rows of bounded size.
 """
 
 from typing import NamedTuple
 
 import numpy as np
 
-from .._core.params import ParamPacker
 from .._core.progress import progress
 from ..bounds._collapsed import CollapsedPsi, PsiParams, rule_rows
 from ..bounds._collapsed_global import heldout_bound
 from ..engine._executor import ChunkExecutor
 from ..engine._protocol import evaluate_bound
-from ..expectations import psi_statistics, psi_vjp
+from ..expectations import PointRule, psi_statistics, psi_vjp
 from ..variational._kl import gaussian_kl, gaussian_kl_vjp, standard_normal_kl_and_vjp
 from ._lbfgsb import minimize_lbfgsb
+from ._rowwise import minimize_rowwise
 
-__all__ = ["AlternatingResult", "InMemoryLocals", "DaskLocals", "fit_alternating",
-           "heldout_objective", "local_step"]
+__all__ = ["AlternatingResult", "InMemoryLocals", "DaskLocals", "LocalStepResult",
+           "fit_alternating", "heldout_objective", "heldout_rows_objective", "local_step"]
 
-#: L-BFGS-B iterations of a chunk's local step and of the global step in one round.
+#: L-BFGS iterations of each row in a local step, and L-BFGS-B iterations of the global step,
+#: in one round.
 LOCAL_ITER = 20
 GLOBAL_ITER = 20
 
@@ -59,37 +61,138 @@ def heldout_objective(kernel, Z, rule, post, Y, mu, S):
     return value - gaussian_kl(mu, S), adj, cache
 
 
+#: Most entries of the per-point Ψ2 of one block of rows in a local step's objective.
+_BLOCK_ENTRIES = 2 ** 18
+#: Rows of every block of a local step's objective (fewer where ``M²`` is large), a multiple of
+#: ``_BLOCK_ALIGN``.
+_BLOCK_ROWS = 64
+_BLOCK_ALIGN = 8
+#: Smallest variance a trial point of a local step may have (``1 / S`` stays finite).
+_TINY = np.finfo(np.float64).tiny
+
+
+def _rule_of(rule, rows):
+    """The rule of the rows ``rows`` (per-point Monte Carlo nodes are selected; shared rules
+    pass)."""
+    if isinstance(rule, PointRule) and rule.nodes.ndim == 3:
+        return rule._replace(nodes=rule.nodes[rows])
+    return rule
+
+
+def block_rows(M):
+    """Rows of every block of :func:`heldout_rows_objective` for ``M`` inducing inputs."""
+    fit = min(_BLOCK_ROWS, _BLOCK_ENTRIES // (M * M)) // _BLOCK_ALIGN * _BLOCK_ALIGN
+    return max(_BLOCK_ALIGN, fit)
+
+
+def heldout_rows_objective(kernel, Z, rule, post, Y):
+    """``fun(rows, X) -> (f, G)`` of :func:`~sklearn_lvgp.optim._rowwise.minimize_rowwise`:
+    ``f_n = −(ℓ_n − KL_n)`` of each row ``n`` of ``Y`` and its gradient, at ``X = [μ, log S]``.
+
+    ``ℓ_n`` is the row's held-out bound (Titsias & Lawrence 2010, eq. 27) with the model and
+    q(u) fixed. The values come from per-point Ψ-statistics, the gradients from the backward
+    pass of the summed ones: the bound is linear in the statistics, so its adjoints do not
+    depend on them (they are computed once here), and the gradient of a sum of per-row terms wrt
+    ``x_n`` is that of the row's own term. The rows are evaluated in blocks of
+    :func:`block_rows` rows, the last block filled up with copies of one of its rows: every call
+    of the Ψ-statistics and of BLAS has the same shape, so a row's value and gradient do not
+    depend on the other rows of the call or on its place among them.
+    """
+    M = Z.shape[0]
+    block = block_rows(M)
+    zeros1, zeros2 = np.zeros((block, M)), np.zeros((M, M))
+    dPsi1 = np.empty((Y.shape[0], M))  # the adjoints, in blocks of the same shape as below
+    adj = None
+    for a in range(0, Y.shape[0], block):
+        rows = np.arange(a, min(Y.shape[0], a + block))
+        full = np.concatenate([rows, np.full(block - rows.size, a)])
+        _, adj = heldout_bound(Y[full], 0.0, zeros1, zeros2, post)
+        dPsi1[rows] = adj.Psi1[:rows.size]
+
+    def fun(rows, X):
+        k, P = X.shape
+        Q = P // 2
+        f = np.full(k, np.inf)  # a trial point whose variance over- or underflows is rejected
+        G = np.zeros((k, P))
+        with np.errstate(over="ignore"):
+            S_all = np.exp(X[:, Q:])
+        ok = np.flatnonzero(np.all(np.isfinite(X[:, :Q]), axis=1)
+                            & np.all(np.isfinite(S_all) & (S_all >= _TINY), axis=1))
+        for a in range(0, ok.size, block):
+            at = ok[a:a + block]
+            n = at.size
+            at_full = np.concatenate([at, np.full(block - n, at[0])])
+            idx = rows[at_full]
+            mu = np.ascontiguousarray(X[at_full, :Q])
+            S = S_all[at_full]
+            r = _rule_of(rule, idx)
+            stats, _ = psi_statistics(kernel, Z, mu, S, r, per_point=True, need_cache=False)
+            ell, _ = heldout_bound(Y[idx], stats.psi0, stats.Psi1, stats.Psi2, post)
+            f[at] = (gaussian_kl(mu, S, per_row=True) - ell)[:n]
+            _, cache = psi_statistics(kernel, Z, mu, S, r, need_psi2=False)
+            pv = psi_vjp(adj.psi0, dPsi1[idx], adj.Psi2, cache)
+            dkl_mu, dkl_S = gaussian_kl_vjp(mu, S)
+            G[at, :Q] = (dkl_mu - pv.mu)[:n]
+            G[at, Q:] = ((dkl_S - pv.S) * S)[:n]  # d/d log S
+        return f, G
+
+    return fun
+
+
+class LocalStepResult(NamedTuple):
+    """Outcome of :func:`local_step`: the rows' q(x_n) and their optimisers' ends."""
+
+    mu: np.ndarray
+    S: np.ndarray
+    n_iter: np.ndarray
+    status: np.ndarray
+
+
 def local_step(kernel, Z, rule, post, mu, S, Y, *, max_iter=LOCAL_ITER, tol=None, verbose=0,
-               name="local step", warn_unconverged=False):
-    """Improve the rows' q(x_n) of one chunk with the model and q(u) fixed.
+               name="local step"):
+    """Improve the rows' q(x_n) with the model and q(u) fixed, each row on its own.
 
-    Pure (it can run on any thread or worker). Maximises ``Σ_n ℓ_n(μ_n, S_n) − KL_n`` with
-    ``ℓ`` the held-out bound of :func:`~sklearn_lvgp.bounds._collapsed_global.heldout_bound`.
+    Pure (it can run on any thread or worker). Maximises ``ℓ_n(μ_n, S_n) − KL_n`` of every
+    row ``n``, with ``ℓ`` the held-out bound of
+    :func:`~sklearn_lvgp.bounds._collapsed_global.heldout_bound`, by one L-BFGS per row
+    (:func:`~sklearn_lvgp.optim._rowwise.minimize_rowwise`) over ``(μ_n, log S_n)``: the
+    result of a row does not depend on the rows it is grouped with.
 
-    ``max_iter``, ``tol``, ``verbose``, ``name`` and ``warn_unconverged`` go to the
-    L-BFGS-B run (:func:`sklearn_lvgp.optim._lbfgsb.minimize_lbfgsb`).
+    Parameters
+    ----------
+    kernel, Z, rule, post
+        The model (kernel, inducing inputs, expectation rule of these rows, collapsed q(u)).
+    mu, S : ndarray of shape (rows, Q)
+        Starting means and variances.
+    Y : ndarray of shape (rows, D)
+        The rows (in the model's centred space).
+    max_iter : int, default=LOCAL_ITER
+        Iterations per row.
+    tol : float or None, default=None
+        ``ftol`` and ``gtol`` of every row's convergence test; ``None`` keeps scipy's
+        L-BFGS-B defaults.
+    verbose : int, default=0
+        ``> 0`` logs one line with the iterations and the rows that did not converge.
+    name : str, default="local step"
+        Used in messages.
 
     Returns
     -------
-    mu, S : ndarray of shape (rows, Q)
-        The improved means and variances.
+    LocalStepResult
+        The improved means and variances (rows, Q), the iterations of each row and its status
+        (0 converged, 1 ``max_iter`` reached, 2 stopped without a decrease).
     """
-    n, Q = mu.shape
-    packer = ParamPacker([("mu", (n, Q)), ("S", (n, Q), "log")])
-
-    def objective(flat):
-        p = packer.unpack(flat)
-        value, adj, cache = heldout_objective(kernel, Z, rule, post, Y, p["mu"], p["S"])
-        pv = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, cache)
-        dkl_mu, dkl_S = gaussian_kl_vjp(p["mu"], p["S"])
-        grads = {"mu": pv.mu - dkl_mu, "S": pv.S - dkl_S}
-        return -value, -packer.pack_grad(grads, p)
-
-    res = minimize_lbfgsb(objective, packer.pack({"mu": mu, "S": S}), max_iter=max_iter,
-                          tol=tol, verbose=verbose, name=name,
-                          warn_unconverged=warn_unconverged)
-    p = packer.unpack(res.x)
-    return p["mu"], p["S"]
+    Q = mu.shape[1]
+    x0 = np.hstack([mu, np.log(S)])
+    opts = {} if tol is None else {"ftol": float(tol), "gtol": float(tol)}
+    res = minimize_rowwise(heldout_rows_objective(kernel, Z, rule, post, Y), x0,
+                           max_iter=max_iter, **opts)
+    if verbose:
+        progress(f"[{name}] {x0.shape[0]} rows: iterations median "
+                 f"{np.median(res.n_iter) if res.n_iter.size else 0:g}, max "
+                 f"{int(np.max(res.n_iter, initial=0))}; {int(np.sum(res.status != 0))} not "
+                 f"converged; {res.n_passes} passes")
+    return LocalStepResult(res.x[:, :Q].copy(), np.exp(res.x[:, Q:]), res.n_iter, res.status)
 
 
 class InMemoryLocals:
@@ -115,8 +218,8 @@ class InMemoryLocals:
         mu, S, Y = self.mu, self.S, self.bound.Y
 
         def local(i, a, b):
-            mu[a:b], S[a:b] = local_step(kernel, Z, rule_rows(rule, a, b), post, mu[a:b],
-                                         S[a:b], Y[a:b])
+            mu[a:b], S[a:b], _, _ = local_step(kernel, Z, rule_rows(rule, a, b), post,
+                                               mu[a:b], S[a:b], Y[a:b])
             return 0.0
 
         ChunkExecutor(self.bound.n_threads).map_reduce(local, chunks)
@@ -131,7 +234,7 @@ class InMemoryLocals:
 
 
 def _local_task(Y, mu, S, kernel, Z, rule, post):
-    return np.stack(local_step(kernel, Z, rule, post, mu, S, Y))
+    return np.stack(local_step(kernel, Z, rule, post, mu, S, Y)[:2])
 
 
 def _kl_task(mu, S):

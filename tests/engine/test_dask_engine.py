@@ -105,10 +105,13 @@ def test_dask_psi_bound_equals_in_memory_bound(client, chunks_of_75):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_gplvm_dask_fit_equals_in_memory_alternating_fit(client, chunks_of_75):
-    """Same rounds, same chunks: the same model. The start is fixed by the parameters here;
+def test_gplvm_dask_fit_equals_in_memory_alternating_fit(client):
+    """Same rounds, any chunks: the same model. The local steps solve each row on its own, so
+    the in-memory chunks need not be the partitions. The start is fixed by the parameters here;
     the data-derived defaults (column means, scales) come from dask's reductions, whose last
-    bits differ from numpy's, and L-BFGS-B can amplify such differences along a fit."""
+    bits differ from numpy's. The global step's sums over the partitions also differ from
+    those over the in-memory chunks in their last bits, and L-BFGS-B can amplify such
+    differences along a fit."""
     from sklearn_lvgp.kernels import RBF
 
     Y = _latent_data()
@@ -118,9 +121,9 @@ def test_gplvm_dask_fit_equals_in_memory_alternating_fit(client, chunks_of_75):
     mem = UnscentedGPLVM(**kw).fit(Y)
     dsk = UnscentedGPLVM(**kw).fit(da.from_array(Y, chunks=(75, 5)))
     assert dsk.n_iter_ == mem.n_iter_ and dsk.optimizer_ == "alternating"
-    assert dsk.elbo_ == pytest.approx(mem.elbo_, rel=1e-8)
-    np.testing.assert_allclose(dsk.elbo_history_, mem.elbo_history_, rtol=1e-8)
-    np.testing.assert_allclose(dsk.latent_mean_, mem.latent_mean_, rtol=1e-6, atol=1e-6)
+    assert dsk.elbo_ == pytest.approx(mem.elbo_, rel=1e-6)
+    np.testing.assert_allclose(dsk.elbo_history_, mem.elbo_history_, rtol=1e-6)
+    np.testing.assert_allclose(dsk.latent_mean_, mem.latent_mean_, rtol=0, atol=1e-3)
     T = dsk.transform(da.from_array(Y[:10], chunks=(5, 5)))
     assert isinstance(T, da.Array) and T.compute().shape == (10, 2)
 
