@@ -84,7 +84,8 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
     learning_rate : float, default=0.01
         Adam step size.
     transform_max_iter : int, default=200
-        L-BFGS-B iterations when inferring latents of new rows.
+        Iterations of each new row's own L-BFGS when inferring its latent q(x*) (every row is
+        its own problem, with its own convergence test).
     jitter : float, default=1e-6
         Relative jitter on ``Kuu`` (escalated with a warning if needed).
     random_state : int, RandomState instance or None, default=None
