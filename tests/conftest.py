@@ -1,6 +1,7 @@
 """Shared fixtures: seeded generators, tiny problems and the pre-filled dataset folder."""
 
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -63,3 +64,19 @@ def shared_data_with(shared_data):
         return shared_data
 
     return require
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A 2-worker dask ``LocalCluster`` on 127.0.0.1 (worker processes), started for the test
+    module that asks for it and closed after it."""
+    distributed = pytest.importorskip("distributed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           dashboard_address=None, host="127.0.0.1")
+        client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+

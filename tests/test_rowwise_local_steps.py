@@ -175,20 +175,6 @@ def test_alternating_fit_does_not_depend_on_the_engines_chunks(monkeypatch, targ
     assert chunked.elbo_ == pytest.approx(reference.elbo_, rel=1e-6)
 
 
-@pytest.fixture(scope="module")
-def client():
-    distributed = pytest.importorskip("distributed")
-    pytest.importorskip("dask.array")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, host="127.0.0.1")
-        client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
-
-
 def test_dask_local_step_equals_the_in_memory_local_step(client):
     import dask.array as da
 

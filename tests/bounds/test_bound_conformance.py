@@ -5,7 +5,6 @@ and gradient blocks; finite differences agree block by block; ``n_jobs`` 1, 2 an
 same bits; the Dask row source on a 2-worker ``LocalCluster`` gives the in-memory result.
 """
 
-import warnings
 
 import numpy as np
 import pytest
@@ -95,19 +94,6 @@ def test_every_protocol_bound_is_registered():
     registered = {type(REGISTRY[name]().bound) for name in NAMES}
     defined = {cls for cls in subclasses(ChunkedBound) if cls.__module__.startswith("sklearn_lvgp")}
     assert defined <= registered, sorted(c.__name__ for c in defined - registered)
-
-
-@pytest.fixture(scope="module")
-def client():
-    distributed = pytest.importorskip("distributed")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, host="127.0.0.1")
-        client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
 
 
 @pytest.mark.parametrize("name", NAMES)

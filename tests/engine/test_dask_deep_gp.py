@@ -1,7 +1,6 @@
 """DeepGP on Dask through its protocol bounds: a 2-worker LocalCluster started here gives the
 in-memory minibatch bounds and fits, with and without latent covariates."""
 
-import warnings
 
 import numpy as np
 import pytest
@@ -13,18 +12,6 @@ from sklearn_lvgp import DeepGP  # noqa: E402
 from sklearn_lvgp.engine._dask import DaskRows  # noqa: E402
 
 LATENT = {"latent_dim": 1, "hidden_dims": 2, "encoder_hidden": (5,)}
-
-
-@pytest.fixture(scope="module")
-def client():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, host="127.0.0.1")
-        client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
 
 
 def _data(n=300):

@@ -1,6 +1,5 @@
 """DVMGP on Dask: a 2-worker LocalCluster started here gives the in-memory fit."""
 
-import warnings
 
 import numpy as np
 import pytest
@@ -10,18 +9,6 @@ da = pytest.importorskip("dask.array")
 
 from sklearn_lvgp import DVMGP  # noqa: E402
 from sklearn_lvgp.engine import _executor as engine_executor  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def client():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, host="127.0.0.1")
-        client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
 
 
 @pytest.fixture

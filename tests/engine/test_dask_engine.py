@@ -1,6 +1,5 @@
 """The chunked engine on Dask: a 2-worker LocalCluster started here gives the in-memory results."""
 
-import warnings
 
 import numpy as np
 import pytest
@@ -14,18 +13,6 @@ from sklearn_lvgp.engine import _executor as engine_executor  # noqa: E402
 from sklearn_lvgp.engine._dask import DaskRows  # noqa: E402
 from sklearn_lvgp.kernels import Matern32  # noqa: E402
 from sklearn_lvgp.optim._alternating import DaskLocals  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def client():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, host="127.0.0.1")
-        client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
 
 
 @pytest.fixture

@@ -15,18 +15,6 @@ N = 240
 PART = 60
 
 
-@pytest.fixture(scope="module")
-def client():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, host="127.0.0.1")
-        client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
-
-
 @pytest.fixture
 def chunks_of_60(monkeypatch):
     """In-memory chunks of 60 rows: the partitions the Dask inputs below use."""
