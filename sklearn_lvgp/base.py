@@ -19,7 +19,7 @@ from ._core.scaling import normalization
 from ._core.validation import check_int, check_numeric_targets
 from ._core.warn import InconsistentVersionWarning, warn
 from ._version import __version__
-from .engine._dask import is_dask_collection
+from .engine._dask import is_dask_collection, map_row_blocks
 from .optim._adam import AdamState, run_adam
 from .optim._lbfgsb import minimize_lbfgsb
 
@@ -248,6 +248,17 @@ class _BaseLVGP(BaseEstimator):
 class _BaseLVGPRegressor(_BaseLVGP):
     """Template for the regressors: numeric (multi-output) targets, checked the same way."""
 
+
+    def _predict_on_partitions(self, X, return_std=False, return_cov=False, **kwargs):
+        """``predict`` of a dask ``X``: one task per row partition, dask arrays back (the
+        means and standard deviations are row-wise; a joint covariance couples all rows)."""
+        check_is_fitted(self)
+        if return_cov:
+            raise ValueError("predict on a dask X supports return_std only (no return_cov): "
+                             "the joint covariance couples all rows.")
+        return map_row_blocks(lambda b: self.predict(b, return_std=return_std, **kwargs), X,
+                              None if self._y_ndim == 1 else self.y_mean_.size,
+                              2 if return_std else 1)
     def _validate_fit_data(self, X, y, reset=True):
         if sp.issparse(y):  # a GP's targets are dense; scikit-learn lets sparse ones through
             y = y.toarray()

@@ -22,7 +22,7 @@ from ..bounds._dsvi_model import (
     prediction_paths,
     sample_outputs,
 )
-from ..engine._dask import is_dask_collection, map_row_blocks
+from ..engine._dask import is_dask_collection
 from ..optim._adam import AdamState
 from ._deep_gp_dask import fit_deep_gp_dask
 from ._deep_gp_fit import architecture, build, check_params, partial_fit_rows, run
@@ -351,10 +351,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         if return_cov:
             return self._predict_cov(X)
         if is_dask_collection(X):
-            check_is_fitted(self, "layers_")
-            return map_row_blocks(lambda b: self.predict(b, return_std=return_std), X,
-                                  None if self._y_ndim == 1 else self.y_mean_.size,
-                                  2 if return_std else 1)
+            return self._predict_on_partitions(X, return_std)
         mu, var, noise = self._components(X)
         mean = mu.mean(axis=0)
         out = self._target_shape(self.y_mean_ + self.y_scale_ * mean)

@@ -339,13 +339,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         if return_std and return_cov:
             raise ValueError("At most one of return_std or return_cov can be requested.")
         if is_dask_collection(X):
-            check_is_fitted(self)
-            if return_cov:
-                raise ValueError("predict on a dask X supports return_std only (no "
-                                 "return_cov): the joint covariance couples all rows.")
-            return map_row_blocks(lambda b: self.predict(b, return_std=return_std), X,
-                                  None if self._y_ndim == 1 else self.y_mean_.size,
-                                  2 if return_std else 1)
+            return self._predict_on_partitions(X, return_std, return_cov)
         Xs = self._standardise(X)
         if return_cov:
             with threads(self.n_jobs):

@@ -13,12 +13,11 @@ same fit runs with the rows partitioned (:mod:`._gpcde_dask`).
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
 
 from .._core.parallel import threads
 from .._core.validation import check_int
 from ..base import _BaseLVGPRegressor
-from ..engine._dask import is_dask_collection, map_row_blocks
+from ..engine._dask import is_dask_collection
 from ..likelihoods._mixed_gaussian import mixture_quantiles
 from ..variational._joint_mixing import latent_cross_covariance
 from ._gpcde_dask import fit_gpcde_dask
@@ -348,13 +347,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         if return_std and return_cov:
             raise ValueError("At most one of return_std or return_cov can be requested.")
         if is_dask_collection(X):
-            check_is_fitted(self)
-            if return_cov:
-                raise ValueError("predict on a dask X supports return_std only (no "
-                                 "return_cov).")
-            return map_row_blocks(lambda b: self.predict(b, return_std=return_std), X,
-                                  None if self._y_ndim == 1 else self.y_mean_.size,
-                                  2 if return_std else 1)
+            return self._predict_on_partitions(X, return_std, return_cov)
         Xs = self._standardised_inputs(X)
         m, v = self._mixture_moments(Xs)
         w = np.exp(self._logw)[None, :, None]

@@ -28,7 +28,7 @@ from .._core.validation import (
 )
 from ..base import _BaseLVGPRegressor
 from ..bounds import CollapsedKernelBound
-from ..engine._dask import DaskRows, is_dask_collection, map_row_blocks
+from ..engine._dask import DaskRows, is_dask_collection
 from ..expectations import EXPECTATIONS
 from ..kernels import as_lvgp_kernel
 from ..likelihoods._gaussian import gaussian_log_density
@@ -315,13 +315,12 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             raise ValueError("At most one of return_std or return_cov can be requested.")
         check_bool("include_noise", include_noise)
         if is_dask_collection(X):
-            if return_cov or X_var is not None:
-                raise ValueError("predict on a dask X supports return_std only (no return_cov "
-                                 "or X_var).")
-            return map_row_blocks(
-                lambda b: self.predict(b, return_std=return_std, include_noise=include_noise,
-                                       expectation=expectation),
-                X, None if self._y_ndim == 1 else self.y_mean_.size, 2 if return_std else 1)
+            if X_var is not None:
+                raise ValueError("predict on a dask X takes no X_var: pass the input "
+                                 "variances with a numpy X.")
+            return self._predict_on_partitions(X, return_std, return_cov,
+                                               include_noise=include_noise,
+                                               expectation=expectation)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         if X_var is not None:
             if return_cov:
