@@ -1,13 +1,15 @@
 """
-Deep GPs on the diabetes data (Fig. 2.4 protocol of Salimbeni 2020)
-===================================================================
+Deep GPs on the diabetes data (our protocol, after Salimbeni 2020, §2.4)
+========================================================================
 
-scikit-learn's bundled diabetes data (442 × 10) with the Fig. 2.4 protocol (Salimbeni 2020, §2.4):
-splits ``RandomState(s)`` permutations, first 90 % train, inputs and target standardised with
-training statistics inside ``DeepGP``; M = 100 inducing points (k-means), unit length scales and
-variances, noise variance 0.05, one sample per step, natural-gradient steps (γ = 0.1) on the last
-layer alternating with Adam (learning rate 0.01) on the rest, full batch; 100 paths at test
-time; test log-likelihood in original units. Baseline: exact GP regression (scikit-learn,
+The thesis (Salimbeni 2020) has no diabetes experiment; this protocol is ours. It runs
+scikit-learn's bundled diabetes data (442 × 10) with what the UCI protocol of the thesis (§2.4,
+Fig. 2.4) shares with it: random 90/10 splits (here ``RandomState(s)`` permutations, first 90 %
+train, s = 0–4), inputs and target standardised with training statistics inside ``DeepGP``,
+M = 100 inducing points (k-means), unit length scales and variances, Adam at learning rate 0.01,
+full batch. Our choices: noise variance 0.05, one sample per step, natural-gradient steps
+(γ = 0.1) on the last layer alternating with Adam on the rest, 1500 iterations; 100 paths at
+test time; test log-likelihood in original units. Baseline: exact GP regression (scikit-learn,
 constant × ARD-RBF + white noise, ML-II).
 
 An independent autograd prototype, written to calibrate the acceptance bands of our
@@ -47,7 +49,7 @@ PROTOTYPE = {"exact GP": -5.476, "SGP": -5.493, "DGP 2": -5.594, "DGP 3": -5.775
 
 
 def split(seed):
-    """Train/test rows of split ``seed`` (random 90/10 split, Salimbeni 2020, §2.4)."""
+    """Train/test rows of split ``seed`` (random 90/10 split, as in Salimbeni 2020, §2.4)."""
     X, y = load_diabetes(return_X_y=True)
     perm = np.random.RandomState(seed).permutation(len(X))
     n = int(0.9 * len(X))
@@ -100,7 +102,7 @@ lines = ["| run | " + " | ".join(PROTOTYPE) + " |", "|---|" + "---|" * len(PROTO
 table = "\n".join(lines)
 print(table)
 (OUT / f"deep_gp_diabetes{TAG}.md").write_text(
-    f"Diabetes, Fig. 2.4 protocol of Salimbeni 2020 ({N_ITER} iterations, NGD γ 0.1 + Adam 0.01)"
+    f"Diabetes, our protocol ({N_ITER} iterations, NGD γ 0.1 + Adam 0.01)"
     f"\n\n{table}\n")
 (OUT / f"deep_gp_diabetes{TAG}.json").write_text(json.dumps(
     {"iterations": N_ITER, "splits": N_SPLITS, "results": results}, indent=1))

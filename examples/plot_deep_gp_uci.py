@@ -3,7 +3,7 @@ Deep GPs on the UCI regression benchmarks (Fig. 2.4 protocol of Salimbeni 2020)
 ===============================================================================
 
 Salimbeni & Deisenroth (2017) compare a sparse variational GP (SGP = DGP 1) with doubly-stochastic
-deep GPs of 2 to 5 layers on eight UCI data sets; the issue adds yacht as a ninth. This example
+deep GPs of 2 to 5 layers on eight UCI data sets; yacht is added here as a ninth. This example
 runs that protocol on the published Hernández-Lobato & Adams splits (``shared/data/uci_hl``,
 90 % train / 10 % test):
 

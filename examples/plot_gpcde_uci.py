@@ -10,11 +10,11 @@ hyperparameters and natural gradients (γ = 0.1) for ``q(u)``. The thesis gives 
 
 Here: the Hernández-Lobato & Adams splits (``shared/data/uci_hl``). Baseline "GP" is the collapsed
 sparse GP :class:`~sklearn_lvgp.SparseGPRegressor` (the optimal ``q(u)`` of the SVGP bound, with
-the same M) on inputs and targets standardised with the training statistics, as in the thesis
-(GPCDE standardises both itself). "GPCDE quadrature" uses L-BFGS by default (its bound is
-deterministic) or the thesis's Adam + natural-gradient schedule
-(``LVGP_GPCDE_UCI_QUAD_OPT=adam``); "GPCDE amortised" uses Adam + natural gradients with batch
-512. Both GPCDE variants use the default ``init="auto"``: they start from the fitted
+the same M) on inputs standardised with the training statistics, as in the thesis, and on
+targets standardised the same way (GPCDE standardises both itself). "GPCDE quadrature" uses
+L-BFGS by default (its bound is deterministic) or the thesis's Adam + natural-gradient schedule
+(``LVGP_GPCDE_UCI_QUAD_OPT=adam``); "GPCDE amortised" uses Adam + natural gradients with
+batch 512. Both GPCDE variants use the default ``init="auto"``: they start from the fitted
 switched-off model (the SVGP on ``x``) and keep it if its bound is higher than the trained
 model's (see the ``init`` parameter). Test log-likelihood (LL) per point, original units.
 
