@@ -80,7 +80,7 @@ g0, g1 = np.meshgrid(np.linspace(lo[0], hi[0], 80), np.linspace(lo[1], hi[1], 80
 G = np.column_stack([g0.ravel(), g1.ravel()])
 from scipy.special import ndtr  # noqa: E402
 
-f_mean, _ = model._path_marginals(G, "cls")
+f_mean, _ = model._posterior().marginals(G, "cls")
 pi = ndtr(f_mean)
 pi = pi / pi.sum(1, keepdims=True)
 win = pi.max(1)

@@ -112,7 +112,7 @@ if "latent" in PARTS:
         hi = np.vstack([model.latent_mean_, Zte]).max(0) + 0.5
         g0, g1 = np.meshgrid(np.linspace(lo[0], hi[0], 80), np.linspace(lo[1], hi[1], 80))
         G = np.column_stack([g0.ravel(), g1.ravel()])
-        f_mean, f_var = model._path_marginals(G, "cls")
+        f_mean, f_var = model._posterior().marginals(G, "cls")
         from scipy.special import ndtr
 
         pi = ndtr(f_mean)

@@ -100,7 +100,8 @@ for mode in MODES:
               for i, d in enumerate(decoded)]
     # consistency check: labels from inferred training latents vs the fitted ones
     sigma = np.sqrt(model.latent_variance_)
-    fitted_pred = np.argmax(model._log_proba(model.latent_mean_, sigma), axis=1)
+    fitted_pred = np.argmax(model._posterior().log_proba(model.latent_mean_, sigma, model.proba),
+                            axis=1)
     agree = float(np.mean(model.classes_[fitted_pred] == model.predict(Xtr)))
     results[mode] = {"accuracy": float(np.mean(pred == yte)), "precision": float(p),
                      "recall": float(r), "f1": float(f), "fit_seconds": fit_s,

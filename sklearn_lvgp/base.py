@@ -244,6 +244,41 @@ class _BaseLVGP(BaseEstimator):
         n_val = max(1, int(round(self.validation_fraction * n_rows)))
         return np.sort(perm[n_val:]), np.sort(perm[:n_val])
 
+    # ------------------------------------------------- dask dispatch of row-wise predictions
+    def _on_partitions(self, method, X, out_columns, n_outputs=1, **kwargs):
+        """``method(block, **kwargs)`` applied partition by partition to a dask ``X``: lazy
+        dask arrays of ``out_columns`` columns (``n_outputs`` of them)."""
+        check_is_fitted(self)
+        return map_row_blocks(lambda block: method(block, **kwargs), X, out_columns, n_outputs)
+
+    # -------------------------------------- early stopping on held-out rows (models with latents)
+    def _held_out_scorer(self, commit, score):
+        """``scorer(flat)`` for the optimiser's held-out checks: ``score(model)`` of a shallow
+        copy of this estimator on which ``commit(model, flat)`` has set the fitted state of the
+        parameters ``flat``; run with the fit's callback off and the ``ConvergenceWarning`` of
+        the inner inference (a fixed budget) silenced."""
+        def scorer(flat):
+            model = copy.copy(self)
+            with fit_progress(self, None), warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                commit(model, flat)
+                return float(score(model))
+
+        return scorer
+
+    def _fill_held_out_latents(self, train, held_out, infer):
+        """After a fit on rows ``train``: ``latent_mean_`` and ``latent_variance_`` of every
+        row, those of the ``held_out`` rows from ``infer()`` -> ``(mean, variance)`` (their
+        ``q(x*)`` with the final model; its ``ConvergenceWarning`` silenced)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            mu_v, var_v = infer()
+        mu = np.empty((train.size + held_out.size, self.latent_mean_.shape[1]))
+        var = np.empty_like(mu)
+        mu[train], var[train] = self.latent_mean_, self.latent_variance_
+        mu[held_out], var[held_out] = mu_v, var_v
+        self.latent_mean_, self.latent_variance_ = mu, var
+
 
 class _BaseLVGPRegressor(_BaseLVGP):
     """Template for the regressors: numeric (multi-output) targets, checked the same way."""

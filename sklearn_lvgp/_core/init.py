@@ -22,7 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 __all__ = ["kmeans_centres", "kmeans_inducing", "pca_components", "pca_latents",
-           "principal_axes", "principal_directions", "select_inducing"]
+           "pca_latents_gram", "principal_axes", "principal_directions", "select_inducing"]
 
 #: K-means restarts of :func:`kmeans_centres` (K-means as in de Souza 2020, §4.4).
 KMEANS_N_INIT = 100
@@ -239,3 +239,42 @@ def principal_directions(X, k, random_state, scaled=True):
     if scaled:
         out[:, :m] *= np.sqrt(np.where(vals[:m] > 0, vals[:m], 1.0))
     return out
+
+
+def pca_latents_gram(Y, n_components):
+    """:func:`pca_latents` from the D × D Gram matrix of the centred columns of ``Y``.
+
+    For row-partitioned data (a dask array): only the Gram matrix and the scores are gathered
+    (``.compute()`` where the arrays have it). The eigen-decomposition rounds differently from
+    the SVD of :func:`pca_latents`.
+
+    Parameters
+    ----------
+    Y : array of shape (N, D)
+        Data (numpy or dask; not modified).
+    n_components : int
+        Latent dimension ``Q``.
+
+    Returns
+    -------
+    X : ndarray of shape (N, Q)
+        Initial latent means, in memory.
+    """
+    def gathered(a):
+        return np.asarray(a.compute() if hasattr(a, "compute") else a)
+
+    N, D = Y.shape
+    q = min(n_components, D, max(N - 1, 1))
+    Yc = Y - Y.mean(axis=0)
+    evals, evecs = np.linalg.eigh(gathered(Yc.T @ Yc))
+    V = evecs[:, np.argsort(evals)[::-1]].T  # rows: principal axes, largest first
+    signs = np.sign(V[np.arange(D), np.argmax(np.abs(V), axis=1)])
+    signs[signs == 0] = 1.0
+    X = np.zeros((N, n_components))
+    X[:, :q] = gathered(Yc @ (V[:q] * signs[:q, None]).T)
+    if q < n_components:
+        scale = float(np.std(X[:, :q])) if q > 0 and np.std(X[:, :q]) > 0 else 1.0
+        t = np.linspace(-1.0, 1.0, N)
+        for j in range(q, n_components):
+            X[:, j] = 1e-2 * scale * np.sin((j + 1) * np.pi * t)
+    return X

@@ -6,7 +6,9 @@ q(X) of Fast LDGD (§2.3.10); test-time inference is that of §2.3.9.
 :class:`TrainingProblem` packs q(X) (or the encoder weights), both paths' kernels, inducing inputs,
 whitened q(U) and the noise variances into one unconstrained vector and evaluates the minimised
 ``−L̂/N`` with its gradient. :class:`InferenceProblem` does the same for test-time q(x*) with the
-global parameters fixed. The training rows live in memory or, for a fit on Dask, in a row
+global parameters fixed. Each also gives its starting point and the objectives its optimiser
+runs on (sigma points, or reparameterised samples of ``q(x)``, §2.3.8). The training rows live
+in memory or, for a fit on Dask, in a row
 source whose minibatches run where their partitions live; q(X) is then on the driver with the
 other parameters, and each evaluation sends the batch's ``mu``, ``sigma`` (and Monte Carlo
 draws) to the partitions holding its rows.
@@ -14,18 +16,72 @@ draws) to the partitions holding its rows.
 
 import numpy as np
 
-from .._core.params import ParamPacker
+from .._core.init import pca_latents, pca_latents_gram, select_inducing
+from .._core.params import ParamPacker, softplus_inverse
+from .._core.scaling import column_scales
+from .._core.validation import check_int, check_n_inducing
 from ..engine._rows import InMemoryRows
-from ..nn._ldgd_encoder import encoder_forward, encoder_vjp
+from ..expectations._rules import unscented_rule
+from ..kernels import RBF, as_lvgp_kernel
+from ..nn._ldgd_encoder import encoder_fit_mean_head, encoder_forward, encoder_init, encoder_vjp
 from ..variational import tril_pack, tril_unpack
 from ..variational._kl import gaussian_kl_std, gaussian_kl_std_vjp
 from ._ldgd import LDGDBound, LDGDParams, ldgd_evaluate, ldgd_value_and_vjp, local_rows
 from ._ldgd_objective import Globals
 
-__all__ = ["NOISE_FLOOR", "TrainingProblem", "InferenceProblem"]
+__all__ = ["NOISE_FLOOR", "TrainingProblem", "InferenceProblem", "path_settings"]
 
 #: Lower bound added to the softplus noise variances (as in the authors' GPyTorch code).
 NOISE_FLOOR = 1e-4
+
+
+def path_settings(n_inducing, kernel, n_components, n_samples):
+    """Inducing-point counts and unfitted kernels ``(M_r, M_c, kernel_r, kernel_c)`` of the
+    regression and classification paths.
+
+    Parameters
+    ----------
+    n_inducing : int or pair of int
+        One count for both paths, or ``(M_r, M_c)``; at most ``n_samples``.
+    kernel : Kernel, pair of Kernel or None
+        One kernel for both paths (cloned per path), a ``(regression, classification)`` pair,
+        or ``None`` (an ARD RBF with unit length scales and variance).
+    n_components : int
+        Latent dimension ``Q``.
+    n_samples : int
+        Training rows.
+
+    Returns
+    -------
+    M_r, M_c : int
+    kernel_r, kernel_c : Kernel
+        Fresh clones.
+    """
+    M, k, Q = n_inducing, kernel, n_components
+    if isinstance(M, (tuple, list)):
+        if len(M) != 2:
+            raise ValueError(f"n_inducing must be an int or a pair, got {M!r}.")
+        M_r = check_int("n_inducing[0]", M[0], min_value=1)
+        M_c = check_int("n_inducing[1]", M[1], min_value=1)
+        check_n_inducing(max(M_r, M_c), n_samples, "LDGD")
+    else:
+        M_r = M_c = check_n_inducing(M, n_samples, "LDGD")
+    if k is None:
+        k_r = k_c = RBF(length_scale=np.ones(Q), variance=1.0)
+    elif isinstance(k, (tuple, list)):
+        if len(k) != 2 or any(v is None for v in k):
+            raise TypeError(f"kernel must be a kernel, a pair of kernels or None, got {k!r}.")
+        k_r, k_c = (as_lvgp_kernel(v, "kernel", Q) for v in k)
+    else:
+        k_r = k_c = as_lvgp_kernel(k, "kernel", Q)
+    return M_r, M_c, k_r.clone(), k_c.clone()
+
+
+def _initial_inducing(mu0, M, random_state):
+    """``M`` rows of ``mu0``, or scaled ``N(0, 1)`` draws when there are fewer rows."""
+    if M <= mu0.shape[0]:
+        return select_inducing(mu0, M, random_state)
+    return random_state.standard_normal((M, mu0.shape[1])) * column_scales(mu0)
 
 
 class TrainingProblem:
@@ -124,6 +180,59 @@ class TrainingProblem:
         Y = self.Yr if idx is None else self.Yr[idx]
         mu, sigma, _ = encoder_forward(self.encoder_weights(p), Y)
         return mu, sigma
+
+    def initial_point(self, x_init, random_state):
+        """Flat starting point: latent means from PCA (``x_init="pca"``; from the Gram matrix
+        for a row source) or ``N(0, I)`` draws (``"random"``).
+
+        Standard deviations 0.1 (a project choice: the authors' code's ``softplus(N(0, 1))``
+        ≈ 0.7 lets the deterministic mode collapse to flat kernels in its first L-BFGS steps);
+        inducing inputs on initial latent means; ``q(u)`` near the prior; noise at a tenth of
+        each column's variance (floored at 0.01); the kernels' current ``theta``. With an
+        amortised q(X), a fresh encoder whose mean head reproduces the PCA start.
+        """
+        N, D, K, Q = self.N, self.D, self.K, self.Q
+        if self.rows is None:
+            column_var = self.Yr.var(axis=0)
+        else:
+            column_var = np.asarray(self.rows.arrays["Yr"].var(axis=0).compute())
+        if x_init == "random":
+            mu0 = random_state.standard_normal((N, Q))
+        elif self.rows is None:
+            mu0 = pca_latents(self.Yr, Q)
+        else:
+            mu0 = pca_latents_gram(self.rows.arrays["Yr"], Q)
+        values = {"theta_r": self.kernel_r.theta, "theta_c": self.kernel_c.theta,
+                  "Z_r": _initial_inducing(mu0, self.M_r, random_state),
+                  "Z_c": _initial_inducing(mu0, self.M_c, random_state),
+                  "qmu_r": 1e-3 * random_state.standard_normal((self.M_r, D)),
+                  "qmu_c": 1e-3 * random_state.standard_normal((self.M_c, K)),
+                  "qsqrt_r": np.tile(np.eye(self.M_r), (D, 1, 1)),
+                  "qsqrt_c": np.tile(np.eye(self.M_c), (K, 1, 1)),
+                  "noise": np.maximum(0.1 * column_var, 1e-2)}
+        if self.encoder_shapes is not None:
+            enc = encoder_init(self.encoder_shapes, random_state)
+            values["enc"] = encoder_fit_mean_head(enc, self.Yr, mu0) if x_init == "pca" else enc
+        else:
+            values["mu"], values["sigma"] = mu0, np.full((N, Q), 0.1)
+        return self.pack(values)
+
+    def objectives(self, stochastic, noise_rs):
+        """``full(flat)`` on all rows (sigma points) and ``minibatch(flat, idx)`` (one
+        reparameterised sample per row from ``noise_rs`` when ``stochastic``, else sigma
+        points): the objectives of L-BFGS-B and Adam."""
+        Q, ut, idx_all = self.Q, unscented_rule(self.Q), np.arange(self.N)
+
+        def full(flat):
+            return self.value_and_grad(flat, idx_all, ut.nodes, ut.weights)
+
+        def minibatch(flat, idx):
+            if stochastic:
+                nodes = noise_rs.standard_normal((idx.shape[0], 1, Q))
+                return self.value_and_grad(flat, idx, nodes, np.ones(1))
+            return self.value_and_grad(flat, idx, ut.nodes, ut.weights)
+
+        return full, minibatch
 
     # -------------------------------------------------------------------------- objective
     def batch_source(self, idx, mu_b, sigma_b, nodes):
@@ -224,6 +333,30 @@ class InferenceProblem:
         self.chunk_rows = None  # rows per engine chunk; None: from the problem size
         self.D = Yr.shape[1]
         self.packer = ParamPacker([("mu", (n, Q)), ("sigma", (n, Q), "softplus")])
+
+    def start(self, mu0, sigma0):
+        """Flat vector of the starting ``q(x*) = N(mu0, diag sigma0²)``."""
+        return np.concatenate([mu0.ravel(), softplus_inverse(sigma0).ravel()])
+
+    def latents(self, flat):
+        """``(mu, sigma)`` of the flat vector ``flat``."""
+        p = self.packer.unpack(flat)
+        return p["mu"], p["sigma"]
+
+    def objective(self, stochastic, random_state):
+        """``objective(flat, idx)`` for Adam on all rows: sigma points, or when ``stochastic``
+        one draw from ``random_state`` per step shared by all rows (so each row's trajectory
+        does not depend on the other rows of the call)."""
+        Q = self.glob.Z_r.shape[1]
+        ut = unscented_rule(Q)
+
+        def objective(flat, idx):
+            if stochastic:
+                return self.value_and_grad(flat, random_state.standard_normal((1, Q)),
+                                           np.ones(1))
+            return self.value_and_grad(flat, ut.nodes, ut.weights)
+
+        return objective
 
     def value_and_grad(self, flat, nodes, weights):
         """Minimised ``−L*/D`` and its gradient (nodes shared by every row)."""

@@ -4,16 +4,19 @@ A shared latent q(X) feeds a regression path (one SVGP per data column, ARD kern
 noise) and a classification path (one probit Bernoulli SVGP per class, one-hot labels). The model
 is a classifier, a transformer (test-time q(x*) from the regression path) and a generator
 (decoding latent points near a class).
-"""
 
+The bound, its training and test-time problems and the fitted posterior are in
+``bounds/_ldgd*.py``; this module assembles them with the base class's optimisers.
+"""
 
 import numpy as np
 from sklearn.base import ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._core.parallel import threads
-from .._core.scaling import NORMALIZE_OPTIONS
+from .._core.scaling import NORMALIZE_OPTIONS, normalization
 from .._core.validation import (
     check_bool,
     check_class_labels,
@@ -25,13 +28,15 @@ from .._core.validation import (
     check_layer_widths,
     check_option,
 )
+from .._core.warn import warn
 from ..base import _BaseLVGP
-from ..bounds._ldgd_objective import PRESETS
-from ..engine._dask import is_dask_collection, map_row_blocks
+from ..bounds._ldgd_objective import PRESETS, Globals
+from ..bounds._ldgd_posterior import LDGDPosterior
+from ..bounds._ldgd_problem import TrainingProblem, path_settings
+from ..engine._dask import DaskRows, _dask, is_dask_collection
 from ..expectations._rules import reparameterise
-from ._ldgd_dask import fit_ldgd_dask
-from ._ldgd_fit import class_latent_draws, fit, path_settings
-from ._ldgd_inference import infer_latents, log_proba, path_marginals
+from ..nn._ldgd_encoder import encoder_forward, encoder_shapes
+from ..optim._adam import run_adam
 
 __all__ = ["LDGD"]
 
@@ -249,7 +254,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
 
     def _check_params(self, X, y):
         check_int("n_components", self.n_components, min_value=1)
-        path_settings(self, X.shape[0])
+        path_settings(self.n_inducing, self.kernel, self.n_components, X.shape[0])
         check_option("elbo_weighting", self.elbo_weighting, tuple(PRESETS))
         check_float("reg_weight", self.reg_weight, min_value=0.0, exclusive_min=True)
         check_float("cls_weight", self.cls_weight, min_value=0.0, exclusive_min=True)
@@ -281,33 +286,187 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
     def _scale(self, X):
         return (X - self.X_mean_) / self.X_scale_
 
+    def _start(self, X):
+        """Whether this fit continues the previous one (``warm_start`` with the same data
+        shape, classes and structure); a fresh fit sets the column normalisation."""
+        continuing = self._continues_fit(
+            (X.shape, tuple(self.classes_), int(self.n_components), repr(self.n_inducing),
+             repr(self.kernel), self.elbo_weighting, bool(self.amortized),
+             tuple(self.encoder_hidden), self.normalize_X, float(self.jitter),
+             int(self.gh_order), bool(self.early_stopping), float(self.validation_fraction)))
+        if not continuing:
+            moments = normalization(X, self.normalize_X)
+            if is_dask_collection(X):
+                moments = (np.asarray(a) for a in _dask()[0].compute(*moments))
+            self.X_mean_, self.X_scale_ = moments
+        return continuing
+
+    def _training_problem(self, Yr, Yc, random_state, rows=None):
+        """The training problem of scaled rows ``Yr`` and one-hot labels ``Yc`` (or of the
+        row source ``rows`` of both) with its kernels initialised and preset applied, and
+        its flat starting point."""
+        Q = self.n_components
+        N, D = Yr.shape if rows is None else rows.shapes["Yr"]
+        K = Yc.shape[1] if rows is None else rows.shapes["Yc"][1]
+        M_r, M_c, k_r, k_c = path_settings(self.n_inducing, self.kernel, Q, N)
+        k_r, k_c = k_r.initialize(Q, random_state), k_c.initialize(Q, random_state)
+        factors = ((float(self.reg_weight), float(self.cls_weight))
+                   + tuple(PRESETS[self.elbo_weighting](D, K)))
+        shapes = encoder_shapes(D, tuple(self.encoder_hidden), Q) if self.amortized else None
+        prob = TrainingProblem(Yr, Yc, k_r, k_c, M_r, M_c, Q, factors, shapes, self.jitter,
+                               self.gh_order, rows=rows)
+        return prob, prob.initial_point(self.x_init, random_state)
+
+    def _solve(self, prob, x0, continuing, random_state, validation=None):
+        """Optimise from ``x0`` (or the previous fit's parameters when ``continuing``):
+        ``optimizer="auto"`` is Adam for a sampled objective, an amortised q(X) or early
+        stopping, else L-BFGS-B. Records the history and the test-time seed; returns ``x``."""
+        stochastic = self.expectation == "monte_carlo"
+        # amortised + L-BFGS tends to posterior collapse (q(x) = p(x)) in its first steps
+        optimizer = self.optimizer if self.optimizer != "auto" else (
+            "adam" if stochastic or self.amortized or self.early_stopping else "lbfgs")
+        adam = {} if validation is None else {
+            "validation": validation, "n_iter_no_change": self.n_iter_no_change,
+            "tol": 1e-4 if self.tol is None else self.tol}
+        noise_rs = check_random_state(random_state.randint(np.iinfo(np.int32).max))
+        full, minibatch = prob.objectives(stochastic, noise_rs)
+        x, history, n_iter, self.validation_scores_ = self._optimise(
+            optimizer, self._x_flat if continuing else x0, prob.bounds(), full=full,
+            minibatch=minibatch, n_data=prob.N, batch_size=min(self.batch_size, prob.N),
+            random_state=random_state, **adam)
+        self.elbo_history_ = (np.concatenate([self.elbo_history_, history]) if continuing
+                              else history)
+        self.n_iter_, self._x_flat = n_iter + (self.n_iter_ if continuing else 0), x
+        self._transform_seed = int(random_state.randint(np.iinfo(np.int32).max))
+        return x
+
+    def _commit(self, prob, x, y, decode=True):
+        """The fitted attributes of the flat parameters ``x`` fitted on integer labels ``y``.
+
+        ``decode=False`` (a fit on Dask) keeps no decoded training rows (``N × D``): the
+        start of ``transform`` then decodes the training latents block by block.
+        """
+        p = prob.unpack(x)
+        glob = prob.globals_(p)
+        self.kernel_reg_, self.kernel_cls_ = glob.kernel_r.clone(), glob.kernel_c.clone()
+        self.inducing_inputs_reg_, self.inducing_inputs_cls_ = glob.Z_r, glob.Z_c
+        self.q_u_reg_, self.q_u_cls_ = (glob.qmu_r, glob.qsqrt_r), (glob.qmu_c, glob.qsqrt_c)
+        self.noise_variance_ = glob.noise
+        mu, sigma = prob.latents(p)
+        self.latent_mean_, self.latent_variance_ = mu, sigma ** 2
+        self._encoder = prob.encoder_weights(p) if self.amortized else None
+        self.relevance_ = np.vstack([k.relevance(self.n_components)
+                                     for k in (self.kernel_reg_, self.kernel_cls_)])
+        self.ard_weights_reg_, self.ard_weights_cls_ = (r ** 2 for r in self.relevance_)
+        self._factors = prob.factors
+        self._rec_mean = self._rec_var = None
+        if decode:
+            self._rec_mean, self._rec_var = self._posterior().decode(mu)
+        self._y_train = y
+
+    def _finish(self):
+        """``elbo_``, ``expectation_``, and a warning when every classification length scale
+        is over 1000x the latent means' spread."""
+        self.elbo_ = float(self.elbo_history_[-1]) if self.elbo_history_.size else np.nan
+        self.expectation_ = self.expectation
+        spread = float(np.mean(np.std(self.latent_mean_, axis=0)))
+        if np.all(self.relevance_[1] * max(spread, 1e-12) < 1e-3):
+            warn(f"{type(self).__name__}: the classification path collapsed to a flat function "
+                 "(every length scale is over 1000x the spread of the latent means); the "
+                 "classifier predicts the same probabilities everywhere. Seen with "
+                 "optimizer='lbfgs' from x_init='random': use x_init='pca', optimizer='adam' "
+                 "or more iterations.", ConvergenceWarning)
+
     def _fit(self, X, y, random_state):
-        fit(self, X, y, random_state)
+        continuing = self._start(X)
+        Yr, Yc = self._scale(X), np.eye(self.classes_.size)[y]
+        train, held_out = self._held_out_rows(X.shape[0], random_state)
+        rows = slice(None) if train is None else train
+        prob, x0 = self._training_problem(Yr[rows], Yc[rows], random_state)
+        validation = None
+        if train is not None:
+            def log_likelihood(model):  # of the held-out labels, their q(x*) as in transform
+                model._transform_seed = 0
+                proba = model.predict_proba(X[held_out])[np.arange(held_out.size), y[held_out]]
+                return np.mean(np.log(np.maximum(proba, 1e-300)))
+
+            validation = self._held_out_scorer(
+                lambda model, flat: model._commit(prob, flat, y[train]), log_likelihood)
+        x = self._solve(prob, x0, continuing, random_state, validation)
+        self._commit(prob, x, y[rows])
+        if train is not None:
+            def infer():
+                mu, sigma = self._infer_latents(Yr[held_out])
+                return mu, sigma ** 2
+
+            self._fill_held_out_latents(train, held_out, infer)
+            self._y_train = y
+            self._rec_mean, self._rec_var = self._posterior().decode(self.latent_mean_)
+        self._finish()
         return self
 
     def _fit_dask(self, X, y, random_state):
-        """:meth:`fit` on dask collections: the rows stay partitioned (:mod:`._ldgd_dask`)."""
-        return fit_ldgd_dask(self, X, y, random_state)
+        """:meth:`fit` on dask collections: the rows stay partitioned (q(X) on the driver, so
+        the in-memory fit's draws in the same order); the labels are gathered."""
+        name = type(self).__name__
+        if y is None:
+            raise ValueError(f"{name} requires y to be passed, but the target y is None.")
+        rows = DaskRows({"X": X})
+        X_d = rows.arrays["X"]
+        labels = np.asarray(y.compute() if is_dask_collection(y) else y)
+        if labels.shape[0] != rows.n_rows:
+            raise ValueError(f"y has {labels.shape[0]} rows but X has {rows.n_rows}.")
+        self._set_dask_features(rows)
+        self.classes_, y_idx = check_class_labels(labels, name)
+        self._check_params(X_d, y_idx)
+        for option, why in (("amortized", "the encoder reads each batch's rows on the driver"),
+                            ("early_stopping", "the held-out rows are scored on the driver")):
+            if getattr(self, option):
+                raise ValueError(f"{name} on dask input does not support {option}=True ({why}); "
+                                 "fit on numpy arrays for this option.")
+        continuing = self._start(X_d)
+        data = DaskRows({"Yr": self._scale(X_d), "Yc": np.eye(self.classes_.size)[y_idx]})
+        prob, x0 = self._training_problem(None, None, random_state, rows=data)
+        x = self._solve(prob, x0, continuing, random_state)
+        self._commit(prob, x, y_idx, decode=False)
+        self._finish()
+        return self
 
-    def _on_blocks(self, method, X, out_columns, n_outputs=1, **kwargs):
-        """``method`` applied partition by partition to a dask ``X`` (lazy dask arrays)."""
-        check_is_fitted(self)
-        return map_row_blocks(lambda block: method(block, **kwargs), X, out_columns, n_outputs)
+    # ---------------------------------------------------------------------- the posterior
+    def _posterior(self):
+        """The fitted model as an :class:`~sklearn_lvgp.bounds._ldgd_posterior.LDGDPosterior`."""
+        return LDGDPosterior(Globals(self.kernel_reg_, self.inducing_inputs_reg_, *self.q_u_reg_,
+                                     self.noise_variance_, self.kernel_cls_,
+                                     self.inducing_inputs_cls_, *self.q_u_cls_),
+                             self.jitter, self._factors)
 
-    # ------------------------------------------------------------------------ model parts
-    def _path_marginals(self, H, path):
-        """Marginal means and variances of one path's GPs at latent points ``H``."""
-        return path_marginals(self, H, path)
-
-    def _check_X(self, X):
-        check_is_fitted(self)
-        return validate_data(self, X, dtype=np.float64, reset=False)
+    def _infer_latents(self, Yr):
+        """Test-time ``(μ*, σ*)`` of scaled rows (Ziaei et al. 2024, §2.3.9): Adam on the
+        regression path's bound with the model fixed, from the best-explaining training
+        latent or a per-row random start; the encoder's output for Fast LDGD (§2.3.10)."""
+        if self.amortized:
+            return encoder_forward(self._encoder, Yr)[:2]
+        posterior = self._posterior()
+        decoded = None if self._rec_mean is None else (self._rec_mean, self._rec_var)
+        mu0, sigma0 = posterior.inference_start(Yr, self.latent_mean_, self.latent_variance_,
+                                                self.transform_init, self._transform_seed, decoded)
+        if self.transform_max_iter == 0 or Yr.shape[0] == 0:
+            return mu0, sigma0
+        prob = posterior.inference_problem(Yr)
+        rs = check_random_state(self._transform_seed)
+        res = run_adam(prob.objective(self.expectation == "monte_carlo", rs),
+                       prob.start(mu0, sigma0), n_data=Yr.shape[0], batch_size=Yr.shape[0],
+                       max_iter=self.transform_max_iter, learning_rate=self.learning_rate,
+                       random_state=rs, verbose=self.verbose,
+                       name=f"{type(self).__name__}.transform")
+        return prob.latents(res.x)
 
     def _latents(self, X):
-        Xs = self._scale(self._check_X(X))
+        check_is_fitted(self)
+        Xs = self._scale(validate_data(self, X, dtype=np.float64, reset=False))
         check_data_scale("X (standardised with the training statistics)", Xs, spread=False)
         with threads(self.n_jobs):
-            return infer_latents(self, Xs)
+            return self._infer_latents(Xs)
 
     # ---------------------------------------------------------------------------- public
     def transform(self, X, return_std=False):
@@ -335,7 +494,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
             Latent standard deviations; only if ``return_std``.
         """
         if is_dask_collection(X):
-            return self._on_blocks(self.transform, X, self.n_components,
+            return self._on_partitions(self.transform, X, self.n_components,
                                    2 if return_std else 1, return_std=return_std)
         mu, sigma = self._latents(X)
         return (mu, sigma) if return_std else mu
@@ -358,16 +517,12 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
             Marginal variances; only if ``return_var``.
         """
         if is_dask_collection(X):
-            return self._on_blocks(self.predict_f, X, self.classes_.size,
+            return self._on_partitions(self.predict_f, X, self.classes_.size,
                                    2 if return_var else 1, return_var=return_var)
         mu, _ = self._latents(X)
         with threads(self.n_jobs):
-            m, v = self._path_marginals(mu, "cls")
+            m, v = self._posterior().marginals(mu, "cls")
         return (m, v) if return_var else m
-
-    def _log_proba(self, mu, sigma):
-        """Unnormalised log class probabilities at ``q(x*) = N(mu, diag sigma²)``."""
-        return log_proba(self, mu, sigma)
 
     def predict_proba(self, X):
         """Class probabilities, rows normalised to sum to one.
@@ -387,13 +542,10 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
             partition by partition).
         """
         if is_dask_collection(X):
-            return self._on_blocks(self.predict_proba, X, self.classes_.size)
+            return self._on_partitions(self.predict_proba, X, self.classes_.size)
         mu, sigma = self._latents(X)
         with threads(self.n_jobs):
-            lp = self._log_proba(mu, sigma)
-        lp = lp - lp.max(axis=1, keepdims=True)
-        p = np.exp(lp)
-        return p / p.sum(axis=1, keepdims=True)
+            return self._posterior().predict_proba(mu, sigma, self.proba)
 
     def predict(self, X):
         """Most probable class of each row.
@@ -437,11 +589,9 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
             raise ValueError(f"X must be latent points of shape (n, {self.n_components}), got "
                              f"{H.shape}.")
         with threads(self.n_jobs):
-            m, v = self._path_marginals(H, "reg")
+            m, v = self._posterior().decode(H)
         mean = m * self.X_scale_ + self.X_mean_
-        if not return_std:
-            return mean
-        return mean, np.sqrt(v + self.noise_variance_) * self.X_scale_
+        return (mean, np.sqrt(v) * self.X_scale_) if return_std else mean
 
     def sample(self, y_class, n_samples=1, random_state=None, add_noise=False):
         """Generate data rows for a label (as in Ziaei et al. 2024, §3.2.2 and Fig. 5).
@@ -473,7 +623,9 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
             raise ValueError(f"y_class={y_class!r} is not one of classes_ {list(self.classes_)}.")
         n_samples = check_int("n_samples", n_samples, min_value=1)
         rs = check_random_state(random_state)
-        Z = class_latent_draws(self, hits[0], n_samples, rs)
+        mu = self.latent_mean_[self._y_train == hits[0]]
+        cov = np.atleast_2d(np.cov(mu, rowvar=False)) + 1e-6 * np.eye(self.n_components)
+        Z = rs.multivariate_normal(mu.mean(axis=0), cov, size=n_samples)
         if not add_noise:
             return self.inverse_transform(Z), Z
         mean, std = self.inverse_transform(Z, return_std=True)

@@ -85,13 +85,15 @@ def test_transform_and_subset_invariance(fitted):
 def test_nearest_start_decoded_block_by_block(fitted):
     """The start of ``transform`` of a model fitted on Dask (no decoded training rows kept)
     picks the same training latent as the one from the stored decoded rows."""
-    from sklearn_lvgp.models._ldgd_inference import best_training_latent, nearest_training_latent
+    from sklearn_lvgp.bounds._ldgd_posterior import best_training_latent
 
     model, X, _ = fitted
     Yr = model._scale(X[::2] + 0.1)
     expected = best_training_latent(Yr, model._rec_mean, model._rec_var)
-    np.testing.assert_array_equal(nearest_training_latent(model, Yr, block=7), expected)
-    np.testing.assert_array_equal(nearest_training_latent(model, Yr), expected)
+    posterior = model._posterior()
+    np.testing.assert_array_equal(posterior.nearest_latent(Yr, model.latent_mean_, block=7),
+                                  expected)
+    np.testing.assert_array_equal(posterior.nearest_latent(Yr, model.latent_mean_), expected)
 
 
 def test_fit_transform_matches_transform(fitted, blobs):
