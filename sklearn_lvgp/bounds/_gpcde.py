@@ -11,15 +11,20 @@ row chunk builds its own evaluation points, runs its forward and its backward at
 ``O(chunk * M)``) and returns its share of the value and of the global gradients, with the
 gradients of its free ``q(w_n)``. Its rows are the data, the rows' Monte Carlo draws and the free
 ``q(w_n)``; a minibatch's rows are a row source's ``subset``, in memory or where the partitions of
-a Dask fit live. :meth:`CDEModel.elbo` and :meth:`CDEModel.natgrad` run it on in-memory rows.
+a Dask fit live. :meth:`CDEModel.elbo` and :meth:`CDEModel.natgrad` run it on arrays,
+:meth:`CDEModel.elbo_rows` and :meth:`CDEModel.natgrad_rows` on a row source
+(:class:`~sklearn_lvgp.engine.InMemoryRows` or :class:`~sklearn_lvgp.engine._dask.DaskRows`).
+:class:`CDEModel` also gives the model's initial parameters (§4.2.3, §4.4) and its start from the
+sparse GP it reduces to with the latent switched off; the predictive mixture is
+:class:`~sklearn_lvgp.bounds._gpcde_predictive.CDEPredictive`.
 """
 
 from typing import NamedTuple
 
 import numpy as np
 
-from .._core.blocks import row_blocks
-from .._core.params import ParamPacker
+from .._core.init import kmeans_inducing, principal_directions
+from .._core.params import ParamPacker, softplus_inverse
 from ..engine._executor import plan_chunks, serial_global_steps
 from ..engine._protocol import ChunkedBound, evaluate_bound
 from ..engine._rows import InMemoryRows
@@ -29,11 +34,13 @@ from ..expectations._rules import (
     gauss_hermite_rule,
     unscented_rule,
 )
+from ..kernels._stationary import _Stationary, default_rbf
 from ..likelihoods._mixed_gaussian import conditional_ell, conditional_ell_vjp, latent_pi
 from ..nn._cde_encoder import (
     RHO_SHIFT,
     encoder_backward,
     encoder_forward,
+    encoder_init,
     encoder_shapes,
     proposal_scale,
     proposal_scale_vjp,
@@ -167,6 +174,57 @@ class CDEModel:
         """Whether the objective is deterministic (L-BFGS allowed)."""
         return not self.projection and (self.mode == "quadrature"
                                         or self.expectation == "unscented")
+
+    def initial_point(self, Xs, Ys, noise_variance, random_state, n_rows=None):
+        """Flat initial parameters (Salimbeni 2020, §4.2.3 and §4.4).
+
+        Inducing inputs from k-means of the (projected) inputs with ``N(0, 1)`` latent
+        coordinates, ``q(u)`` at the prior, the projection's mean on the principal directions
+        of the inputs, the output mixing on those of the targets, and ``q(w_n)`` near the prior
+        (or a freshly initialised recognition network); the kernel is the model's template.
+
+        Parameters
+        ----------
+        Xs, Ys : ndarray of shape (n, D_x) and (n, D_y)
+            Standardised inputs and targets (all training rows, or a sample of them).
+        noise_variance : float
+            Initial noise variance.
+        random_state : numpy.random.RandomState
+        n_rows : int or None, default=None
+            Training rows (the free ``q(w_n)``), when ``Xs`` holds only some of them.
+
+        Returns
+        -------
+        x : ndarray
+        """
+        N = Xs.shape[0] if n_rows is None else int(n_rows)
+        Dx = Xs.shape[1]
+        Dh, Dw, L, M = self.Dh, self.Dw, self.L, self.M
+        values = {"kernel": self.kernel, "noise_variance": noise_variance,
+                  "q_mu": np.zeros((M, L))}
+        H = Xs
+        if self.projection:
+            values["A_mu"] = principal_directions(Xs, Dh, random_state, scaled=False)
+            values["A_s"] = np.full((Dx, Dh), 1e-2)
+            H = Xs @ values["A_mu"]
+        Z = np.hstack([kmeans_inducing(H, M, random_state),
+                       random_state.standard_normal((M, Dw))])
+        values["Z"] = Z
+        if self.whiten:
+            values["q_sqrt"] = np.repeat(np.eye(M)[None], L, axis=0)
+        else:
+            Lu = prior_factor(self.kernel, Z, self.jitter).Lu
+            values["q_sqrt"] = np.repeat(Lu[None], L, axis=0)
+        if self.mixing:
+            values["P"] = principal_directions(Ys, L, random_state).T
+        if self.mode == "gaussian" and self.q_w == "gaussian":
+            values["w_mean"] = 0.1 * random_state.standard_normal((N, Dw))
+            values["w_rho"] = np.zeros((N, Dw))
+        elif self.mode == "gaussian":
+            ps = encoder_init(self.enc_shapes, random_state)
+            for i in range(len(self.enc_shapes)):
+                values[f"enc_W{i}"], values[f"enc_b{i}"] = ps[2 * i], ps[2 * i + 1]
+        return self.pack(values)
 
     # ------------------------------------------------------------------------- the bound
     @property
@@ -330,50 +388,168 @@ class CDEModel:
         x[self.packer.slice("q_sqrt")] = tril_pack(q_sqrt).ravel()
         return x
 
-    # ------------------------------------------------------------------------- prediction
-    def point_marginals(self, x, H):
-        """Latent marginals at points ``H = [h, w]`` (one per row, no node grid), in chunks."""
-        p = self.unpack(x)
-        prior = prior_factor(p["kernel"], p["Z"], self.jitter)
-        mus, vs = [], []
-        for rows in row_blocks(H.shape[0], 1, CHUNK_POINTS):
-            mu, var, _ = marginals(p["kernel"], p["Z"], p["q_mu"], p["q_sqrt_full"],
-                                   H[rows], prior.Lu, None, self.whiten)
-            mus.append(mu)
-            vs.append(var)
-        return np.concatenate(mus), np.concatenate(vs)
+    # ---------------------------------------------------------------- on a row source
+    def _batch(self, x, rows, idx, random_state):
+        """The rows ``idx`` of a row source (``None``: all) with their draws and free
+        ``q(w_n)`` (:meth:`minibatch_rows`), and their indices."""
+        at = np.arange(rows.n_rows) if idx is None else np.asarray(idx)
+        return rows.subset(idx, self.minibatch_rows(x, at, random_state)), at
 
-    def predict_components(self, x, Xs, nodes, A_draws=None):
-        """Latent marginals at ``[h(x), w_j]`` for every row and node.
+    @serial_global_steps
+    def elbo_rows(self, x, rows, idx, scale, random_state):
+        """:meth:`elbo` on the rows ``idx`` (``None``: all) of a row source of ``"X"`` and
+        ``"y"`` (:class:`~sklearn_lvgp.engine.InMemoryRows` or
+        :class:`~sklearn_lvgp.engine._dask.DaskRows`: a partition's rows are evaluated where it
+        lives), with fresh draws from ``random_state``."""
+        source, idx = self._batch(x, rows, idx, random_state)
+        return self.evaluate(x, source, idx, scale)
 
-        Parameters
-        ----------
-        x : ndarray
-            Flat parameters.
-        Xs : ndarray of shape (n, D_x)
-            Standardised inputs.
-        nodes : ndarray of shape (J, D_w)
-            Values of ``w`` (grid or prior draws), shared by all rows.
-        A_draws : ndarray of shape (J, D_x, D_h) or None
-            Draws of ``A`` paired with the nodes (projection only).
+    def natgrad_rows(self, x, rows, idx, scale, gamma, random_state):
+        """:meth:`natgrad` on the rows ``idx`` (``None``: all) of a row source."""
+        source, _ = self._batch(x, rows, idx, random_state)
+        return self.natgrad_on(x, source, scale, gamma)
+
+    def objectives(self, rows, random_state):
+        """The optimisers' objectives on a row source of ``N`` rows.
 
         Returns
         -------
-        mu, var : ndarray of shape (n, J, L)
+        full : callable
+            ``full(x) -> (-bound, -gradient)`` on all rows.
+        minibatch : callable
+            ``minibatch(x, idx)``: the same on the rows ``idx``, scaled by ``N / |idx|``.
+        natgrad : callable
+            ``natgrad(x, idx, gamma)``: a natural-gradient step of ``q(u)`` on the rows ``idx``.
         """
-        p = self.unpack(x)
-        kernel = p["kernel"]
-        prior = prior_factor(kernel, p["Z"], self.jitter)
-        n, J = Xs.shape[0], nodes.shape[0]
-        if A_draws is None:
-            h = np.broadcast_to(Xs[:, None, :], (n, J, self.Dh))
-        else:
-            h = np.einsum("ni,jik->njk", Xs, A_draws)
-        H = np.concatenate([h, np.broadcast_to(nodes[None], (n, J, self.Dw))], axis=2)
-        mu, var, _ = marginals(kernel, p["Z"], p["q_mu"], p["q_sqrt_full"],
-                               H.reshape(n * J, -1), prior.Lu, None, self.whiten)
-        return mu.reshape(n, J, -1), var.reshape(n, J, -1)
+        N = rows.n_rows
 
+        def full(x):
+            f, g = self.elbo_rows(x, rows, None, 1.0, random_state)
+            return -f, -g
+
+        def minibatch(x, idx):
+            f, g = self.elbo_rows(x, rows, idx, N / idx.size, random_state)
+            return -f, -g
+
+        def natgrad(x, idx, gamma):
+            return self.natgrad_rows(x, rows, idx, N / idx.size, gamma, random_state)
+
+        return full, minibatch, natgrad
+
+    def mean_bound(self, x, rows, random_state, n_eval=5):
+        """The bound at ``x`` on all rows of a row source (the mean of ``n_eval`` estimates
+        when it is sampled)."""
+        n = 1 if self.deterministic else n_eval
+        return float(np.mean([self.elbo_rows(x, rows, None, 1.0, random_state)[0]
+                              for _ in range(n)]))
+
+    # ------------------------------------------------------------ the switched-off start
+    @staticmethod
+    def can_switch_off(kernel, latent_dim, projection, mixing):
+        """Whether a model's latent can be switched off through its length scales: a latent,
+        no input projection or output mixing, and (``kernel`` the template; ``None``: the
+        default RBF) a stationary ARD kernel with free length-scale bounds."""
+        return (latent_dim >= 1 and not projection and not mixing
+                and (kernel is None or isinstance(kernel, _Stationary)
+                     and np.ndim(kernel.length_scale) == 1
+                     and not isinstance(kernel.length_scale_bounds, str)))
+
+    def noise_only(self, x):
+        """Whether the signal variance of a stationary kernel sits at its lower bound at
+        ``x``: the model then explains the targets by the noise alone."""
+        kernel = self.unpack(x)["kernel"]
+        if not isinstance(kernel, _Stationary) or isinstance(kernel.variance_bounds, str):
+            return False
+        return bool(np.log(kernel.variance) <= np.log(kernel.variance_bounds[0]) + 1e-6)
+
+    def switched_off_start(self, x0, rows, random_state, fit_sparse_gp, user_kernel):
+        """The starts of ``init="gp"``: fit the model with its latent switched off, then start
+        from it.
+
+        The switched-off model is a sparse variational GP on the inputs alone: its bound is the
+        full model's with the latent length scales at their upper bound and ``q(w)`` the prior.
+        With ``q(u)`` at its optimum that bound is the collapsed bound (Titsias 2009, eq. 9), so
+        the model is fitted as a sparse GP regression on it, from two starts, keeping the
+        higher bound: the model's own (its kernel on the input columns, its noise variance,
+        the input columns of its ``Z``) and the sparse GP regressor's (unit length scales and
+        variance in standardised units, or the user's kernel; noise 0.1). ``q(u)`` is then set
+        to its optimum by one natural-gradient step of size one (three for the full model's
+        start).
+
+        Parameters
+        ----------
+        x0 : ndarray
+            Initial flat parameters (a stationary ARD kernel, no projection or mixing).
+        rows : row source
+            The standardised ``"X"`` and ``"y"``, in memory or on Dask.
+        random_state : numpy.random.RandomState
+            Draws of the natural-gradient steps and of the bound.
+        fit_sparse_gp : callable
+            ``fit_sparse_gp(kernel, noise_variance, Z)``: the collapsed bound of ``rows``
+            maximised from that start (e.g.
+            :func:`~sklearn_lvgp.optim._collapsed_fit.fit_collapsed_rows`), returning an
+            object with ``kernel``, ``Z``, ``noise_variance`` and ``bound``.
+        user_kernel : bool
+            Whether the kernel is the user's (the regressor's start then keeps it).
+
+        Returns
+        -------
+        x_start : ndarray
+            The full model started from the sparse GP solution (latent length scales at their
+            initial value, latent ``Z`` columns kept).
+        x_off : ndarray
+            The switched-off point (latent length scales at their upper bound, ``q(w)`` the
+            prior), whose bound equals the sparse GP's.
+        bound_off : float
+            That bound.
+        """
+        p = self.unpack(x0)
+        kernel, Dh, Dw = p["kernel"], self.Dh, self.Dw
+        ls = np.asarray(kernel.length_scale, dtype=np.float64)
+        k0 = kernel.clone()
+        k0.set_params(length_scale=ls[:Dh].copy())
+        off = CDEModel(k0, self.Dx, None, 0, self.L, self.Dy, self.M, False, "quadrature",
+                       self.expectation, self.S, 1, rows.n_rows, (), self.whiten, self.jitter)
+        # the collapsed bound has several optima and neither start reaches the best one on all
+        # data; the regressor's start is written out in standardised units so that it does
+        # not depend on the last bits of the scaled data
+        starts = [(k0, p["s2"]), (k0 if user_kernel else default_rbf(np.ones(Dh), 1.0), 0.1)]
+        gp = max((fit_sparse_gp(kern, noise, p["Z"][:, :Dh]) for kern, noise in starts),
+                 key=lambda g: g.bound)
+        lo, hi = k0.bounds.T
+        xo = off.pack({"kernel": k0.clone_with_theta(np.clip(gp.kernel.theta, lo, hi)),
+                       "noise_variance": max(gp.noise_variance, MIN_NOISE), "q_mu": p["q_mu"],
+                       "q_sqrt": (np.repeat(np.eye(self.M)[None], self.L, axis=0)
+                                  if self.whiten else p["q_sqrt_full"]),
+                       "Z": np.array(gp.Z, copy=True)})
+        po = off.unpack(off.natgrad_rows(xo, rows, None, 1.0, 1.0, random_state))
+        log_hi = kernel.bounds[-Dw:, 1]  # length scales are the last theta entries
+
+        def full(latent_ls):
+            k = po["kernel"].clone()
+            k.set_params(length_scale=np.r_[po["kernel"].length_scale, latent_ls])
+            values = self.unpack(x0)
+            values.update(kernel=k, noise_variance=po["s2"], q_mu=po["q_mu"],
+                          q_sqrt=po["q_sqrt_full"], Z=np.hstack([po["Z"], p["Z"][:, Dh:]]))
+            return values
+
+        v_start = full(ls[Dh:])
+        v_off = full(np.exp(log_hi))
+        if self.mode == "gaussian":
+            rho0 = RHO_SHIFT + softplus_inverse(1.0)  # q(w_n) = N(0, I) = p(w_n)
+            if self.q_w == "gaussian":
+                v_off["w_mean"] = np.zeros_like(v_off["w_mean"])
+                v_off["w_rho"] = np.full_like(v_off["w_rho"], rho0)
+            else:
+                last = len(self.enc_shapes) - 1
+                v_off[f"enc_W{last}"] = np.zeros_like(v_off[f"enc_W{last}"])
+                v_off[f"enc_b{last}"] = np.r_[np.zeros(Dw), np.full(Dw, rho0)]
+        x_start = self.pack(v_start)
+        for _ in range(3):
+            x_start = self.natgrad_rows(x_start, rows, None, 1.0, 1.0, random_state)
+        x_off = self.natgrad_rows(self.pack(v_off), rows, None, 1.0, 1.0, random_state)
+        bound_off = float(self.elbo_rows(x_off, rows, None, 1.0, random_state)[0])
+        return x_start, x_off, bound_off
 
 class CDEParams(NamedTuple):
     """Parameters of one evaluation of :class:`CDEBound`."""

@@ -116,6 +116,15 @@ class DaskRows:
         """First row of each partition, and the number of rows last."""
         return np.concatenate([[0], np.cumsum(self.row_chunks)]).astype(int)
 
+    def gather(self, n_max, random_state):
+        """At most ``n_max`` rows of every array, gathered to the driver (e.g. for a
+        data-derived initialisation): all rows when there are not more, else a sorted random
+        choice from ``random_state``. Returns the numpy arrays in the order of :attr:`arrays`."""
+        dask, _ = _dask()
+        idx = (np.arange(self.n_rows) if self.n_rows <= n_max
+               else np.sort(random_state.choice(self.n_rows, n_max, replace=False)))
+        return [np.asarray(A) for A in dask.compute(*[A[idx] for A in self.arrays.values()])]
+
     def replace(self, name, parts, hold):
         """Make ``parts`` (one delayed block per partition, e.g. a local step's results on the
         workers) the row array ``name``; ``hold`` keeps their persisted futures alive."""
@@ -157,13 +166,14 @@ class DaskRows:
 
         Parameters
         ----------
-        idx : array-like of int
-            Row positions in the whole data.
+        idx : array-like of int or None
+            Row positions in the whole data (``None``: all rows).
         extra : dict of str to ndarray, default=None
             Row-aligned arrays of the minibatch itself (e.g. its Monte Carlo draws), shipped
             with the tasks: row ``j`` belongs to ``idx[j]``.
         """
-        return _DaskSubset(self, np.asarray(idx), dict(extra or {}))
+        idx = np.arange(self.n_rows) if idx is None else np.asarray(idx)
+        return _DaskSubset(self, idx, dict(extra or {}))
 
     def map_blocks(self, fn, names, shared, extra_parts=None):
         """Delayed ``fn(*blocks, *shared)`` per partition (blocks of ``names``, then extras)."""

@@ -65,10 +65,13 @@ class InMemoryRows:
         self.arrays.update(arrays)
 
     def subset(self, idx, extra=None):
-        """The rows ``idx`` (a minibatch) as a new in-memory source (copies), with ``extra``
-        row-aligned arrays of the minibatch itself (e.g. its Monte Carlo draws)."""
-        idx = np.asarray(idx)
-        arrays = {name: A[idx] for name, A in self.arrays.items()}
+        """The rows ``idx`` (a minibatch; ``None``: all rows, not copied) as a new in-memory
+        source, with ``extra`` row-aligned arrays of the minibatch itself (e.g. its Monte Carlo
+        draws)."""
+        if idx is None:
+            arrays = dict(self.arrays)
+        else:
+            arrays = {name: A[np.asarray(idx)] for name, A in self.arrays.items()}
         arrays.update(extra or {})
         return InMemoryRows(arrays, chunk_rows=self.chunk_rows, n_threads=self.n_threads,
                             prefix=self.prefix)

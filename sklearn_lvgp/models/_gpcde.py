@@ -1,37 +1,43 @@
-"""GPCDE: Gaussian-process conditional density estimation with latent covariates.
+"""GPCDE: Gaussian-process conditional density estimation with latent covariates (Salimbeni
+2020, ch. 4). The model and its bound are :class:`~sklearn_lvgp.bounds._gpcde.CDEModel`, the
+predictive mixture :class:`~sklearn_lvgp.bounds._gpcde_predictive.CDEPredictive`; the rows an
+:class:`~sklearn_lvgp.engine.InMemoryRows` or, on dask input, a
+:class:`~sklearn_lvgp.engine._dask.DaskRows`; the optimiser Adam with natural-gradient steps
+(:func:`~sklearn_lvgp.optim._adam.run_adam`) or L-BFGS-B."""
 
-Salimbeni (2020, ch. 4, eqs. 4.1–4.8). A sparse variational GP on the input ``[h(x), w]``, with
-``w ~ N(0, I)`` an unobserved per-point latent covariate; integrating ``w`` out gives non-Gaussian
-conditional densities ``p(y | x)``. The bound and its backward pass are in
-:mod:`sklearn_lvgp.bounds._gpcde`;
-the optimiser is :func:`sklearn_lvgp.optim._adam.run_adam` (natural-gradient steps for ``q(u)``
-interleaved, Salimbeni 2020, §4.2) or L-BFGS-B for the deterministic objectives. On dask input the
-same fit runs with the rows partitioned (:mod:`._gpcde_dask`).
-"""
-
+from functools import partial
 
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 
-from .._core.parallel import threads
-from .._core.validation import check_int
-from ..base import _BaseLVGPRegressor
-from ..engine._dask import is_dask_collection
-from ..likelihoods._mixed_gaussian import mixture_quantiles
-from ..variational._joint_mixing import latent_cross_covariance
-from ._gpcde_dask import fit_gpcde_dask
-from ._gpcde_fit import check_params, fit
-from ._gpcde_predict import (
-    component_chunks,
-    grid_log_density,
-    mixture_log_density,
-    mixture_moments,
-    prediction_nodes,
-    sample_targets,
+from .._core.scaling import column_moments
+from .._core.validation import (
+    check_bool,
+    check_early_stopping,
+    check_float,
+    check_int,
+    check_layer_widths,
+    check_n_inducing,
+    check_natgrad_gamma,
+    check_option,
 )
+from ..base import _BaseLVGPRegressor
+from ..bounds._gpcde import CDEModel
+from ..bounds._gpcde_predictive import CDEPredictive
+from ..engine._dask import DaskRows, _dask, is_dask_collection
+from ..engine._rows import InMemoryRows
+from ..kernels import RBF, as_lvgp_kernel
+from ..optim._adam import AdamState
+from ..optim._collapsed_fit import fit_collapsed_rows
 
 __all__ = ["GPCDE"]
+
+#: Full-batch Adam steps before an ``optimizer="auto"`` L-BFGS-B fit runs again.
+WARM_UP_STEPS = 200
+#: Rows gathered to the driver for the initial k-means inducing inputs and principal directions
+#: of a fit on dask input.
+INIT_ROWS = 20_000
 
 
 class GPCDE(RegressorMixin, _BaseLVGPRegressor):
@@ -280,44 +286,229 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
 
     # ----------------------------------------------------------------------------- checks
     def _check_params(self, X, y):
-        check_params(self, X)
+        Dw = check_int("latent_dim", self.latent_dim, min_value=0)
+        check_option("q_w", self.q_w, ("quadrature", "gaussian", "amortized"))
+        H = check_int("gh_order", self.gh_order, min_value=1)
+        if self.q_w == "quadrature" and Dw > 2:
+            raise ValueError(
+                f"q_w='quadrature' evaluates gh_order**latent_dim = {H}**{Dw} = {H ** Dw} "
+                f"GP marginals per data point per step; it is limited to latent_dim <= 2. Use "
+                f"q_w='amortized' or q_w='gaussian' for latent_dim={Dw}.")
+        check_option("expectation", self.expectation, ("monte_carlo", "unscented"))
+        check_int("n_samples", self.n_samples, min_value=1)
+        check_int("input_projection_dim", self.input_projection_dim, min_value=1,
+                  allow_none=True)
+        check_int("output_mixing_dim", self.output_mixing_dim, min_value=1, allow_none=True)
+        self._kernel = as_lvgp_kernel(self.kernel)
+        check_int("n_inducing", self.n_inducing, min_value=1)
+        check_bool("whiten", self.whiten)
+        check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True)
+        check_option("optimizer", self.optimizer, ("auto", "adam", "lbfgs"))
+        check_natgrad_gamma(self.natgrad_gamma)
+        check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
+        check_option("learning_rate_schedule", self.learning_rate_schedule,
+                     ("constant", "staircase", "cosine"))
+        check_int("batch_size", self.batch_size, min_value=1, allow_none=True)
+        check_int("max_iter", self.max_iter, min_value=1)
+        check_float("tol", self.tol, 0.0, allow_none=True)
+        check_bool("warm_start", self.warm_start)
+        check_early_stopping(self, X.shape[0])
+        if self.early_stopping and self.optimizer == "lbfgs":
+            raise ValueError("early_stopping applies to optimizer='adam' (L-BFGS-B stops on its "
+                             "own tests); got optimizer='lbfgs'.")
+        check_layer_widths("encoder_hidden", self.encoder_hidden)
+        check_int("n_predict_samples", self.n_predict_samples, min_value=1)
+        check_bool("normalize_y", self.normalize_y)
+        check_option("init", self.init, ("auto", "gp", "prior"))
+        if self.init == "gp" and not self._can_switch_off():
+            raise ValueError(
+                "init='gp' switches the latent dimensions off through their length scales: it "
+                "needs latent_dim >= 1, a stationary kernel with one length scale per input "
+                "dimension (ARD) and non-fixed length-scale bounds, and no input_projection_dim "
+                "or output_mixing_dim; use init='prior'.")
+        check_float("jitter", self.jitter, 0.0)
+        if self.optimizer == "lbfgs" and not self._deterministic():
+            raise ValueError(
+                "optimizer='lbfgs' needs a deterministic objective: q_w='quadrature', or "
+                "q_w='gaussian'/'amortized' with expectation='unscented', and no "
+                "input_projection_dim; use optimizer='adam' for sampled objectives.")
+        check_n_inducing(self.n_inducing, X.shape[0], "GPCDE")  # after the data-free checks
+        if self.early_stopping:
+            n_train = X.shape[0] - max(1, int(round(self.validation_fraction * X.shape[0])))
+            if self.n_inducing > n_train:
+                raise ValueError(
+                    f"n_inducing={self.n_inducing} is larger than the {n_train} rows left for "
+                    f"training after holding out validation_fraction={self.validation_fraction} "
+                    "for early stopping; lower n_inducing or validation_fraction.")
+
+    def _deterministic(self):
+        """Whether the bound is deterministic (no sampling: L-BFGS-B can optimise it)."""
+        return self.input_projection_dim is None and (
+            self.q_w == "quadrature" or int(self.latent_dim) == 0
+            or self.expectation == "unscented")
+
+    def _can_switch_off(self):
+        return CDEModel.can_switch_off(self._kernel, int(self.latent_dim),
+                                       self.input_projection_dim is not None,
+                                       self.output_mixing_dim is not None)
 
     # ------------------------------------------------------------------------------- fit
     def _fit(self, X, y, random_state):
-        fit(self, X, self._targets_2d(y), random_state)
-        self._set_fitted(random_state)
-        return self
+        Y = self._targets_2d(y)
+        continuing = self._begin(X, Y, lambda *arrays: arrays)
+        Xs, Ys, held_out = self._held_out((X - self.X_mean_) / self.X_scale_,
+                                          (Y - self.y_mean_) / self.y_scale_, random_state)
+        return self._run(InMemoryRows({"X": Xs, "y": Ys}, prefix="cde"), lambda: (Xs, Ys),
+                         random_state, held_out, continuing)
 
     def _fit_dask(self, X, y, random_state):
-        fit_gpcde_dask(self, X, y, random_state)
-        self._set_fitted(random_state)
+        dask, _ = _dask()
+        X, Y = self._dask_supervised_rows(X, y)
+        if self.early_stopping:
+            raise ValueError("GPCDE on dask input does not support early_stopping=True (its "
+                             "held-out split and score run in memory); fit on numpy arrays or "
+                             "set early_stopping=False.")
+        continuing = self._begin(X, Y, dask.compute)
+        rows = DaskRows({"X": (X - self.X_mean_) / self.X_scale_,
+                         "y": (Y - self.y_mean_) / self.y_scale_})
+        # all rows of smaller data: the fit then equals the in-memory one up to rounding
+        init_rows = partial(rows.gather, INIT_ROWS, random_state)
+        return self._run(rows, init_rows, random_state, None, continuing)
+
+    def _begin(self, X, Y, compute):
+        """Whether this fit continues the previous one (``warm_start``, the same data shape
+        and structure); sets ``optimizer_`` and, in a fresh fit, the standardisation
+        statistics (``compute``: of dask's lazy reductions)."""
+        N = int(X.shape[0])
+        continuing = self._continues_fit((
+            N, int(X.shape[1]), int(Y.shape[1]), int(self.latent_dim), self.q_w,
+            int(self.gh_order), self.expectation, int(self.n_samples),
+            self.input_projection_dim, self.output_mixing_dim, repr(self.kernel),
+            int(self.n_inducing), bool(self.whiten), tuple(int(h) for h in self.encoder_hidden),
+            float(self.jitter), bool(self.early_stopping), float(self.validation_fraction)))
+        # "auto": L-BFGS-B for a deterministic bound on one full batch without early stopping
+        full_batch = self.batch_size is None or int(self.batch_size) >= N
+        self.optimizer_ = self.optimizer if self.optimizer != "auto" else (
+            "lbfgs" if self._deterministic() and full_batch and not self.early_stopping
+            else "adam")
+        if not continuing:
+            self.X_mean_, self.X_scale_ = (np.asarray(a) for a in compute(*column_moments(X)))
+            self.y_mean_, self.y_scale_ = (np.asarray(a)
+                                           for a in compute(*self._target_moments(Y)))
+        return continuing
+
+    def _build(self, Xs, Ys, random_state, n_rows):
+        """The model and its initial parameters, from the standardised rows ``Xs``, ``Ys``
+        (all ``n_rows`` training rows, or a sample of them)."""
+        Dh = Xs.shape[1] if self.input_projection_dim is None else int(self.input_projection_dim)
+        L = Ys.shape[1] if self.output_mixing_dim is None else int(self.output_mixing_dim)
+        D = Dh + int(self.latent_dim)
+        kernel = (RBF(length_scale=np.full(D, np.sqrt(D)), variance=1.0) if self._kernel is None
+                  else self._kernel.initialize(D, random_state))
+        model = CDEModel(kernel, Xs.shape[1], self.input_projection_dim, int(self.latent_dim),
+                         L, Ys.shape[1], int(self.n_inducing), self.output_mixing_dim is not None,
+                         self.q_w, self.expectation, int(self.n_samples), int(self.gh_order),
+                         n_rows, tuple(self.encoder_hidden), bool(self.whiten),
+                         float(self.jitter))
+        return model, model.initial_point(Xs, Ys, float(self.noise_variance_init),
+                                          random_state, n_rows)
+
+    def _run(self, rows, init_rows, rs, held_out, continuing):
+        """The fit on the standardised ``rows`` (a fresh model from ``init_rows()``, or the
+        previous fit's when ``continuing``); ``held_out``: the standardised ``(X, Y)`` of early
+        stopping, or ``None``.
+
+        With ``init="gp"`` (or ``"auto"`` where the latent can be switched off) the switched-off
+        sparse GP is fitted first and kept if its bound is higher; ``"gp"`` starts from it.
+        An ``optimizer="auto"`` L-BFGS-B fit that ends at the noise-only model runs again after
+        ``WARM_UP_STEPS`` full-batch Adam steps, with what is left of ``max_iter``.
+        """
+        N = rows.n_rows
+        if continuing:
+            model, x0 = self._model, self._x
+        else:
+            model, x0 = self._build(*init_rows(), rs, N)
+            self._state = AdamState(x0.size)
+            self.gp_elbo_, self.latent_used_ = None, True
+        self._model = model
+        optimizer = self.optimizer_
+        gp_start = self.init == "gp" and not continuing
+        # "auto" starts from the prior but, as "gp", keeps the switched-off fit if it is better
+        compare = not continuing and (
+            gp_start or (self.init == "auto" and self._can_switch_off()))
+        if compare:
+            fit_sparse_gp = partial(fit_collapsed_rows, rows, jitter=model.jitter,
+                                    verbose=self.verbose, name="GPCDE switched-off fit")
+            x_gp, x_off, self.gp_elbo_ = model.switched_off_start(
+                x0, rows, rs, fit_sparse_gp, self._kernel is not None)
+            if gp_start:
+                x0 = x_gp
+        if optimizer == "lbfgs" and not gp_start and not continuing:
+            x0 = model.natgrad_rows(x0, rows, None, 1.0, 1.0, rs)
+
+        full, minibatch, natgrad = model.objectives(rows, rs)
+        use_ngd = self.natgrad_gamma is not None
+        adam_steps = {
+            "schedule": self.learning_rate_schedule, "gamma": self.natgrad_gamma,
+            "natgrad": natgrad if use_ngd else None, "frozen": model.q_mask() if use_ngd else None,
+            "state": self._state, "horizon": self.max_iter}
+        adam = {} if optimizer == "lbfgs" else adam_steps
+        if held_out is not None:  # score: the held-out rows' mean log predictive density
+            def score(x):
+                return float(np.mean(CDEPredictive.from_prior(
+                    model, x, self.gh_order, self.n_predict_samples, np.random.RandomState(0),
+                    n_jobs=self.n_jobs).log_density(*held_out)))
+
+            adam.update(validation=score, n_iter_no_change=self.n_iter_no_change,
+                        tol=1e-4 if self.tol is None else self.tol)
+        bs = N if self.batch_size is None else min(int(self.batch_size), N)
+        self._x, history, n_iter, self.validation_scores_ = self._optimise(
+            optimizer, x0, model.bounds(), full=full, minibatch=minibatch, n_data=N,
+            batch_size=bs, random_state=rs, **adam)
+        left = self.max_iter - n_iter - WARM_UP_STEPS
+        if (optimizer == "lbfgs" and self.optimizer == "auto" and not continuing and not gp_start
+                and left > 0 and model.noise_only(self._x)):
+            # L-BFGS-B's first, long steps from the prior start can end in the noise-only
+            # optimum (signal variance at its lower bound): once more, after full-batch Adam
+            # steps, with the iterations max_iter has left
+            x1, warm_history, _, _ = self._optimise(
+                "adam", x0, model.bounds(), minibatch=minibatch, n_data=N, batch_size=N,
+                random_state=rs, max_iter=WARM_UP_STEPS, stop_tol=None, **adam_steps)
+            x1, history1, n_iter1, _ = self._optimise(
+                "lbfgs", x1, model.bounds(), full=full, max_iter=left)
+            n_iter += WARM_UP_STEPS + n_iter1
+            if history1[-1] > history[-1]:
+                self._x, history = x1, np.concatenate([warm_history, history1])
+        self.elbo_history_ = (np.concatenate([self.elbo_history_, history]) if continuing
+                              else history)
+        self.n_iter_ = self.n_iter_ + n_iter if continuing else n_iter
+        # L-BFGS-B: the bound at the end; Adam: the mean of the last 100 minibatch estimates
+        self.elbo_ = float(np.mean(history[-(1 if optimizer == "lbfgs" else 100):]))
+        if compare:
+            final = self.elbo_ if model.deterministic else model.mean_bound(self._x, rows, rs)
+            if self.gp_elbo_ > final:
+                self._x, self.elbo_, self.latent_used_ = x_off, self.gp_elbo_, False
+            else:
+                self.elbo_ = final
+        self._set_fitted(rs)
         return self
 
     def _set_fitted(self, rs):
         model = self._model
         p = model.unpack(self._x)
-        self.kernel_ = p["kernel"]
-        self.inducing_inputs_ = p["Z"]
-        self.q_mu_ = p["q_mu"]
-        self.q_sqrt_ = p["q_sqrt_full"]
-        self.noise_variance_ = p["s2"]
-        self.P_ = p["P_"]
-        self.A_mean_ = p["A_mu"] if model.projection else None
-        self.A_std_ = p["A_s"] if model.projection else None
-        # predictive integration over w (and A) under the prior p(w)
-        self._nodes, self._logw, self._A_draws = prediction_nodes(
-            model, self.gh_order, self.n_predict_samples, self.A_mean_, self.A_std_, rs)
+        self.kernel_, self.inducing_inputs_, self.q_mu_ = p["kernel"], p["Z"], p["q_mu"]
+        self.q_sqrt_, self.noise_variance_, self.P_ = p["q_sqrt_full"], p["s2"], p["P_"]
+        self.A_mean_, self.A_std_ = ((p["A_mu"], p["A_s"]) if model.projection
+                                     else (None, None))
+        # the predictive mixture over w (and A) under the prior p(w)
+        pred = CDEPredictive.from_prior(model, self._x, self.gh_order, self.n_predict_samples,
+                                        rs)
+        self._nodes, self._logw, self._A_draws = pred.nodes, pred.logw, pred.A_draws
 
     # --------------------------------------------------------------------------- predict
-    def _component_chunks(self, Xs):
-        """``(rows, mu, var)`` of the latent marginals at every node, in row chunks."""
-        return component_chunks(self._model, self._x, Xs, self._nodes, self._A_draws,
-                                self.n_jobs)
-
-    def _mixture_moments(self, Xs):
-        """Per-node means/variances of every output, ``(n, J, D_y)``, original units."""
-        return mixture_moments(self._component_chunks(Xs), self.P_, self.noise_variance_,
-                               self.y_mean_, self.y_scale_)
+    def _predictive(self):
+        return CDEPredictive(self._model, self._x, self._nodes, self._logw, self._A_draws,
+                             self.y_mean_, self.y_scale_, self.n_jobs)
 
     def predict(self, X, return_std=False, return_cov=False):
         """Mean (and standard deviation or covariance) of the predictive mixture ``p(y | x)``.
@@ -349,25 +540,17 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         if is_dask_collection(X):
             return self._predict_on_partitions(X, return_std, return_cov)
         Xs = self._standardised_inputs(X)
-        m, v = self._mixture_moments(Xs)
-        w = np.exp(self._logw)[None, :, None]
-        mean = np.sum(w * m, axis=1)
+        predictive = self._predictive()
+        mean, var = predictive.mean_variance(Xs)
         if not (return_std or return_cov):
             return self._target_shape(mean)
-        var = np.maximum(np.sum(w * (v + m * m), axis=1) - mean * mean, 0.0)
         if return_std:
             return self._target_shape(mean), self._target_shape(np.sqrt(var))
         if self.input_projection_dim is not None or self.output_mixing_dim is not None:
             raise ValueError("return_cov is available without input_projection_dim and "
                              "output_mixing_dim only (their posteriors couple the rows' "
                              "latent inputs); use sample_y for joint draws of one row.")
-        with threads(self.n_jobs):
-            cov = latent_cross_covariance(self.kernel_, self.inducing_inputs_, self.q_sqrt_,
-                                          float(self.jitter), bool(self.whiten), Xs,
-                                          self._nodes, self._logw)
-        cov = cov * (self.y_scale_ ** 2)[None, None, :]
-        idx = np.arange(Xs.shape[0])
-        cov[idx, idx, :] = var
+        cov = predictive.covariance(Xs, var)
         return self._target_shape(mean), (cov[:, :, 0] if self._y_ndim == 1 else cov)
 
     def predict_log_density(self, X, y):
@@ -391,10 +574,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         """
         Xs = self._standardised_inputs(X)
         Y = self._check_targets(y, Xs.shape[0], self.y_mean_.size)
-        Ys = (Y - self.y_mean_) / self.y_scale_
-        out = mixture_log_density(self._component_chunks(Xs), Ys, self.P_,
-                                  self.noise_variance_, self._logw)
-        return out - np.sum(np.log(self.y_scale_))
+        return self._predictive().log_density(Xs, Y)
 
     def predict_density(self, X, y_grid):
         """Predictive density ``p(y | x)`` on a grid of target values (for plotting).
@@ -417,10 +597,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         if G.shape[1] != self.y_mean_.size or not np.all(np.isfinite(G)):
             raise ValueError(f"y_grid must be finite with {self.y_mean_.size} target column(s), "
                              f"got shape {np.shape(y_grid)}.")
-        Gs = (G - self.y_mean_) / self.y_scale_
-        out = grid_log_density(self._component_chunks(Xs), Xs.shape[0], Gs, self.P_,
-                               self.noise_variance_, self._logw)
-        return np.exp(out - np.sum(np.log(self.y_scale_)))
+        return np.exp(self._predictive().grid_log_density(Xs, G))
 
     def predict_quantiles(self, X, q):
         """Compute quantiles of each target's predictive marginal (a Gaussian mixture).
@@ -441,8 +618,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
         if qs.ndim != 1 or qs.size == 0 or not np.all((qs > 0) & (qs < 1)):
             raise ValueError(f"quantiles must be strictly between 0 and 1, got {q!r}.")
-        m, v = self._mixture_moments(self._standardised_inputs(X))  # (n, J, D)
-        out = mixture_quantiles(m, v, self._logw, qs)
+        out = self._predictive().quantiles(self._standardised_inputs(X), qs)
         return out[:, 0, :] if self._y_ndim == 1 else out
 
     def sample_y(self, X, n_samples=1, random_state=0):
@@ -464,10 +640,6 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
             Samples in original units.
         """
         Xs = self._standardised_inputs(X)
-        S = check_int("n_samples", n_samples, min_value=1)
-        rs = check_random_state(random_state)
-        n = Xs.shape[0]
-        ys = sample_targets(self._model, self._x, Xs, S, rs, self.A_mean_, self.A_std_, self.P_,
-                            self.noise_variance_, self.n_jobs)
-        ys = (self.y_mean_ + self.y_scale_ * ys).reshape(n, S, -1).transpose(0, 2, 1)
+        ys = self._predictive().sample(Xs, check_int("n_samples", n_samples, min_value=1),
+                                       check_random_state(random_state))
         return ys[:, 0, :] if self._y_ndim == 1 else ys

@@ -5,18 +5,26 @@ The bound is evaluated on a chunked collapsed bound of :mod:`sklearn_lvgp.bounds
 :func:`fit_collapsed` packs the kernel hyperparameters, the noise variance and (optionally) the
 inducing inputs, maximises the bound from a given start and evaluates it once more at the end.
 It takes plain arrays and kernels, so any model whose fit is, or contains, a sparse GP
-regression on given data calls it.
+regression on given data calls it; :func:`fit_collapsed_rows` runs it on the rows of a row
+source (in memory or on Dask) as one stage of another model's fit.
 """
 
+import warnings
 from typing import NamedTuple
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
+from .._core.linalg import settled_jitter
 from .._core.params import ParamPacker, softplus_inverse
+from .._core.progress import fit_progress
+from .._core.scaling import column_scales
 from ..bounds._collapsed import CollapsedKernelBound, CollapsedPsiBound
+from ..engine._dask import _dask, is_dask_collection
 from ._lbfgsb import minimize_lbfgsb
 
-__all__ = ["CollapsedFit", "collapsed_bound_and_grads", "fit_collapsed", "make_collapsed_bound"]
+__all__ = ["CollapsedFit", "collapsed_bound_and_grads", "fit_collapsed", "fit_collapsed_rows",
+           "make_collapsed_bound"]
 
 
 def make_collapsed_bound(X, Y, X_var=None):
@@ -202,3 +210,55 @@ def fit_collapsed(kernel, X, Y, Z0, noise0, *, bound, var_y, z_scale, jitter, X_
                                            jitter=jitter, max_tries=6, need_Z=False,
                                            bound=bound)
     return CollapsedFit(work, Z, s2, n_iter, F, post)
+
+
+def fit_collapsed_rows(rows, kernel, noise_variance, Z, *, jitter, verbose=0,
+                       name="collapsed bound"):
+    """:func:`fit_collapsed` of the rows ``"X"`` and ``"y"`` of a row source, from a start, as
+    one stage of another model's fit.
+
+    The fit is :class:`~sklearn_lvgp.SparseGPRegressor`'s with its iteration budget (1000
+    L-BFGS-B iterations, Z optimised, the jitter settled at the start): a run cut short in the
+    flat directions of switched-off length scales would end where rounding in the data sends
+    it. It reports to no callback and raises no ``ConvergenceWarning``: the enclosing fit's
+    optimiser does.
+
+    Parameters
+    ----------
+    rows : InMemoryRows or DaskRows
+        The rows (the bound's chunks then run where the partitions live; the target variance
+        and column scales come from dask's reductions).
+    kernel : Kernel
+        Starting kernel, initialised here on ``Z.shape[1]`` inputs.
+    noise_variance : float
+        Starting noise variance.
+    Z : ndarray of shape (M, Q)
+        Starting inducing inputs.
+    jitter : float
+        Requested relative jitter on ``Kuu``.
+    verbose : int, default=0
+        Progress lines of the optimiser.
+    name : str, default="collapsed bound"
+        Used in messages.
+
+    Returns
+    -------
+    CollapsedFit
+    """
+    X, Y = rows.arrays["X"], rows.arrays["y"]
+    stats = (Y.var(axis=0).mean(), column_scales(X))
+    if is_dask_collection(X):
+        dask, _ = _dask()
+        stats = dask.compute(*stats)
+        bound = CollapsedKernelBound(rows=rows)
+    else:
+        bound = make_collapsed_bound(X, Y)
+    var_y, z_scale = float(stats[0]), np.asarray(stats[1])
+    kernel = kernel.initialize(Z.shape[1], np.random.RandomState(0))
+    Z0 = np.array(Z, dtype=np.float64)
+    with warnings.catch_warnings(), fit_progress(None, None):
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return fit_collapsed(kernel, None, None, Z0, float(noise_variance), bound=bound,
+                             var_y=var_y if var_y > 0 else 1.0, z_scale=z_scale,
+                             jitter=settled_jitter(kernel.K(Z0), jitter), verbose=verbose,
+                             name=name)

@@ -1,6 +1,7 @@
 """GPCDE: behaviour, bad input, predictive-density API, small bimodal reproduction."""
 
 import warnings
+from functools import partial
 
 import numpy as np
 import pytest
@@ -9,17 +10,18 @@ from sklearn.metrics import r2_score
 from sklearn.preprocessing import StandardScaler, scale
 
 from sklearn_lvgp._core.parallel import threads
+from sklearn_lvgp.bounds._gpcde_predictive import CDEPredictive
 from sklearn_lvgp.datasets._conditional import (
     bimodal_conditional_log_density,
     make_bimodal_conditional,
 )
+from sklearn_lvgp.engine import InMemoryRows
 from sklearn_lvgp.kernels import RBF, Matern32
 from sklearn_lvgp.metrics import neg_log_predictive_density
 from sklearn_lvgp.models._gpcde import GPCDE
-from sklearn_lvgp.models._gpcde_data import MemoryRows
-from sklearn_lvgp.models._gpcde_warm_start import full_bound, gp_warm_start
 from sklearn_lvgp.models._sgpr import SparseGPRegressor
 from sklearn_lvgp.optim._adam import DivergenceError
+from sklearn_lvgp.optim._collapsed_fit import fit_collapsed_rows
 
 FAST = {"n_inducing": 8, "gh_order": 20, "max_iter": 40, "learning_rate": 0.05,
         "optimizer": "adam", "random_state": 0}
@@ -188,7 +190,18 @@ def _fitted_bound(m, X, y, seed=0, n_eval=1):
     """The full-batch bound at the fitted parameters, recomputed from the model's objective on
     the standardised data (not read from ``elbo_``), averaged over ``n_eval`` draws."""
     Xs, Ys = _standardised(m, X, y)
-    return full_bound(m._model, m._x, MemoryRows(Xs, Ys), np.random.RandomState(seed), n_eval)
+    return m._model.mean_bound(m._x, _rows(Xs, Ys), np.random.RandomState(seed), n_eval)
+
+
+def _rows(Xs, Ys):
+    return InMemoryRows({"X": Xs, "y": Ys}, prefix="cde")
+
+
+def _switched_off_start(model, x0, Xs, Ys, rs, user_kernel):
+    """:meth:`CDEModel.switched_off_start` as ``GPCDE`` runs it on the standardised rows."""
+    rows = _rows(Xs, Ys)
+    fit = partial(fit_collapsed_rows, rows, jitter=model.jitter, name="switched-off fit")
+    return model.switched_off_start(x0, rows, rs, fit, user_kernel)
 
 
 def _near_noiseless(n, rs):
@@ -220,7 +233,7 @@ def test_gp_warm_start_near_noiseless():
     assert cold.gp_elbo_ is None and cold.latent_used_
     if not warm.latent_used_:
         # switched off: every quadrature node gives the same predictive component
-        m, v = warm._mixture_moments(warm._standardised_inputs(Xt[:5]))
+        m, v = warm._predictive().moments(warm._standardised_inputs(Xt[:5]))
         np.testing.assert_allclose(m, np.broadcast_to(m[:, :1], m.shape), atol=1e-5)
         np.testing.assert_allclose(v, np.broadcast_to(v[:, :1], v.shape), rtol=1e-3)
 
@@ -262,10 +275,6 @@ def test_switched_off_fit_is_the_sparse_gp_regressor(user_kernel):
     """The switched-off candidate is SparseGPRegressor on the standardised data, the better of
     its fits from the model's start and from the regressor's: the full model's bound with the
     latent switched off equals that regressor's collapsed bound."""
-    from sklearn_lvgp.models._gpcde_data import MemoryRows
-    from sklearn_lvgp.models._gpcde_fit import build
-    from sklearn_lvgp.models._gpcde_warm_start import gp_warm_start
-
     rs = np.random.RandomState(0)
     X = rs.uniform(-3, 3, (60, 2))
     Xs = scale(X)
@@ -273,10 +282,9 @@ def test_switched_off_fit_is_the_sparse_gp_regressor(user_kernel):
     kernel = Matern32(length_scale=[0.5, 2.0, 1.0]) if user_kernel else None
     est = GPCDE(n_inducing=10, gh_order=10, kernel=kernel, noise_variance_init=0.05)
     est._kernel = kernel
-    model, x0 = build(est, Xs, Ys, np.random.RandomState(1))
+    model, x0 = est._build(Xs, Ys, np.random.RandomState(1), Xs.shape[0])
     with threads(1):
-        bound_off = gp_warm_start(model, x0, MemoryRows(Xs, Ys), rs, "quadrature",
-                                  user_kernel)[2]
+        bound_off = _switched_off_start(model, x0, Xs, Ys, rs, user_kernel)[2]
         p = model.unpack(x0)
         k0 = p["kernel"].clone()
         k0.set_params(length_scale=np.asarray(p["kernel"].length_scale)[:2])
@@ -296,9 +304,8 @@ def test_gp_warm_start_gaussian_q(data, q_w):
     m = GPCDE(**{**FAST, "q_w": q_w}).fit(X, y)
     assert np.isfinite(m.gp_elbo_) and np.isfinite(m.elbo_)
     Xs, Ys = _standardised(m, X, y)
-    x_off = gp_warm_start(m._model, m._x, MemoryRows(Xs, Ys), np.random.RandomState(1), q_w,
-                          False)[1]
-    off = [full_bound(m._model, x_off, MemoryRows(Xs, Ys), np.random.RandomState(s), 1)
+    x_off = _switched_off_start(m._model, m._x, Xs, Ys, np.random.RandomState(1), False)[1]
+    off = [m._model.mean_bound(x_off, _rows(Xs, Ys), np.random.RandomState(s), 1)
            for s in range(3)]
     np.testing.assert_allclose(off, off[0], rtol=1e-9)
     kept = [_fitted_bound(m, X, y, seed) for seed in range(3)]
@@ -415,8 +422,6 @@ def test_lbfgs_fit_ending_noise_only_runs_again_after_adam_steps():
     """``optimizer="auto"``: L-BFGS-B from the prior start ends in the noise-only optimum on
     this seed (signal variance at its lower bound, as ``optimizer="lbfgs"`` shows); the fit
     is run again after 200 full-batch Adam steps and then uses the latent."""
-    from sklearn_lvgp.models._gpcde_fit import noise_only
-
     X, y = _two_branches(100, 0, True)
     Xt, yt = _two_branches(500, 100, True)
     kw = {"n_inducing": 20, "max_iter": 400, "random_state": 0}
@@ -424,8 +429,8 @@ def test_lbfgs_fit_ending_noise_only_runs_again_after_adam_steps():
         warnings.simplefilter("ignore", ConvergenceWarning)
         plain = GPCDE(optimizer="lbfgs", **kw).fit(X, y)
         auto = GPCDE(**kw).fit(X, y)
-    assert noise_only(plain.kernel_) and plain.n_iter_ < 400
-    assert auto.optimizer_ == "lbfgs" and auto.latent_used_ and not noise_only(auto.kernel_)
+    assert plain._model.noise_only(plain._x) and plain.n_iter_ < 400
+    assert auto.optimizer_ == "lbfgs" and auto.latent_used_ and not auto._model.noise_only(auto._x)
     assert plain.n_iter_ + 200 < auto.n_iter_ <= 400  # both runs counted, within max_iter
     assert auto.elbo_ > plain.elbo_ + 10
     gain = auto.predict_log_density(Xt, yt).mean() - plain.predict_log_density(Xt, yt).mean()
@@ -499,8 +504,6 @@ def test_return_cov_refused_with_a_projection():
 
 # ------------------------------------------------------------------------- early stopping
 def test_early_stopping_stops_on_the_held_out_density_and_keeps_the_best_state():
-    from sklearn_lvgp.models._gpcde_fit import heldout_log_density
-
     rng = np.random.default_rng(0)
     X = rng.uniform(-2, 2, size=(120, 1))
     y = rng.standard_normal(120)  # no signal: the held-out density stops improving soon
@@ -514,7 +517,9 @@ def test_early_stopping_stops_on_the_held_out_density_and_keeps_the_best_state()
     held = perm[:12]
     Xs = (X - m.X_mean_) / m.X_scale_
     Ys = ((y - m.y_mean_) / m.y_scale_).reshape(-1, 1)
-    kept = heldout_log_density(m, m._model, m._x, Xs[held], Ys[held])
+    kept = CDEPredictive.from_prior(m._model, m._x, m.gh_order, m.n_predict_samples,
+                                    np.random.RandomState(0)).log_density(Xs[held], Ys[held])
+    kept = np.mean(kept)
     np.testing.assert_allclose(kept, scores.max(), rtol=1e-10)
 
 
