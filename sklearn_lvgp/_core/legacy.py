@@ -72,7 +72,7 @@ LEGACY_MODULES = {
     "_engine._dsvi": "bounds._dsvi",
     "_engine._ldgd": "bounds._ldgd",
     "_engine._dvmgp": "bounds._dvmgp",
-    "_cde._bound": "bounds._gpcde",
+    "_cde._bound": ("bounds._gpcde", "bounds._gpcde_bound"),
     "_ldgd_parts._objective": "bounds._ldgd_objective",
     "_ldgd_parts._problem": "bounds._ldgd_problem",
     "_iwvi": "bounds._iwvi",
