@@ -130,6 +130,16 @@ def test_serial_and_parallel_twins_agree_bit_for_bit(rng):
         outs.append(out)
     for a, b in zip(*outs, strict=True):
         np.testing.assert_array_equal(a, b)
+    yk = rng.integers(0, 4, 2000)
+    muk = rng.standard_normal((2000, 4))
+    sdk = rng.uniform(0.3, 1.0, (2000, 4))
+    outs = []
+    for twin in (_nb.robust_max_prob.serial, _nb.robust_max_prob.parallel):
+        out = (np.empty(2000), np.empty((2000, 4)), np.empty((2000, 4)))
+        twin(yk, muk, sdk, x, w, *out)
+        outs.append(out)
+    for a, b in zip(*outs, strict=True):
+        np.testing.assert_array_equal(a, b)
     yk = rng.integers(0, 4, 500)
     muk = rng.standard_normal((500, 4))
     sdk = rng.uniform(0.3, 1.0, (500, 4))

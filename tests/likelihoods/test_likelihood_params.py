@@ -2,6 +2,8 @@
 theta and bounds in transformed space, "fixed", nesting in an estimator as ``likelihood__<name>``;
 bad values and bad targets give clear errors."""
 
+import pickle
+
 import numpy as np
 import pytest
 from likelihood_cases import CASES, IDS
@@ -49,6 +51,7 @@ def test_get_set_params_and_clone(name, factory, make_data, rng):
     np.testing.assert_array_equal(twin.variational_expectation(y, mu, var),
                                   lik.variational_expectation(y, mu, var))
     assert repr(lik).startswith(type(lik).__name__ + "(")
+    assert pickle.loads(pickle.dumps(lik)) == lik
 
 
 @pytest.mark.parametrize(("name", "factory", "make_data"), CASES, ids=IDS)
