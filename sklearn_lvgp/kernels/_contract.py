@@ -13,6 +13,12 @@ are computed once. Hyperparameters live as plain attributes named after the ``__
 ``theta`` is the flat vector of the free ones in their transformed space (``log`` for positive
 quantities, identity for unconstrained weights), and every ``theta`` gradient is with respect to it.
 
+The hyperparameter machinery itself (``get_params``/``set_params``/``clone``, ``theta``, ``bounds``,
+``"fixed"``) is :class:`HyperparameterBase`, which knows nothing of covariances: the likelihoods
+(:mod:`sklearn_lvgp.likelihoods`) derive from it too. Besides ``"log"`` and ``"identity"`` it has
+two transforms that kernels do not use: ``"logit"`` for values in ``(0, 1)`` and ``"ordered"`` for
+increasing vectors (``theta = [v_0, log(v_1 - v_0), log(v_2 - v_1), ...]``).
+
 :class:`KernelBase` is all of this but the algebra: ``+`` and ``*`` build
 :class:`~sklearn_lvgp.kernels.Sum` and :class:`~sklearn_lvgp.kernels.Product`, so they are
 defined beside those classes, on :class:`~sklearn_lvgp.kernels.Kernel`, the class every kernel
@@ -26,17 +32,17 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Hyperparameter", "KernelVJP", "KernelBase"]
+__all__ = ["Hyperparameter", "HyperparameterBase", "KernelVJP", "KernelBase"]
 
 
 class Hyperparameter(NamedTuple):
-    """Description of one hyperparameter of a kernel.
+    """Description of one hyperparameter of a kernel (or a likelihood).
 
     Parameters
     ----------
     name : str
         Attribute name on the kernel (also the ``__init__`` argument).
-    transform : {"log", "identity"}
+    transform : {"log", "identity", "logit", "ordered"}
         Space in which ``theta`` holds the value.
     n_elements : int
         Number of scalars.
@@ -88,6 +94,47 @@ def _check_pair(X, Z):
     return X, Z
 
 
+def _to_theta(transform, value):
+    """A hyperparameter's flat natural ``value`` in ``theta`` space."""
+    if transform == "log":
+        return np.log(value)
+    if transform == "identity":
+        return value
+    if transform == "logit":
+        return np.log(value) - np.log1p(-value)
+    if transform == "ordered":
+        return np.concatenate([value[:1], np.log(np.diff(value))])
+    raise ValueError(f"Unknown hyperparameter transform {transform!r}.")
+
+
+def _from_theta(transform, chunk):
+    """Inverse of :func:`_to_theta` (a new array)."""
+    if transform == "log":
+        return np.exp(chunk)
+    if transform == "identity":
+        return chunk.copy()
+    if transform == "logit":
+        return 1.0 / (1.0 + np.exp(-chunk))
+    if transform == "ordered":
+        return np.concatenate([chunk[:1], chunk[:1] + np.cumsum(np.exp(chunk[1:]))])
+    raise ValueError(f"Unknown hyperparameter transform {transform!r}.")
+
+
+def _bounds_to_theta(transform, b):
+    """Natural-space bounds ``b`` of shape ``(n, 2)`` in ``theta`` space. For ``"ordered"`` the
+    bounds are those of the gaps between consecutive entries; the first entry is unbounded."""
+    with np.errstate(divide="ignore"):
+        if transform == "log":
+            return np.log(b)
+        if transform == "logit":
+            return np.log(b) - np.log1p(-b)
+        if transform == "ordered":
+            out = np.log(b)
+            out[:1] = (-np.inf, np.inf)
+            return out
+    return b
+
+
 @functools.cache
 def _init_param_names(cls):
     """Sorted ``__init__`` argument names of a kernel class.
@@ -109,14 +156,19 @@ def _bounds_names(cls):
     return tuple((name, transform, f"{name}_bounds") for name, transform in cls._hyperparameters)
 
 
-class KernelBase(ABC):
-    """Hyperparameters and the VJP contract of a kernel, without the algebra.
+class HyperparameterBase:
+    """scikit-learn-style hyperparameters: ``get_params``/``set_params``/``clone``, ``theta``.
 
-    Kernels derive from :class:`~sklearn_lvgp.kernels.Kernel`, which adds ``+`` and ``*`` and
-    describes how a subclass declares its hyperparameters.
+    A subclass declares its hyperparameters in the class attribute ``_hyperparameters``, a tuple
+    of ``(name, transform)`` pairs; each name is an ``__init__`` argument stored verbatim, with a
+    companion ``<name>_bounds`` argument (a ``(low, high)`` pair in the natural space, ``None``
+    for unbounded, or ``"fixed"``). The base of kernels (:class:`KernelBase`) and of likelihoods
+    (:class:`sklearn_lvgp.likelihoods.Likelihood`).
     """
 
     _hyperparameters: tuple = ()
+    #: Word for the object in error messages.
+    _noun = "object"
 
     # ------------------------------------------------------------------ sklearn-style parameters
     @classmethod
@@ -124,12 +176,12 @@ class KernelBase(ABC):
         return list(_init_param_names(cls))
 
     def get_params(self, deep=True):
-        """Get the parameters of this kernel (nested kernels expanded with ``__`` when ``deep``).
+        """Get the parameters (those of nested kernels expanded with ``__`` when ``deep``).
 
         Parameters
         ----------
         deep : bool, default=True
-            Whether to include the parameters of nested kernels.
+            Whether to include the parameters of nested objects.
 
         Returns
         -------
@@ -140,13 +192,13 @@ class KernelBase(ABC):
         for name in self._get_param_names():
             value = getattr(self, name)
             params[name] = value
-            if deep and isinstance(value, KernelBase):
+            if deep and isinstance(value, HyperparameterBase):
                 for k, v in value.get_params(deep=True).items():
                     params[f"{name}__{k}"] = v
         return params
 
     def set_params(self, **params):
-        """Set parameters (``k1__length_scale=...`` reaches nested kernels).
+        """Set parameters (``k1__length_scale=...`` reaches nested objects).
 
         Parameters
         ----------
@@ -155,15 +207,15 @@ class KernelBase(ABC):
 
         Returns
         -------
-        self : Kernel
-            This kernel.
+        self : object
+            This object.
         """
         valid = self.get_params(deep=True)
         nested = {}
         for key, value in params.items():
             head, _, tail = key.partition("__")
             if head not in valid:
-                raise ValueError(f"Invalid parameter {head!r} for kernel {self!r}.")
+                raise ValueError(f"Invalid parameter {head!r} for {self._noun} {self!r}.")
             if tail:
                 nested.setdefault(head, {})[tail] = value
             else:
@@ -177,12 +229,12 @@ class KernelBase(ABC):
 
         Returns
         -------
-        kernel : Kernel
-            An independent copy.
+        copy : object
+            An independent copy of the same class.
         """
         params = {}
         for name, value in self.get_params(deep=False).items():
-            if isinstance(value, KernelBase):
+            if isinstance(value, HyperparameterBase):
                 value = value.clone()
             elif isinstance(value, np.ndarray):
                 value = value.copy()
@@ -199,7 +251,7 @@ class KernelBase(ABC):
 
         Returns
         -------
-        kernel : Kernel
+        copy : object
             The copy.
         """
         k = self.clone()
@@ -220,7 +272,7 @@ class KernelBase(ABC):
 
     @property
     def hyperparameters(self):
-        """List of :class:`Hyperparameter` of this kernel (children prefixed for composites)."""
+        """List of :class:`Hyperparameter` (children prefixed for composite kernels)."""
         out = []
         for name, transform, n, fixed in self._layout():
             raw = getattr(self, f"{name}_bounds")
@@ -229,8 +281,7 @@ class KernelBase(ABC):
             else:
                 b = np.asarray(raw, dtype=np.float64)
                 b = np.broadcast_to(b.reshape(-1, 2) if b.ndim == 2 else b, (n, 2)).copy()
-                if transform == "log":
-                    b = np.log(b)
+                b = _bounds_to_theta(transform, b)
             out.append(Hyperparameter(name, transform, n, b, fixed))
         return out
 
@@ -242,7 +293,7 @@ class KernelBase(ABC):
             if fixed:
                 continue
             v = np.asarray(getattr(self, name), dtype=np.float64).reshape(-1)
-            parts.append(np.log(v) if transform == "log" else v)
+            parts.append(_to_theta(transform, v))
         return np.concatenate(parts) if parts else np.zeros(0)
 
     @theta.setter
@@ -251,12 +302,13 @@ class KernelBase(ABC):
         layout = [h for h in self._layout() if not h[3]]  # once: it is on every evaluation
         n_theta = sum(h[2] for h in layout)
         if theta.size != n_theta:
-            raise ValueError(f"theta has {theta.size} entries, kernel {self!r} has {n_theta}.")
+            raise ValueError(
+                f"theta has {theta.size} entries, {self._noun} {self!r} has {n_theta}.")
         i = 0
         for name, transform, n, _ in layout:
             chunk = theta[i:i + n]
             i += n
-            value = np.exp(chunk) if transform == "log" else chunk.copy()
+            value = _from_theta(transform, chunk)
             old = getattr(self, name)
             if np.ndim(old) == 0:
                 value = float(value[0])
@@ -288,6 +340,51 @@ class KernelBase(ABC):
             out[i:i + n] = np.asarray(grads[name], dtype=np.float64).reshape(-1)
             i += n
         return out
+
+    # ----------------------------------------------------------------------------- equality
+    def __eq__(self, other):
+        if type(self) is not type(other):
+            return False
+        a, b = self.get_params(deep=False), other.get_params(deep=False)
+        if a.keys() != b.keys():
+            return False
+        for key in a:
+            va, vb = a[key], b[key]
+            if isinstance(va, HyperparameterBase) or isinstance(vb, HyperparameterBase):
+                if va != vb:
+                    return False
+            elif isinstance(va, str) or isinstance(vb, str) or va is None or vb is None:
+                if not (isinstance(va, type(vb)) and va == vb):
+                    return False
+            elif not np.array_equal(np.asarray(va, dtype=object), np.asarray(vb, dtype=object)):
+                return False
+        return True
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        parts = []
+        for name, _ in self._hyperparameters:
+            v = getattr(self, name)
+            if v is None:
+                parts.append(f"{name}=None")
+            elif np.ndim(v) == 0:
+                parts.append(f"{name}={float(v):.3g}")
+            else:
+                arr = np.asarray(v)
+                parts.append(f"{name}=[{', '.join(f'{x:.3g}' for x in arr.ravel()[:6])}"
+                             f"{', ...' if arr.size > 6 else ''}]")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+
+class KernelBase(HyperparameterBase, ABC):
+    """Hyperparameters and the VJP contract of a kernel, without the algebra.
+
+    Kernels derive from :class:`~sklearn_lvgp.kernels.Kernel`, which adds ``+`` and ``*`` and
+    describes how a subclass declares its hyperparameters.
+    """
+
+    _noun = "kernel"
 
     # ------------------------------------------------------------------------- the contract
     @abstractmethod
@@ -461,38 +558,3 @@ class KernelBase(ABC):
             ``[self]`` unless the kernel is a :class:`Sum`, whose summands are flattened.
         """
         return [self]
-
-    # ----------------------------------------------------------------------------- equality
-    def __eq__(self, other):
-        if type(self) is not type(other):
-            return False
-        a, b = self.get_params(deep=False), other.get_params(deep=False)
-        if a.keys() != b.keys():
-            return False
-        for key in a:
-            va, vb = a[key], b[key]
-            if isinstance(va, KernelBase) or isinstance(vb, KernelBase):
-                if va != vb:
-                    return False
-            elif isinstance(va, str) or isinstance(vb, str) or va is None or vb is None:
-                if not (isinstance(va, type(vb)) and va == vb):
-                    return False
-            elif not np.array_equal(np.asarray(va, dtype=object), np.asarray(vb, dtype=object)):
-                return False
-        return True
-
-    __hash__ = object.__hash__
-
-    def __repr__(self):
-        parts = []
-        for name, _ in self._hyperparameters:
-            v = getattr(self, name)
-            if v is None:
-                parts.append(f"{name}=None")
-            elif np.ndim(v) == 0:
-                parts.append(f"{name}={float(v):.3g}")
-            else:
-                arr = np.asarray(v)
-                parts.append(f"{name}=[{', '.join(f'{x:.3g}' for x in arr.ravel()[:6])}"
-                             f"{', ...' if arr.size > 6 else ''}]")
-        return f"{type(self).__name__}({', '.join(parts)})"
