@@ -244,6 +244,37 @@ class _BaseLVGP(BaseEstimator):
         n_val = max(1, int(round(self.validation_fraction * n_rows)))
         return np.sort(perm[n_val:]), np.sort(perm[:n_val])
 
+    # -------------------------------------- early stopping on held-out rows (one latent per row)
+    def _held_out_check(self, hold, score):
+        """``validation(flat) -> float`` of Adam's early stopping on the held-out rows.
+
+        ``hold(model, flat)`` makes ``model``, a shallow copy of this estimator, hold the model
+        of the flat parameters ``flat``; ``score(model)`` scores the held-out rows under it.
+        Without the fit's callback, and without the ``ConvergenceWarning`` of the inner
+        inference (a fixed budget).
+        """
+        def validation(flat):
+            with fit_progress(self, None), warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                model = copy.copy(self)
+                hold(model, flat)
+                return float(score(model))
+
+        return validation
+
+    def _fill_held_out_latents(self, train, held_out, infer):
+        """After a fit on the rows ``train``: ``latent_mean_`` and ``latent_variance_`` of all
+        rows, those of the rows ``held_out`` from ``infer() -> (mean, variance)`` with the final
+        model (its ``ConvergenceWarning`` ignored)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            mu_v, var_v = infer()
+        mu = np.empty((train.size + held_out.size, self.latent_mean_.shape[1]))
+        var = np.empty_like(mu)
+        mu[train], var[train] = self.latent_mean_, self.latent_variance_
+        mu[held_out], var[held_out] = mu_v, var_v
+        self.latent_mean_, self.latent_variance_ = mu, var
+
 
 class _BaseLVGPRegressor(_BaseLVGP):
     """Template for the regressors: numeric (multi-output) targets, checked the same way."""
