@@ -283,7 +283,6 @@ class _BaseLVGP(BaseEstimator):
 class _BaseLVGPRegressor(_BaseLVGP):
     """Template for the regressors: numeric (multi-output) targets, checked the same way."""
 
-
     def _predict_on_partitions(self, X, return_std=False, return_cov=False, **kwargs):
         """``predict`` of a dask ``X``: one task per row partition, dask arrays back (the
         means and standard deviations are row-wise; a joint covariance couples all rows)."""
@@ -294,6 +293,7 @@ class _BaseLVGPRegressor(_BaseLVGP):
         return map_row_blocks(lambda b: self.predict(b, return_std=return_std, **kwargs), X,
                               None if self._y_ndim == 1 else self.y_mean_.size,
                               2 if return_std else 1)
+
     def _validate_fit_data(self, X, y, reset=True):
         if sp.issparse(y):  # a GP's targets are dense; scikit-learn lets sparse ones through
             y = y.toarray()

@@ -10,7 +10,8 @@ linear mean function use it). :func:`principal_directions` is the same PCA throu
 eigen-decomposition of the covariance, which GP-CDE's initialisation has always used; it rounds
 differently, so both stay, side by side. The two k-means, :func:`kmeans_inducing` (one run of
 scipy's ``kmeans2``) and :func:`kmeans_centres` (scikit-learn's best of ``n_init`` runs), are
-the two papers' procedures and give different centres.
+the two papers' procedures and give different centres. The latents of new rows start at those
+of their :func:`nearest_rows` among reference rows.
 """
 
 import warnings
@@ -21,11 +22,20 @@ from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
-__all__ = ["kmeans_centres", "kmeans_inducing", "pca_components", "pca_latents",
-           "pca_latents_gram", "principal_axes", "principal_directions", "select_inducing"]
+from .validation import check_finite_array
+
+__all__ = ["initial_latent_means", "kmeans_centres", "kmeans_inducing", "nearest_rows",
+           "pca_components", "pca_latents", "principal_axes", "principal_directions",
+           "select_inducing"]
 
 #: K-means restarts of :func:`kmeans_centres` (K-means as in de Souza 2020, §4.4).
 KMEANS_N_INIT = 100
+#: Largest block of the rows × reference-rows distance matrix of :func:`nearest_rows` (32 MiB).
+DISTANCE_BLOCK = 2 ** 22
+
+
+def _is_dask(A):
+    return hasattr(A, "__dask_graph__")
 
 
 def principal_axes(Y, n_components, center=True, fix_signs=True):
@@ -93,16 +103,20 @@ def pca_latents(Y, n_components):
 
     Parameters
     ----------
-    Y : ndarray of shape (N, D)
-        Data (not modified).
+    Y : ndarray or dask array of shape (N, D)
+        Data (not modified). A dask array's axes come from the eigen-decomposition of the
+        D × D Gram matrix of its centred columns (one pass over the rows; it rounds differently
+        from the SVD), and its scores are a lazy dask array partitioned like its rows.
     n_components : int
         Latent dimension ``Q``.
 
     Returns
     -------
-    X : ndarray of shape (N, Q)
+    X : ndarray or dask array of shape (N, Q)
         Initial latent means.
     """
+    if _is_dask(Y):
+        return _pca_latents_dask(Y, n_components)
     N, D = Y.shape
     q = min(n_components, D, max(N - 1, 1))
     V, Yc = principal_axes(Y, q)
@@ -114,6 +128,89 @@ def pca_latents(Y, n_components):
         for j in range(q, n_components):
             X[:, j] = 1e-2 * scale * np.sin((j + 1) * np.pi * t)
     return X
+
+
+def _pca_latents_dask(Y, Q):
+    import dask.array as da
+
+    N, D = Y.shape
+    Yc = Y - Y.mean(axis=0)
+    q = min(Q, D, max(N - 1, 1))
+    evals, evecs = np.linalg.eigh(np.asarray((Yc.T @ Yc).compute()))
+    V = evecs[:, np.argsort(evals)[::-1]].T  # rows: principal axes, largest first
+    signs = np.sign(V[np.arange(D), np.argmax(np.abs(V), axis=1)])
+    signs[signs == 0] = 1.0
+    cols = [Yc @ (V[:q] * signs[:q, None]).T]
+    if q < Q:
+        scale = float(cols[0].std().compute()) if q > 0 else 1.0
+        scale = scale if scale > 0 else 1.0
+        t = da.linspace(-1.0, 1.0, N, chunks=(Y.chunks[0],))
+        cols += [1e-2 * scale * da.sin((j + 1) * np.pi * t)[:, None] for j in range(q, Q)]
+    return da.concatenate(cols, axis=1).rechunk({0: Y.chunks[0], 1: -1})
+
+
+def initial_latent_means(Y, n_components, init, random_state):
+    """Initial latent means of the rows of ``Y`` (de Souza et al. 2021, §4.1).
+
+    Parameters
+    ----------
+    Y : ndarray or dask array of shape (N, D)
+        The normalised data.
+    n_components : int
+        Latent dimension ``Q``.
+    init : {"pca", "pca_unscaled", "random"} or array-like of shape (N, Q)
+        ``"pca"``: :func:`pca_latents` divided by the standard deviation of the first score, so
+        the latents match the N(0, I) prior whatever the data scale; ``"pca_unscaled"``: the
+        scores themselves; ``"random"``: ``N(0, 0.01)`` draws; an array: a checked copy.
+    random_state : numpy.random.RandomState
+        Source of the ``"random"`` draws (nothing is drawn otherwise).
+
+    Returns
+    -------
+    mu : ndarray or dask array of shape (N, Q)
+        A dask array, partitioned like the rows, when ``Y`` is one.
+    """
+    N, Q = Y.shape[0], n_components
+    if isinstance(init, str) and init != "random":
+        X = pca_latents(Y, Q)
+        if init == "pca":
+            top = float(X[:, 0].std())
+            X = X / top if top > 0 else X
+        return X
+    if isinstance(init, str):
+        mu = 0.1 * random_state.standard_normal((N, Q))
+    else:
+        mu = check_finite_array("init", init, shape=(N, Q))
+    if not _is_dask(Y):
+        return mu
+    import dask.array as da
+
+    return da.from_array(mu, chunks=(Y.chunks[0], Q))
+
+
+def nearest_rows(Y, refs):
+    """Index of the nearest row of ``refs`` (Euclidean) for each row of ``Y``.
+
+    The distances are taken in blocks of ``Y``'s rows of at most :data:`DISTANCE_BLOCK`
+    entries, so memory stays bounded in the number of rows.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (n, D)
+    refs : ndarray of shape (N, D)
+
+    Returns
+    -------
+    nearest : ndarray of shape (n,), dtype intp
+    """
+    rows = max(1, DISTANCE_BLOCK // max(1, refs.shape[0]))
+    ref_sq = np.sum(refs ** 2, axis=1)[None, :]
+    nearest = np.empty(Y.shape[0], dtype=np.intp)
+    for a in range(0, Y.shape[0], rows):
+        block = Y[a:a + rows]
+        d2 = np.sum(block ** 2, axis=1)[:, None] - 2.0 * block @ refs.T + ref_sq
+        nearest[a:a + rows] = np.argmin(d2, axis=1)
+    return nearest
 
 
 def select_inducing(X, n_inducing, random_state):
@@ -239,42 +336,3 @@ def principal_directions(X, k, random_state, scaled=True):
     if scaled:
         out[:, :m] *= np.sqrt(np.where(vals[:m] > 0, vals[:m], 1.0))
     return out
-
-
-def pca_latents_gram(Y, n_components):
-    """:func:`pca_latents` from the D × D Gram matrix of the centred columns of ``Y``.
-
-    For row-partitioned data (a dask array): only the Gram matrix and the scores are gathered
-    (``.compute()`` where the arrays have it). The eigen-decomposition rounds differently from
-    the SVD of :func:`pca_latents`.
-
-    Parameters
-    ----------
-    Y : array of shape (N, D)
-        Data (numpy or dask; not modified).
-    n_components : int
-        Latent dimension ``Q``.
-
-    Returns
-    -------
-    X : ndarray of shape (N, Q)
-        Initial latent means, in memory.
-    """
-    def gathered(a):
-        return np.asarray(a.compute() if hasattr(a, "compute") else a)
-
-    N, D = Y.shape
-    q = min(n_components, D, max(N - 1, 1))
-    Yc = Y - Y.mean(axis=0)
-    evals, evecs = np.linalg.eigh(gathered(Yc.T @ Yc))
-    V = evecs[:, np.argsort(evals)[::-1]].T  # rows: principal axes, largest first
-    signs = np.sign(V[np.arange(D), np.argmax(np.abs(V), axis=1)])
-    signs[signs == 0] = 1.0
-    X = np.zeros((N, n_components))
-    X[:, :q] = gathered(Yc @ (V[:q] * signs[:q, None]).T)
-    if q < n_components:
-        scale = float(np.std(X[:, :q])) if q > 0 and np.std(X[:, :q]) > 0 else 1.0
-        t = np.linspace(-1.0, 1.0, N)
-        for j in range(q, n_components):
-            X[:, j] = 1e-2 * scale * np.sin((j + 1) * np.pi * t)
-    return X

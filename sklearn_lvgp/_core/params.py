@@ -119,3 +119,21 @@ class ParamPacker:
     def slice(self, name):
         """The slice of block ``name`` in the flat vector."""
         return self._slices[name]
+
+    def box(self, **block_bounds):
+        """Box bounds of the flat vector for L-BFGS-B: free (``±inf``) but for the named blocks.
+
+        Parameters
+        ----------
+        **block_bounds : array-like of shape (2,) or (block size, 2)
+            ``(low, high)`` of the unconstrained values of a block, one pair for all of it or
+            one per entry.
+
+        Returns
+        -------
+        bounds : ndarray of shape (size, 2)
+        """
+        bounds = np.full((self.size, 2), [-np.inf, np.inf])
+        for name, pair in block_bounds.items():
+            bounds[self._slices[name]] = pair
+        return bounds

@@ -34,6 +34,7 @@ from ..expectations._ut_stationary import (
     uses_axis_points,
 )
 from ..kernels._stationary import K_cached_into
+from ..variational._kl import standard_normal_kl_and_vjp
 from ._collapsed_global import CollapsedPosterior, collapsed_bound_from_stats, collapsed_stats_vjp
 
 __all__ = ["CollapsedPsi", "CollapsedKernel", "CollapsedPsiBound", "CollapsedKernelBound",
@@ -272,6 +273,16 @@ class CollapsedPsiBound:
         grads.update(mu=None if local is None else local["mu"],
                      S=None if local is None else local["S"])
         return F, grads, step.post
+
+    def elbo(self, kernel, Z, mu, S, noise_variance, rule, *, jitter=1e-6, max_tries=0):
+        """The Bayesian GPLVM's ELBO: :meth:`evaluate` minus KL(q(X) ‖ N(0, I)) (Titsias &
+        Lawrence 2010), the KL's gradients included in ``grads["mu"]`` and ``grads["S"]``."""
+        F, grads, post = self.evaluate(kernel, Z, mu, S, noise_variance, rule, jitter=jitter,
+                                       max_tries=max_tries)
+        kl, dkl_mu, dkl_S = standard_normal_kl_and_vjp(mu, S)
+        grads["mu"] -= dkl_mu
+        grads["S"] -= dkl_S
+        return F - kl, grads, post
 
 
 class PsiStep(NamedTuple):

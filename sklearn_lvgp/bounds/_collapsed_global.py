@@ -6,7 +6,8 @@ of ``K_uu`` or of ``B = I + L⁻¹ Ψ2 L⁻ᵀ / σ²`` (``B ⪰ I``), and retur
 ``collapsed_bound_vjp`` returns the hand-derived adjoints dF/dψ0, dF/dΨ1, dF/dΨ2, dF/dKuu, dF/dσ².
 The same cache is the optimal q(u) (Titsias 2009) used by ``heldout_bound`` (the bound of new rows
 with the model fixed) and ``predictive_moments`` (the moments at uncertain inputs of Girard et
-al. 2003).
+al. 2003); :class:`CollapsedPredictive` applies both to new rows and new latent points of a
+fitted model.
 """
 
 import math
@@ -17,9 +18,12 @@ import numpy as np
 from .._core.blas_numba import DTRSM
 from .._core.blocks import row_blocks
 from .._core.linalg import cholesky_jitter, solve_upper, symmetrise
+from ..expectations import psi_statistics
+from ..variational._kl import gaussian_kl
 from . import _collapsed_global_numba as _nb
 
-__all__ = ["BoundVJP", "StatsVJP", "PREDICT_CHUNK_ROWS", "chunked_predictive_moments",
+__all__ = ["BoundVJP", "CollapsedPredictive", "StatsVJP", "PREDICT_CHUNK_ROWS",
+           "chunked_predictive_moments",
            "collapsed_bound", "collapsed_bound_from_stats", "collapsed_bound_vjp",
            "collapsed_stats_vjp", "heldout_bound", "predictive_moments"]
 
@@ -337,3 +341,85 @@ def chunked_predictive_moments(post, stats_of, n_rows, full_cov=False):
         means.append(m)
         variances.append(v)
     return np.concatenate(means, axis=0), np.concatenate(variances, axis=0)
+
+
+class CollapsedPredictive(NamedTuple):
+    """A fitted collapsed GPLVM at new rows and new latent points, the model held fixed.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The fitted kernel.
+    Z : ndarray of shape (M, Q)
+        Inducing inputs.
+    rule : "analytic" or PointRule
+        Expectation rule of uncertain latent inputs (shared nodes, not per point).
+    post : CollapsedPosterior
+        The collapsed q(u) of the training rows.
+    """
+
+    kernel: object
+    Z: np.ndarray
+    rule: object
+    post: CollapsedPosterior
+
+    def _stats(self, mu, S):
+        return psi_statistics(self.kernel, self.Z, mu, S, self.rule, per_point=True)[0]
+
+    def heldout_scores(self, Y, mu, S):
+        """Per-row held-out bound minus KL of rows ``Y`` at their q(x*) = N(mu, diag S).
+
+        Evaluated in blocks of :data:`PREDICT_CHUNK_ROWS` rows (per-point Ψ2 is (rows, M, M)).
+
+        Parameters
+        ----------
+        Y : ndarray of shape (n, D)
+            Rows in the model's centred space.
+        mu, S : ndarray of shape (n, Q)
+            Means and variances of their latents.
+
+        Returns
+        -------
+        scores : ndarray of shape (n,)
+        """
+        out = np.empty(Y.shape[0])
+        for rows in row_blocks(Y.shape[0], 1, PREDICT_CHUNK_ROWS):
+            a, b = rows.start, rows.stop
+            stats = self._stats(mu[a:b], S[a:b])
+            values, _ = heldout_bound(Y[a:b], stats.psi0, stats.Psi1, stats.Psi2, self.post)
+            out[a:b] = values - gaussian_kl(mu[a:b], S[a:b], per_row=True)
+        return out
+
+    def moments(self, mean, var=None, full_cov=False, noise_variance=None):
+        """Moments of f* (of y* with ``noise_variance``) at latent inputs ``N(mean, diag var)``
+        (Girard et al. 2003).
+
+        Parameters
+        ----------
+        mean : ndarray of shape (n, Q)
+            Latent points (means of the inputs).
+        var : ndarray of shape (n, Q) or None, default=None
+            Variances of the inputs (evaluated in row chunks by
+            :func:`chunked_predictive_moments`); ``None`` for deterministic inputs.
+        full_cov : bool, default=False
+            Return the (n, D, D) output covariance (uncertain inputs only).
+        noise_variance : float or None, default=None
+            Gaussian noise variance added to the (diagonal of the) variance.
+
+        Returns
+        -------
+        mean : ndarray of shape (n, D)
+        var : ndarray of shape (n, D) or (n, D, D)
+        """
+        if var is None:
+            psi1 = self.kernel.K(mean, self.Z)
+            m, v = predictive_moments(self.post, self.kernel.Kdiag(mean), psi1, None)
+        else:
+            m, v = chunked_predictive_moments(
+                self.post, lambda a, b: self._stats(mean[a:b], var[a:b]), mean.shape[0],
+                full_cov=full_cov)
+        if noise_variance is not None and full_cov:
+            v[:, np.arange(v.shape[1]), np.arange(v.shape[1])] += noise_variance
+        elif noise_variance is not None:
+            v = v + noise_variance
+        return m, v

@@ -5,16 +5,15 @@ One SVGP output layer (shared engine, :mod:`sklearn_lvgp.variational`) evaluated
 over the Gauss–Hermite nodes of the quadrature bound (§4.2.2) or over samples / sigma points of a
 Gaussian ``q(w_n)`` (§4.2.1), free or amortised by a recognition network.
 
-The bound is the one-pass protocol bound
-:class:`~sklearn_lvgp.bounds._gpcde_bound.CDEBound`; :class:`CDEModel` assembles it. Its rows are the data, the rows' Monte Carlo draws and the free
+The bound is the one-pass protocol bound :class:`~sklearn_lvgp.bounds._gpcde_bound.CDEBound`;
+:class:`CDEModel` assembles it. Its rows are the data, the rows' Monte Carlo draws and the free
 ``q(w_n)``; a minibatch's rows are a row source's ``subset``, in memory or where the partitions of
 a Dask fit live. :meth:`CDEModel.elbo` and :meth:`CDEModel.natgrad` run it on arrays,
 :meth:`CDEModel.elbo_rows` and :meth:`CDEModel.natgrad_rows` on a row source
 (:class:`~sklearn_lvgp.engine.InMemoryRows` or :class:`~sklearn_lvgp.engine._dask.DaskRows`).
 :class:`CDEModel` also gives the model's initial parameters (§4.2.3, §4.4) and its start from the
 sparse GP it reduces to with the latent switched off; the predictive mixture is
-:class:`~sklearn_lvgp.bounds._gpcde_predictive.CDEPredictive`.
-"""
+:class:`~sklearn_lvgp.bounds._gpcde_predictive.CDEPredictive`."""
 
 
 import numpy as np

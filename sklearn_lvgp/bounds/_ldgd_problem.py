@@ -16,7 +16,7 @@ draws) to the partitions holding its rows.
 
 import numpy as np
 
-from .._core.init import pca_latents, pca_latents_gram, select_inducing
+from .._core.init import pca_latents, select_inducing
 from .._core.params import ParamPacker, softplus_inverse
 from .._core.scaling import column_scales
 from .._core.validation import check_int, check_n_inducing
@@ -198,10 +198,9 @@ class TrainingProblem:
             column_var = np.asarray(self.rows.arrays["Yr"].var(axis=0).compute())
         if x_init == "random":
             mu0 = random_state.standard_normal((N, Q))
-        elif self.rows is None:
-            mu0 = pca_latents(self.Yr, Q)
-        else:
-            mu0 = pca_latents_gram(self.rows.arrays["Yr"], Q)
+        else:  # a dask Yr's scores come back lazy: gathered here
+            mu0 = np.asarray(pca_latents(self.Yr if self.rows is None else self.rows.arrays["Yr"],
+                                         Q))
         values = {"theta_r": self.kernel_r.theta, "theta_c": self.kernel_c.theta,
                   "Z_r": _initial_inducing(mu0, self.M_r, random_state),
                   "Z_c": _initial_inducing(mu0, self.M_c, random_state),

@@ -1,24 +1,43 @@
 """UnscentedGPLVM: Bayesian GPLVM whose Ψ-statistics work for any kernel (de Souza et al. 2021)."""
 
+import warnings
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._core.init import initial_latent_means, nearest_rows, select_inducing
+from .._core.linalg import settled_jitter
 from .._core.parallel import threads
-from .._core.validation import check_finite_array
+from .._core.params import ParamPacker
+from .._core.scaling import NORMALIZE_OPTIONS, column_moments, column_scales, normalization
+from .._core.validation import (
+    check_bool,
+    check_data_scale,
+    check_early_stopping,
+    check_finite_array,
+    check_float,
+    check_int,
+    check_n_inducing,
+    check_option,
+)
+from .._core.warn import warn
 from ..base import _BaseLVGP
-from ..bounds._collapsed_global import predictive_moments
-from ..engine._dask import is_dask_collection, map_row_blocks
-from ..expectations import PointRule, monte_carlo_rule
-from ..optim._alternating import heldout_objective
-from ._unscented_gplvm_dask import fit_gplvm_dask
-from ._unscented_gplvm_fit import fit_in_memory
-from ._unscented_gplvm_predict import heldout_scores, latents_for, uncertain_moments
-from ._unscented_gplvm_setup import check_params, elbo_and_grads, initial_means
+from ..bounds._collapsed import CollapsedPsiBound
+from ..bounds._collapsed_global import CollapsedPredictive
+from ..engine._dask import DaskRows, _dask, is_dask_collection, map_row_blocks
+from ..expectations import EXPECTATIONS, PointRule, make_rule, monte_carlo_rule
+from ..kernels import as_lvgp_kernel
+from ..kernels._stationary import default_rbf
+from ..optim._alternating import DaskLocals, InMemoryLocals, fit_alternating, heldout_latents
+from ..optim._lbfgsb import minimize_adam, minimize_lbfgsb
 
 __all__ = ["UnscentedGPLVM"]
+
+#: Rows from which ``optimizer="auto"`` uses the alternating local/global optimiser.
+ALTERNATING_MIN_ROWS = 100_000
 
 
 class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVGP):
@@ -187,46 +206,283 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         self.callback = callback
         self.warm_start = warm_start
 
-    # ----------------------------------------------------------------------------- checks
     def _check_params(self, X, y):
-        check_params(self, X)
+        check_int("n_components", self.n_components, min_value=1)
+        check_option("expectation", self.expectation, EXPECTATIONS)
+        check_n_inducing(self.n_inducing, X.shape[0], type(self).__name__)
+        check_int("gh_order", self.gh_order, min_value=1)
+        check_int("n_samples", self.n_samples, min_value=1)
+        check_float("latent_variance_init", self.latent_variance_init, 0.0, exclusive_min=True)
+        check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True,
+                    allow_none=True)
+        check_option("normalize_X", self.normalize_X, NORMALIZE_OPTIONS)
+        check_bool("warm_start", self.warm_start)
+        check_option("optimizer", self.optimizer, ("auto", "lbfgs", "alternating", "adam"))
+        check_int("max_iter", self.max_iter, min_value=1)
+        check_float("tol", self.tol, 0.0, allow_none=True)
+        check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
+        check_int("transform_max_iter", self.transform_max_iter, min_value=1)
+        check_float("jitter", self.jitter, 0.0)
+        check_early_stopping(self, X.shape[0])
+        if self.early_stopping and self.optimizer in ("lbfgs", "alternating"):
+            raise ValueError("early_stopping applies to the Adam path (optimizer='adam' or "
+                             f"'auto'); got optimizer={self.optimizer!r}.")
+        if self.early_stopping and self.n_inducing > X.shape[0] - max(
+                1, int(round(self.validation_fraction * X.shape[0]))):
+            raise ValueError(f"n_inducing={self.n_inducing} is larger than the rows left for "
+                             "training after holding out validation_fraction for early "
+                             "stopping; lower n_inducing or validation_fraction.")
+        self._kernel = as_lvgp_kernel(self.kernel, input_dim=self.n_components)
+        if isinstance(self.init, str):
+            check_option("init", self.init, ("pca", "pca_unscaled", "random"))
+        if self.expectation == "monte_carlo" and self.optimizer in ("lbfgs", "alternating"):
+            raise ValueError("expectation='monte_carlo' gives a stochastic objective; use "
+                             f"optimizer='adam' (or 'auto'), not {self.optimizer!r}.")
+        if X.shape[0] < 2:
+            raise ValueError(f"UnscentedGPLVM needs at least 2 samples, got n_samples = "
+                             f"{X.shape[0]}.")
 
     # -------------------------------------------------------------------------------- fit
-    def _initial_means(self, Y, Q, random_state):
-        return initial_means(self, Y, Q, random_state)
+    def _warm_start_key(self, X):
+        """What a ``warm_start`` fit must share with the previous fit to continue from it."""
+        return (X.shape, int(self.n_components), repr(self.kernel), self.n_inducing,
+                self.expectation, self.optimizer, self.normalize_X, bool(self.early_stopping),
+                float(self.validation_fraction))
+
+    def _initial_model(self, mu0, latent_scales, var_y, random_state):
+        """Kernel, rule, optimiser, Z, noise, jitter and box of log σ² at the start (``mu0`` may
+        be a dask array; ``latent_scales``, its column scales, set the default kernel)."""
+        N, Q = mu0.shape
+        var_y = var_y if var_y > 0 else 1.0
+        # default: ARD RBF matched to the data scale and the spread of the initial latents
+        kernel = default_rbf(latent_scales, var_y) if self._kernel is None else self._kernel
+        kernel = kernel.initialize(Q, random_state)
+        name, rule = make_rule(self.expectation, kernel, Q, gh_order=self.gh_order,
+                               n_samples=self.n_samples, random_state=random_state, n_points=N)
+        optimizer = self.optimizer if self.optimizer != "auto" else (
+            "adam" if name == "monte_carlo" or self.early_stopping else
+            "alternating" if N >= ALTERNATING_MIN_ROWS else "lbfgs")
+        Z0 = select_inducing(mu0, self.n_inducing, random_state)
+        noise0 = (float(self.noise_variance_init) if self.noise_variance_init is not None
+                  else 0.01 * var_y)
+        jitter = settled_jitter(kernel.K(Z0), self.jitter)
+        noise_box = [np.log(1e-10 * var_y), np.log(1e3 * var_y)]
+        return kernel, name, rule, optimizer, Z0, noise0, jitter, noise_box
 
     def _fit(self, X, y, random_state):
-        return fit_in_memory(self, X, random_state)
+        Q = self.n_components
+        continuing = self._continues_fit(self._warm_start_key(X))
+        if not continuing:
+            self.X_mean_, self.X_scale_ = normalization(X, self.normalize_X)
+        Y_all = self._normalized(X)
+        check_data_scale("X (after normalize_X)", Y_all)
+        train, held_out = self._held_out_rows(X.shape[0], random_state)
+        rows = slice(None) if train is None else train
+        Y = Y_all[rows]
+        N = Y.shape[0]
+        mu0 = initial_latent_means(Y, Q, self.init, random_state)
+        kernel, name, rule, optimizer, Z0, noise0, jitter, noise_box = self._initial_model(
+            mu0, column_scales(mu0) if self._kernel is None else None,
+            float(np.mean(np.var(Y, axis=0))), random_state)
+        stochastic = name == "monte_carlo"
+        S0 = np.full((N, Q), float(self.latent_variance_init))
+        if continuing:  # the previous solution
+            mu0, S0 = self.latent_mean_[rows], self.latent_variance_[rows]
+            Z0, kernel, noise0 = self.inducing_inputs_, self.kernel_.clone(), self.noise_variance_
+            jitter = self._jitter
+        packer = ParamPacker([("mu", (N, Q)), ("S", (N, Q), "log"), ("Z", Z0.shape),
+                              ("theta", (kernel.n_theta,)), ("noise", (), "log")])
+        work = kernel.clone()
+        mc_state = check_random_state(random_state.randint(np.iinfo(np.int32).max))
+        bound = CollapsedPsiBound(Y)  # chunked map-reduce; keeps its buffers across evaluations
+        if optimizer == "alternating":
+            out = self._alternate(InMemoryLocals(bound, mu0.copy(), S0.copy()), work, Z0, noise0,
+                                  rule, jitter, noise_box)
+            x = packer.pack({"mu": out.mu, "S": out.S, "Z": out.Z, "theta": out.theta,
+                             "noise": out.noise_variance})
+            n_iter, history, checks = out.n_rounds, out.history, None
+        else:
+            def objective(flat):
+                p = packer.unpack(flat)
+                work.theta = p["theta"]
+                r = (monte_carlo_rule(self.n_samples, Q, mc_state, n_points=N) if stochastic
+                     else rule)
+                value, grads, _ = self._elbo_and_grads(work, Y, p, r, jitter, bound=bound)
+                return -value, -packer.pack_grad(grads, p)
+
+            x0 = packer.pack({"mu": mu0, "S": S0, "Z": Z0, "theta": kernel.theta, "noise": noise0})
+            opts = {"max_iter": self.max_iter, "verbose": self.verbose,
+                    "name": type(self).__name__}
+            if optimizer == "lbfgs":
+                res = minimize_lbfgsb(objective, x0, tol=self.tol, **opts,
+                                      bounds=packer.box(theta=work.bounds, noise=noise_box))
+            else:
+                validation = None if train is None else self._held_out_validation(
+                    packer, work, Y, X[held_out], rule, stochastic, jitter)
+                res = minimize_adam(
+                    objective, x0, learning_rate=self.learning_rate,
+                    tol=None if validation else self.tol, validation=validation,
+                    n_iter_no_change=self.n_iter_no_change,
+                    validation_tol=1e-4 if self.tol is None else self.tol, **opts)
+            x, n_iter, history = res.x, res.n_iter, -np.asarray(res.history)
+            checks = res.validation_history
+        # deterministic rule for prediction and the final posterior (MC: one frozen draw)
+        rule = monte_carlo_rule(self.n_samples, Q, mc_state) if stochastic else rule
+        self._hold(packer.unpack(x), work, Y, rule, jitter, bound)
+        self._commit(name, optimizer, n_iter, history, continuing, random_state)
+        self.validation_scores_ = checks
+        if train is not None:
+            self._fill_held_out_latents(train, held_out,
+                                        lambda: self._infer_latents(Y_all[held_out]))
+            self._Y = Y_all
+        self._row_index = {row.tobytes(): i for i, row in enumerate(X)}
+        return self
 
     def _fit_dask(self, X, y, random_state):
+        """The alternating fit, rows and q(x_n) kept where they live (same draws as in memory)."""
         if self.early_stopping:
             raise ValueError("early_stopping is not available for a Dask array input.")
-        return fit_gplvm_dask(self, X, random_state)
+        dask, da = _dask()
+        rows = DaskRows({"X": X})
+        X_d = rows.arrays["X"]
+        self._set_dask_features(rows)
+        self._check_params(X_d, None)
+        if self.expectation == "monte_carlo":
+            raise ValueError("A fit on dask input needs a deterministic expectation rule; "
+                             "expectation='monte_carlo' is not available there.")
+        if self.optimizer not in ("auto", "alternating"):
+            raise ValueError("A fit on dask input uses optimizer='alternating' (or 'auto'); got "
+                             f"optimizer={self.optimizer!r}.")
+        mean, scale = (np.asarray(a) for a in dask.compute(*normalization(X_d, self.normalize_X)))
+        rows = DaskRows({"Y": (X_d - mean) / scale})
+        Y = rows.arrays["Y"]
+        mu0 = initial_latent_means(Y, self.n_components, self.init, random_state).persist()
+        var_y, scales = dask.compute(Y.var(axis=0).mean(), column_moments(mu0)[1])
+        kernel, name, rule, _, Z0, noise0, jitter, noise_box = self._initial_model(
+            mu0, np.asarray(scales) if self._kernel is None else None, float(var_y), random_state)
+        random_state.randint(np.iinfo(np.int32).max)  # the in-memory fit's Monte Carlo seed draw
+        state = DaskLocals(rows)
+        state.set_locals(mu0, da.full(mu0.shape, float(self.latent_variance_init),
+                                      chunks=mu0.chunks))
+        work = kernel.clone()
+        out = self._alternate(state, work, Z0, noise0, rule, jitter, noise_box)
+        F, _, self._post = state.evaluate(work, out.Z, out.noise_variance, rule, jitter=jitter,
+                                          max_tries=6)
+        self.elbo_ = float(F - state.kl())
+        self.X_mean_, self.X_scale_ = mean, scale
+        self.kernel_, self.latent_mean_, self.latent_variance_ = work, out.mu, out.S
+        self.inducing_inputs_, self.noise_variance_ = out.Z, out.noise_variance
+        self._rule, self._jitter, self._Y, self._row_index = rule, jitter, None, {}  # no rows
+        self._commit(name, "alternating", out.n_rounds, out.history, False, random_state)
+        return self
 
-    def _elbo_and_grads(self, kernel, Y, p, rule, jitter, max_tries=0, bound=None):
-        """ELBO (collapsed bound − KL), its gradient wrt each constrained block, the posterior.
+    def _alternate(self, state, work, Z0, noise0, rule, jitter, noise_box):
+        """Alternating local/global optimisation of ``state`` (in memory or on Dask)."""
+        out = fit_alternating(state, work, Z0, noise0, rule, noise_bounds=noise_box,
+                              jitter=jitter, max_rounds=self.max_iter,
+                              tol=1e-7 if self.tol is None else float(self.tol),
+                              verbose=self.verbose, name=type(self).__name__)
+        if not out.converged:
+            warnings.warn(f"{type(self).__name__}: the alternating optimiser did not converge "
+                          f"in {out.n_rounds} rounds. Increase max_iter or loosen tol.",
+                          ConvergenceWarning, stacklevel=3)
+        return out
 
-        ``bound``: the fit's :class:`~sklearn_lvgp.engine.CollapsedPsiBound` of ``Y`` (chunks,
-        threads and buffers reused from one evaluation to the next); ``None`` makes one.
-        """
-        return elbo_and_grads(kernel, Y, p, rule, jitter, max_tries, bound)
+    def _commit(self, name, optimizer, n_iter, history, continuing, random_state):
+        """The fitted attributes beside the model; warns when relevance_ cannot rank dims."""
+        self.expectation_, self.optimizer_ = name, optimizer
+        self.n_iter_ = n_iter + (self.n_iter_ if continuing else 0)
+        self.elbo_history_ = np.concatenate([self.elbo_history_ if continuing else [], history])
+        r = self.relevance_ = self.kernel_.relevance(self.n_components)
+        if r.size > 1 and np.all(r == r[0]):
+            warn(f"{type(self).__name__}: the kernel {self.kernel_!r} has one length scale for "
+                 f"all {r.size} latent dimensions, so relevance_ is the same for each and says "
+                 "nothing about them. Pass an ARD kernel (e.g. length_scale=np.ones("
+                 "n_components)) to rank the dimensions.", UserWarning)
+        self._transform_seed = int(random_state.randint(np.iinfo(np.int32).max))
 
-    def _finalise(self, Y, bound=None):
-        p = {"mu": self.latent_mean_, "S": self.latent_variance_, "Z": self.inducing_inputs_,
-             "noise": self.noise_variance_}
-        elbo, _, post = self._elbo_and_grads(self.kernel_, Y, p, self._rule, self._jitter,
-                                             max_tries=6, bound=bound)
+    def _held_out_validation(self, packer, work, Y, X_val, rule, stochastic, jitter):
+        """``validation(flat)``: mean held-out bound of the raw rows ``X_val`` at their inferred
+        ``q(x*)`` under the model of ``flat`` (Monte Carlo rules frozen at one draw)."""
+        if stochastic:
+            rule = monte_carlo_rule(self.n_samples, self.n_components, np.random.RandomState(0))
+
+        def hold(model, flat):
+            model._transform_seed = 0
+            model._hold(packer.unpack(flat), work.clone(), Y, rule, jitter)
+
+        def score(model):
+            mu, S = model._infer_latents(model._normalized(X_val))
+            return np.mean(model._held_out_scores(X_val, mu, S))
+
+        return self._held_out_scorer(hold, score)
+
+    @staticmethod
+    def _elbo_and_grads(kernel, Y, p, rule, jitter, max_tries=0, bound=None):
+        """ELBO, its gradient wrt each constrained block and q(u); ``bound``: the fit's
+        :class:`~sklearn_lvgp.bounds._collapsed.CollapsedPsiBound` of ``Y`` (or a new one)."""
+        bound = CollapsedPsiBound(Y) if bound is None else bound
+        return bound.elbo(kernel, p["Z"], p["mu"], p["S"], float(p["noise"]), rule,
+                          jitter=jitter, max_tries=max_tries)
+
+    def _hold(self, p, kernel, Y, rule, jitter, bound=None):
+        """Hold the model of the unpacked ``p`` fitted on ``Y``, its ``elbo_`` and q(u)."""
+        kernel.theta = p["theta"]
+        self.kernel_, self.latent_mean_, self.latent_variance_ = kernel, p["mu"], p["S"]
+        self.inducing_inputs_, self.noise_variance_ = p["Z"], float(p["noise"])
+        self._rule, self._jitter, self._Y = rule, jitter, Y
+        elbo, _, self._post = self._elbo_and_grads(kernel, Y, p, rule, jitter, 6, bound)
         self.elbo_ = float(elbo)
-        self._post = post
 
     # ------------------------------------------------- new rows: q(x*) with the model fixed
-    def _heldout(self, Ystar, mu, S, rule):
-        """Held-out objective of rows ``Ystar`` (bound − KL), its Ψ adjoints and Ψ cache."""
-        return heldout_objective(self.kernel_, self.inducing_inputs_, rule, self._post, Ystar,
-                                 mu, S)
-
     def _normalized(self, X):
         return (X - self.X_mean_) / self.X_scale_
+
+    def _predictive(self):
+        """The fitted model for new rows and latent points (Monte Carlo: one shared draw)."""
+        rule = self._rule
+        if isinstance(rule, PointRule) and rule.nodes.ndim == 3:
+            rule = monte_carlo_rule(self.n_samples, self.n_components,
+                                    check_random_state(self._transform_seed))
+        return CollapsedPredictive(self.kernel_, self.inducing_inputs_, rule, self._post)
+
+    def _infer_latents(self, Ystar):
+        """``(mu, S)`` of unseen normalised rows with the model fixed, each row its own L-BFGS
+        problem started at the q(x) of its nearest reference row (de Souza et al. 2021)."""
+        if self._Y is not None:  # the training rows
+            refs, ref_mu, ref_S = self._Y, self.latent_mean_, self.latent_variance_
+        else:  # a Dask fit keeps no rows: the inducing inputs, by their images
+            ref_mu = self.inducing_inputs_
+            refs = self._normalized(self.inverse_transform(ref_mu))
+            ref_S = np.full_like(ref_mu, float(self.latent_variance_init))
+        nearest = nearest_rows(Ystar, refs)
+        return heldout_latents(  # the fitted (kernel, Z, rule, post)
+            *self._predictive(), Ystar, ref_mu[nearest], ref_S[nearest],
+            max_iter=self.transform_max_iter, tol=self.tol, verbose=self.verbose,
+            name=f"{type(self).__name__}.transform", budget="transform_max_iter")
+
+    def _latents(self, X):
+        """Latent means/variances of validated rows: stored for training rows, inferred else."""
+        idx = np.array([self._row_index.get(row.tobytes(), -1) for row in X], dtype=np.intp)
+        mu, S = np.empty((X.shape[0], self.n_components)), np.empty((X.shape[0], self.n_components))
+        seen = idx >= 0
+        mu[seen] = self.latent_mean_[idx[seen]]
+        S[seen] = self.latent_variance_[idx[seen]]
+        if np.any(~seen):
+            with threads(self.n_jobs):
+                new = self._normalized(X[~seen])
+                check_data_scale("X (normalised with the training statistics)", new,
+                                 spread=False)
+                mu[~seen], S[~seen] = self._infer_latents(new)
+        return mu, S
+
+    def _held_out_scores(self, X, mu, S):
+        """Per-row held-out bound (KL included) of validated rows ``X`` at their ``q(x*)``, as
+        a density of ``X`` (the normalisation's log-Jacobian subtracted)."""
+        Ystar = self._normalized(X)
+        with threads(self.n_jobs):
+            out = self._predictive().heldout_scores(Ystar, mu, S)
+        return out - np.sum(np.log(self.X_scale_))
 
     def transform(self, X, return_std=False):
         """Posterior latent means (and standard deviations) of rows of data.
@@ -253,7 +509,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             return map_row_blocks(lambda b: self.transform(b, return_std=return_std),
                                   X, self.n_components, 2 if return_std else 1)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        mu, S = latents_for(self, X)
+        mu, S = self._latents(X)
         return (mu, np.sqrt(S)) if return_std else mu
 
     def fit_transform(self, X, y=None):
@@ -288,8 +544,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        mu, S = latents_for(self, X)
-        return heldout_scores(self, X, mu, S)
+        return self._held_out_scores(X, *self._latents(X))
 
     def score(self, X, y=None):
         """Mean per-row held-out bound (higher is better).
@@ -309,13 +564,6 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         return float(np.mean(self.score_samples(X)))
 
     # --------------------------------------------------------------------------- prediction
-    def _rule_shared(self):
-        rule = self._rule
-        if isinstance(rule, PointRule) and rule.nodes.ndim == 3:
-            return monte_carlo_rule(self.n_samples, self.n_components,
-                                    check_random_state(self._transform_seed))
-        return rule
-
     def _check_latent(self, name, A, n=None):
         A = check_finite_array(name, A)
         if A.ndim != 2 or A.shape[1] != self.n_components or (n is not None and A.shape[0] != n):
@@ -351,7 +599,11 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         var = self._check_latent("var", var, mean.shape[0])
         if np.any(var < 0):
             raise ValueError("var must be non-negative.")
-        return uncertain_moments(self, mean, var, full_cov, include_noise)
+        with threads(self.n_jobs):
+            m, v = self._predictive().moments(mean, var, full_cov,
+                                              self.noise_variance_ if include_noise else None)
+        scale = np.outer(self.X_scale_, self.X_scale_) if full_cov else self.X_scale_ ** 2
+        return m * self.X_scale_ + self.X_mean_, v * scale
 
     def inverse_transform(self, X, return_std=False, latent_var=None, include_noise=True):
         """Map latent points to data space (predictive mean).
@@ -380,15 +632,10 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             m, v = self.predict_uncertain(X, latent_var, include_noise=include_noise)
             return (m, np.sqrt(v)) if return_std else m
         with threads(self.n_jobs):
-            Psi1 = self.kernel_.K(X, self.inducing_inputs_)
-            psi0 = self.kernel_.Kdiag(X)
-            m, v = predictive_moments(self._post, psi0, Psi1, None)
+            m, v = self._predictive().moments(
+                X, noise_variance=self.noise_variance_ if include_noise else None)
         m = m * self.X_scale_ + self.X_mean_
-        if not return_std:
-            return m
-        if include_noise:
-            v = v + self.noise_variance_
-        return m, np.sqrt(v) * self.X_scale_
+        return (m, np.sqrt(v) * self.X_scale_) if return_std else m
 
     # ------------------------------------------------------------------------------ sklearn
     @property

@@ -18,11 +18,14 @@ Memory: the optimiser state of the local step is a few curvature pairs of 2Q num
 from typing import NamedTuple
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
+from .._core.params import ParamPacker
 from .._core.progress import progress
-from ..bounds._collapsed import CollapsedPsi, PsiParams, rule_rows
+from .._core.warn import warn
+from ..bounds._collapsed import CollapsedPsi, PsiParams, psi_row_cost, rule_rows
 from ..bounds._collapsed_global import heldout_bound
-from ..engine._executor import ChunkExecutor
+from ..engine._executor import ChunkExecutor, plan_chunks
 from ..engine._protocol import evaluate_bound
 from ..expectations import PointRule, psi_statistics, psi_vjp
 from ..variational._kl import gaussian_kl, gaussian_kl_vjp, standard_normal_kl_and_vjp
@@ -30,7 +33,8 @@ from ._lbfgsb import minimize_lbfgsb
 from ._rowwise import minimize_rowwise
 
 __all__ = ["AlternatingResult", "InMemoryLocals", "DaskLocals", "LocalStepResult",
-           "fit_alternating", "heldout_objective", "heldout_rows_objective", "local_step"]
+           "fit_alternating", "heldout_latents", "heldout_objective", "heldout_rows_objective",
+           "local_step"]
 
 #: L-BFGS iterations of each row in a local step, and L-BFGS-B iterations of the global step,
 #: in one round.
@@ -43,7 +47,9 @@ class AlternatingResult(NamedTuple):
 
     mu: np.ndarray
     S: np.ndarray
-    globals_x: np.ndarray
+    Z: np.ndarray
+    theta: np.ndarray
+    noise_variance: float
     n_rounds: int
     converged: bool
     history: np.ndarray
@@ -195,6 +201,53 @@ def local_step(kernel, Z, rule, post, mu, S, Y, *, max_iter=LOCAL_ITER, tol=None
     return LocalStepResult(res.x[:, :Q].copy(), np.exp(res.x[:, Q:]), res.n_iter, res.status)
 
 
+def heldout_latents(kernel, Z, rule, post, Y, mu, S, *, max_iter, tol=None, verbose=0,
+                    name="local step", budget="max_iter"):
+    """q(x*) of new rows with the model and q(u) fixed: :func:`local_step` on chunks of the
+    rows, chunks on threads (each row is its own problem: the chunks only share work).
+
+    Parameters
+    ----------
+    kernel, Z, rule, post
+        The fitted model, as in :func:`local_step` (per-point Monte Carlo nodes are selected
+        chunk by chunk).
+    Y : ndarray of shape (n, D)
+        The new rows (in the model's centred space).
+    mu, S : ndarray of shape (n, Q)
+        Starting means and variances.
+    max_iter, tol, verbose, name
+        As in :func:`local_step`.
+    budget : str, default="max_iter"
+        The caller's name of ``max_iter``, in the ``ConvergenceWarning`` that counts the rows
+        that did not converge.
+
+    Returns
+    -------
+    mu, S : ndarray of shape (n, Q)
+        The rows' q(x*).
+    """
+    n, Q = mu.shape
+    work, _, cap = psi_row_cost(rule, Z.shape[0], Q)
+    mu_out, S_out = np.empty((n, Q)), np.empty((n, Q))
+    status = np.empty(n, dtype=np.intp)
+
+    def chunk(i, a, b):
+        mu_out[a:b], S_out[a:b], _, status[a:b] = local_step(
+            kernel, Z, rule_rows(rule, a, b), post, mu[a:b], S[a:b], Y[a:b], max_iter=max_iter,
+            tol=tol, verbose=verbose, name=name)
+        return 0.0
+
+    ChunkExecutor().map_reduce(chunk, plan_chunks(n, work, max_rows=cap))
+    if np.any(status != 0):
+        stalled = int(np.sum(status == 2))
+        detail = (f" ({stalled} of them stopped where their line search found no decrease)"
+                  if stalled else "")
+        warn(f"{name}: L-BFGS did not converge for {int(np.sum(status != 0))} of {n} rows "
+             f"within {budget}={max_iter} iterations{detail}. Increase {budget} or loosen "
+             "tol.", ConvergenceWarning)
+    return mu_out, S_out
+
+
 class InMemoryLocals:
     """The q(x_n) of an in-memory fit next to its :class:`CollapsedPsiBound`.
 
@@ -290,8 +343,8 @@ class DaskLocals:
         self.rows.replace("S", [s[1] for s in stacked], stacked)
 
 
-def fit_alternating(state, kernel, rule, globals_packer, globals_x, set_globals, bounds=None, *,
-                    jitter, max_rounds, tol, verbose=0, name="objective"):
+def fit_alternating(state, kernel, Z, noise_variance, rule, *, noise_bounds, jitter, max_rounds,
+                    tol, verbose=0, name="objective"):
     """Alternate local steps (all chunks in parallel) with global L-BFGS-B steps.
 
     Parameters
@@ -299,17 +352,15 @@ def fit_alternating(state, kernel, rule, globals_packer, globals_x, set_globals,
     state : InMemoryLocals or DaskLocals
         The data's bound together with the q(x_n) it holds.
     kernel : Kernel
-        Working kernel; ``set_globals`` writes θ into it.
+        Working kernel: the start of θ, and θ at the end.
+    Z : ndarray of shape (M, Q)
+        Initial inducing inputs.
+    noise_variance : float
+        Initial σ².
     rule : "analytic" or PointRule
         A deterministic expectation rule.
-    globals_packer : ParamPacker
-        Layout of the flat global vector (blocks ``Z``, ``theta``, ``noise``).
-    globals_x : ndarray
-        Initial flat global vector.
-    set_globals : callable
-        ``set_globals(p)`` puts the unpacked globals into ``kernel``; returns ``(Z, noise)``.
-    bounds : list of (low, high) or None
-        L-BFGS-B bounds of the global vector.
+    noise_bounds : (float, float)
+        L-BFGS-B bounds of log σ² (θ stays within ``kernel.bounds``, Z is free).
     jitter : float
         Relative jitter on ``K_uu``.
     max_rounds : int
@@ -325,17 +376,24 @@ def fit_alternating(state, kernel, rule, globals_packer, globals_x, set_globals,
     -------
     AlternatingResult
     """
+    packer = ParamPacker([("Z", Z.shape), ("theta", (kernel.n_theta,)), ("noise", (), "log")])
+    globals_x = packer.pack({"Z": Z, "theta": kernel.theta, "noise": noise_variance})
+    bounds = packer.box(theta=kernel.bounds, noise=noise_bounds)
     history = []
     converged = False
 
+    def set_globals(flat):
+        p = packer.unpack(flat)
+        kernel.theta = p["theta"]
+        return p, p["Z"], float(p["noise"])
+
     def global_objective(flat):
-        p = globals_packer.unpack(flat)
-        Z, noise = set_globals(p)
+        p, Z, noise = set_globals(flat)
         F, grads, _ = state.evaluate(kernel, Z, noise, rule, jitter=jitter)
-        return -F, -globals_packer.pack_grad({k: grads[k] for k in p}, p)
+        return -F, -packer.pack_grad({k: grads[k] for k in p}, p)
 
     for r in range(max_rounds):
-        Z, noise = set_globals(globals_packer.unpack(globals_x))
+        _, Z, noise = set_globals(globals_x)
         _, _, post = state.evaluate(kernel, Z, noise, rule, jitter=jitter)
         state.local_step(kernel, Z, rule, post)
         res = minimize_lbfgsb(global_objective, globals_x, bounds=bounds, max_iter=GLOBAL_ITER,
@@ -348,4 +406,6 @@ def fit_alternating(state, kernel, rule, globals_packer, globals_x, set_globals,
             converged = True
             break
     mu, S = state.locals()
-    return AlternatingResult(mu, S, globals_x, len(history), converged, np.asarray(history))
+    p, Z, noise = set_globals(globals_x)
+    return AlternatingResult(mu, S, Z, p["theta"], noise, len(history), converged,
+                             np.asarray(history))

@@ -527,12 +527,12 @@ def test_alternating_fit_identical_for_every_n_jobs(small_chunks):
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_auto_optimizer_alternates_from_the_row_threshold(monkeypatch):
-    from sklearn_lvgp.models import _unscented_gplvm_setup as _gplvm_setup
+    from sklearn_lvgp.models import _unscented_gplvm
 
     Y = np.random.default_rng(7).standard_normal((30, 3))
     small = UnscentedGPLVM(n_inducing=5, max_iter=2, random_state=0).fit(Y)
     assert small.optimizer_ == "lbfgs"
-    monkeypatch.setattr(_gplvm_setup, "ALTERNATING_MIN_ROWS", 30)
+    monkeypatch.setattr(_unscented_gplvm, "ALTERNATING_MIN_ROWS", 30)
     large = UnscentedGPLVM(n_inducing=5, max_iter=2, random_state=0).fit(Y)
     assert large.optimizer_ == "alternating"
     mc = UnscentedGPLVM(n_inducing=5, max_iter=2, expectation="monte_carlo", random_state=0)
@@ -568,7 +568,7 @@ def _child_sum(queue):
 def test_transform_runs_chunks_on_threads_and_blocks_its_distances(small_chunks, monkeypatch):
     """New rows: one L-BFGS-B problem per chunk, the same for every n_jobs; the nearest-row
     start is found in blocks of rows (memory bounded in the number of new rows)."""
-    from sklearn_lvgp.models import _unscented_gplvm_predict as _gplvm_predict
+    from sklearn_lvgp._core import init
 
     r = np.random.default_rng(8)
     Y = r.standard_normal((60, 4))
@@ -583,5 +583,5 @@ def test_transform_runs_chunks_on_threads_and_blocks_its_distances(small_chunks,
         np.testing.assert_array_equal(S, out[0][1])
     refs = model._Y
     full = np.argmin(np.sum(new ** 2, 1)[:, None] - 2 * new @ refs.T + np.sum(refs ** 2, 1), 1)
-    monkeypatch.setattr(_gplvm_predict, "_DISTANCE_BLOCK", 7 * refs.shape[0])
-    np.testing.assert_array_equal(_gplvm_predict._nearest_rows(new, refs), full)
+    monkeypatch.setattr(init, "DISTANCE_BLOCK", 7 * refs.shape[0])
+    np.testing.assert_array_equal(init.nearest_rows(new, refs), full)

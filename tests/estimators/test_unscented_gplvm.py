@@ -94,7 +94,7 @@ def test_test_time_objective_gradient_and_envelope(fitted, rng, monkeypatch):
 
     model, Y = fitted
     Yc = Y - model.X_mean_
-    rule = model._rule_shared()
+    rule = model._predictive().rule
     n, Q = 4, 2
     ystar = Yc[:n] + 0.1
     captured = {}
@@ -112,7 +112,8 @@ def test_test_time_objective_gradient_and_envelope(fitted, rng, monkeypatch):
     np.testing.assert_array_equal(captured["x0"], x)
     rows = np.arange(n)
     assert captured["fun"](rows, x)[0].sum() == pytest.approx(
-        -model._heldout(ystar, mu, S, rule)[0], rel=1e-12)
+        -alternating.heldout_objective(model.kernel_, model.inducing_inputs_, rule, model._post,
+                                       ystar, mu, S)[0], rel=1e-12)
 
     def total(flat):
         f, G = captured["fun"](rows, flat.reshape(n, 2 * Q))
@@ -130,7 +131,8 @@ def test_test_time_objective_gradient_and_envelope(fitted, rng, monkeypatch):
     _, grads, _ = model._elbo_and_grads(model.kernel_, Yc, p, rule, model._jitter)
     from sklearn_lvgp.expectations import psi_vjp
 
-    _, adj, cache = model._heldout(Yc, p["mu"], p["S"], rule)
+    _, adj, cache = alternating.heldout_objective(model.kernel_, model.inducing_inputs_, rule,
+                                                  model._post, Yc, p["mu"], p["S"])
     v = psi_vjp(adj.psi0, adj.Psi1, adj.Psi2, cache)
     np.testing.assert_allclose(v.mu - p["mu"], grads["mu"], rtol=1e-7, atol=1e-7)
 
