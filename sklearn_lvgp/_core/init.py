@@ -11,6 +11,9 @@ eigen-decomposition of the covariance, which GP-CDE's initialisation has always 
 differently, so both stay, side by side. The two k-means, :func:`kmeans_inducing` (one run of
 scipy's ``kmeans2``) and :func:`kmeans_centres` (scikit-learn's best of ``n_init`` runs), are
 the two papers' procedures and give different centres.
+
+:func:`pca_components_of_scatter` is :func:`pca_components` from the D × D scatter matrix, for
+rows that are only reduced over (partitioned on Dask).
 """
 
 import warnings
@@ -21,8 +24,8 @@ from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
-__all__ = ["kmeans_centres", "kmeans_inducing", "pca_components", "pca_latents",
-           "principal_axes", "principal_directions", "select_inducing"]
+__all__ = ["kmeans_centres", "kmeans_inducing", "pca_components", "pca_components_of_scatter",
+           "pca_latents", "principal_axes", "principal_directions", "select_inducing"]
 
 #: K-means restarts of :func:`kmeans_centres` (K-means as in de Souza 2020, §4.4).
 KMEANS_N_INIT = 100
@@ -82,6 +85,41 @@ def pca_components(X, n_components):
         P[:q] = principal_axes(X, q)[0]
     else:
         P[:q, :q] = np.eye(q)
+    return P
+
+
+def pca_components_of_scatter(scatter, spread, n_rows, n_components):
+    """:func:`pca_components` from the scatter matrix of the centred rows instead of the rows.
+
+    The axes are the eigenvectors of ``scatter``, largest eigenvalue first, signed as
+    :func:`principal_axes` signs them; equal to :func:`pca_components` up to rounding.
+
+    Parameters
+    ----------
+    scatter : ndarray of shape (D, D)
+        ``XcᵀXc`` of the centred rows ``Xc``.
+    spread : ndarray of shape (D,)
+        Range (max − min) of each column: all zero means constant data.
+    n_rows : int
+        Number of rows ``N``.
+    n_components : int
+        Number of rows ``Q``.
+
+    Returns
+    -------
+    P : ndarray of shape (Q, D)
+    """
+    D = scatter.shape[0]
+    q = min(n_components, n_rows, D)
+    P = np.zeros((n_components, D))
+    if not np.any(np.asarray(spread) > 0):
+        P[:q, :q] = np.eye(q)
+        return P
+    evals, evecs = np.linalg.eigh(np.asarray(scatter))
+    V = evecs[:, np.argsort(evals, kind="stable")[::-1]].T  # rows: principal axes, largest first
+    signs = np.sign(V[np.arange(D), np.argmax(np.abs(V), axis=1)])
+    signs[signs == 0] = 1.0
+    P[:q] = V[:q] * signs[:q, None]
     return P
 
 
