@@ -258,6 +258,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         check_bool("normalize_y", self.normalize_y)
         check_float("jitter", self.jitter, 0.0)
         check_bool("warm_start", self.warm_start)
+
     # -------------------------------------------------------------------------------- fit
     def _sizes(self, D):
         """``(Q, m_u, m_v)``: the latent dimension and the two numbers of inducing inputs."""
@@ -281,6 +282,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         return float(np.sqrt(max(D, 2) / 2.0))
 
     def _fit(self, X, y, random_state):
+        """Standardise, hold out the early-stopping rows, optimise and commit."""
         Y = self._targets_2d(y)
         continuing = self._continues_fit(self._architecture(X.shape[1], Y.shape[1]))
         if not continuing:
