@@ -8,6 +8,7 @@ from sklearn_lvgp._core.init import (
     kmeans_centres,
     kmeans_inducing,
     pca_components,
+    pca_components_of_scatter,
     pca_latents,
     principal_axes,
     principal_directions,
@@ -29,6 +30,16 @@ def test_pca_pads_and_handles_constant_data(rng):
     np.testing.assert_array_equal(pca_components(np.ones((5, 3)), 2), np.eye(2, 3))
     Z = pca_latents(X, 4)
     assert Z.shape == (5, 4) and np.all(np.std(Z[:, 2:], axis=0) > 0)
+
+
+@pytest.mark.parametrize("shape, q", [((30, 4), 2), ((6, 5), 5), ((4, 3), 3)])
+def test_pca_from_the_scatter_matrix_is_the_pca_of_the_rows(rng, shape, q):
+    X = rng.standard_normal(shape) * np.arange(1, shape[1] + 1)
+    Xc = X - X.mean(axis=0)
+    P = pca_components_of_scatter(Xc.T @ Xc, np.ptp(X, axis=0), shape[0], q)
+    np.testing.assert_allclose(P, pca_components(X, q), atol=1e-10)
+    np.testing.assert_array_equal(pca_components_of_scatter(np.zeros((3, 3)), np.zeros(3), 5, 2),
+                                  np.eye(2, 3))
 
 
 def test_uncentred_axes_are_right_singular_vectors(rng):

@@ -12,6 +12,9 @@ differently, so both stay, side by side. The two k-means, :func:`kmeans_inducing
 scipy's ``kmeans2``) and :func:`kmeans_centres` (scikit-learn's best of ``n_init`` runs), are
 the two papers' procedures and give different centres. The latents of new rows start at those
 of their :func:`nearest_rows` among reference rows.
+
+:func:`pca_components_of_scatter` is :func:`pca_components` from the D × D scatter matrix, for
+rows that are only reduced over (partitioned on Dask).
 """
 
 import warnings
@@ -25,8 +28,8 @@ from threadpoolctl import threadpool_limits
 from .validation import check_finite_array
 
 __all__ = ["initial_latent_means", "kmeans_centres", "kmeans_inducing", "nearest_rows",
-           "pca_components", "pca_latents", "principal_axes", "principal_directions",
-           "select_inducing"]
+           "pca_components", "pca_components_of_scatter", "pca_latents", "principal_axes",
+           "principal_directions", "select_inducing"]
 
 #: K-means restarts of :func:`kmeans_centres` (K-means as in de Souza 2020, §4.4).
 KMEANS_N_INIT = 100
@@ -95,6 +98,41 @@ def pca_components(X, n_components):
     return P
 
 
+def pca_components_of_scatter(scatter, spread, n_rows, n_components):
+    """:func:`pca_components` from the scatter matrix of the centred rows instead of the rows.
+
+    The axes are the eigenvectors of ``scatter``, largest eigenvalue first, signed as
+    :func:`principal_axes` signs them; equal to :func:`pca_components` up to rounding.
+
+    Parameters
+    ----------
+    scatter : ndarray of shape (D, D)
+        ``XcᵀXc`` of the centred rows ``Xc``.
+    spread : ndarray of shape (D,)
+        Range (max − min) of each column: all zero means constant data.
+    n_rows : int
+        Number of rows ``N``.
+    n_components : int
+        Number of rows ``Q``.
+
+    Returns
+    -------
+    P : ndarray of shape (Q, D)
+    """
+    D = scatter.shape[0]
+    q = min(n_components, n_rows, D)
+    P = np.zeros((n_components, D))
+    if not np.any(np.asarray(spread) > 0):
+        P[:q, :q] = np.eye(q)
+        return P
+    evals, evecs = np.linalg.eigh(np.asarray(scatter))
+    V = evecs[:, np.argsort(evals, kind="stable")[::-1]].T  # rows: principal axes, largest first
+    signs = np.sign(V[np.arange(D), np.argmax(np.abs(V), axis=1)])
+    signs[signs == 0] = 1.0
+    P[:q] = V[:q] * signs[:q, None]
+    return P
+
+
 def pca_latents(Y, n_components):
     """Unwhitened PCA scores: top eigenvectors of the sample covariance of centred ``Y``.
 
@@ -136,11 +174,8 @@ def _pca_latents_dask(Y, Q):
     N, D = Y.shape
     Yc = Y - Y.mean(axis=0)
     q = min(Q, D, max(N - 1, 1))
-    evals, evecs = np.linalg.eigh(np.asarray((Yc.T @ Yc).compute()))
-    V = evecs[:, np.argsort(evals)[::-1]].T  # rows: principal axes, largest first
-    signs = np.sign(V[np.arange(D), np.argmax(np.abs(V), axis=1)])
-    signs[signs == 0] = 1.0
-    cols = [Yc @ (V[:q] * signs[:q, None]).T]
+    scatter = np.asarray((Yc.T @ Yc).compute())
+    cols = [Yc @ pca_components_of_scatter(scatter, np.diag(scatter), N, q).T]
     if q < Q:
         scale = float(cols[0].std().compute()) if q > 0 else 1.0
         scale = scale if scale > 0 else 1.0

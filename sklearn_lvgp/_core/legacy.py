@@ -90,7 +90,7 @@ LEGACY_MODULES = {
     "_deep_gp_fit": "models._deep_gp_fit",
     "_deep_gp_dask": "models._deep_gp_dask",
     "_dvmgp": "models._dvmgp",
-    "_dvmgp_parts": "models._dvmgp_parts",
+    "_dvmgp_parts": "bounds._dvmgp",
     "_sgpr": "models._sgpr",
     "_sgpr_parts": "models._sgpr_parts",
     "_ldgd": "models._ldgd",

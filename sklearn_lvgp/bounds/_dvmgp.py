@@ -16,6 +16,12 @@ The rows (``X`` and ``Y``) live in a row source: in memory
 (:class:`~sklearn_lvgp.engine._rows.InMemoryRows`, :func:`dvmgp_elbo_and_grads`) or partitioned
 on Dask (:class:`~sklearn_lvgp.engine._dask.DaskRows`); the bound has no local parameters.
 
+What :class:`~sklearn_lvgp.DVMGP` assembles from it works on the model's named blocks (ζ, Ξ,
+μ, the q(V) Cholesky entries, the kernels' θ, σ_f, σ²): their packer (:func:`dvmgp_packer`),
+their start (:func:`dvmgp_initial_blocks`, de Souza 2020, §4.4), the ELBO with its gradient
+per block (:func:`dvmgp_objective`); the predictive distribution of a fitted model is
+:class:`~sklearn_lvgp.bounds._dvmgp_predictive.DVMGPPredictive` (§4.3.1).
+
 On problems of :data:`JITTED_MIN_WORK` or more, a chunk's projection passes are one jitted
 call each (:mod:`~sklearn_lvgp.variational._projection_numba`), which releases the GIL; as
 numpy products per row (kept for smaller problems, where they need no compilation) they hold
@@ -26,7 +32,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._core.init import kmeans_centres, pca_components
 from .._core.linalg import solve_lower
+from .._core.params import ParamPacker
 from ..engine._executor import serial_global_steps
 from ..engine._protocol import ChunkedBound, evaluate_bound
 from ..engine._rows import InMemoryRows
@@ -44,10 +52,14 @@ from ..variational._projection import (
     row_marginals,
 )
 from ..variational._projection_numba import chunk_latent_backward, chunk_latent_forward
-from ._collapsed_global import collapsed_bound_from_stats, collapsed_stats_vjp
+from ._collapsed_global import (
+    collapsed_bound_from_stats,
+    collapsed_stats_vjp,
+)
 
-__all__ = ["DVMGPBound", "DVMGPParams", "DVMGPStep", "dvmgp_elbo_and_grads", "dvmgp_evaluate",
-           "row_work", "JITTED_MIN_WORK"]
+__all__ = ["DVMGPBound", "DVMGPParams", "DVMGPStep", "RowData",
+           "dvmgp_elbo_and_grads", "dvmgp_evaluate", "dvmgp_initial_blocks", "dvmgp_objective",
+           "dvmgp_packer", "qv_cholesky", "row_work", "JITTED_MIN_WORK"]
 
 #: Evaluations of less estimated work (rows × work per row) run the numpy passes, one chunk
 #: after another on the calling thread: the jitted passes cost about 2 s of compilation on a
@@ -359,7 +371,7 @@ def dvmgp_elbo_and_grads(X, Y, p, chol, jitter, *, max_tries=0, chunk_rows=None,
     :class:`DVMGPBound` over an :class:`~sklearn_lvgp.engine._rows.InMemoryRows` of ``X`` and
     ``Y``. ``chol`` is the (Q, m_v) diagonal or (Q, m_v, m_v) lower factor of the Σ_q;
     ``grads["chol"]`` has its shape. The other arguments are those of
-    ``sklearn_lvgp.models._dvmgp_parts._elbo_and_grads``;
+    :func:`dvmgp_objective`;
     ``chunk_rows`` (``None``: from the problem size, never from the thread count) and
     ``n_threads`` (``None``: the enclosing ``threads`` context) are the engine's.
     ``workspaces`` is a list the caller keeps across evaluations (an optimiser's objective):
@@ -382,3 +394,147 @@ def dvmgp_elbo_and_grads(X, Y, p, chol, jitter, *, max_tries=0, chunk_rows=None,
     if workspaces is not None:
         rows.chunk_workspaces = workspaces
     return dvmgp_evaluate(rows, p, chol, jitter, N, Dy, max_tries=max_tries, jitted=jitted)
+
+
+# ------------------------------------------------------------------ the estimator's blocks
+
+def qv_cholesky(p, qv_covariance):
+    """The Cholesky factors of the Σ_q from the blocks ``c_diag`` (and ``c_off``).
+
+    Parameters
+    ----------
+    p : dict
+        Blocks ``c_diag`` of shape (Q, m_v) and, for a full covariance, ``c_off`` of shape
+        (Q, m_v(m_v − 1)/2) (the strict lower triangle, row by row).
+    qv_covariance : {"diag", "full"}
+        Shape of Σ_q.
+
+    Returns
+    -------
+    chol : ndarray of shape (Q, m_v) or (Q, m_v, m_v)
+        Diagonals, or lower factors.
+    """
+    c = p["c_diag"]
+    if qv_covariance == "diag":
+        return c
+    Q, m_v = c.shape
+    L = np.zeros((Q, m_v, m_v))
+    i, j = np.tril_indices(m_v, -1)
+    L[:, i, j] = p["c_off"]
+    L[:, np.arange(m_v), np.arange(m_v)] = c
+    return L
+
+
+def dvmgp_packer(qv_covariance, Q, D, m_u, m_v):
+    """The :class:`~sklearn_lvgp._core.params.ParamPacker` of the free blocks: ζ (m_u, Q),
+    Ξ (m_v, D), μ (Q, m_v, D), log c_diag, [c_off], θ_q = (log κ_q², log ℓ_q) (Q, 1 + D),
+    log σ_f and log σ²."""
+    blocks = [("zeta", (m_u, Q)), ("Xi", (m_v, D)), ("mu", (Q, m_v, D)),
+              ("c_diag", (Q, m_v), "log")]
+    if qv_covariance == "full":
+        blocks.append(("c_off", (Q, m_v * (m_v - 1) // 2)))
+    blocks += [("wtheta", (Q, 1 + D)), ("signal_std", (), "log"), ("noise", (), "log")]
+    return ParamPacker(blocks)
+
+
+def dvmgp_initial_blocks(Xs, Q, m_u, m_v, seed, length_scale, noise_variance_init, var_y,
+                         P=None):
+    """The initial blocks of de Souza (2020, §4.4).
+
+    PCA directions for every ``μ_q``, k-means centres of the inputs for Ξ and of their PCA
+    projections for ζ, unit κ_q, the given length scale, c = 1.001 / D, σ_f² = ``var_y`` and
+    σ² = ``noise_variance_init · var_y``.
+
+    Parameters
+    ----------
+    Xs : ndarray of shape (n, D)
+        Standardised training inputs (or the rows the k-means start from).
+    Q, m_u, m_v : int
+        Latent dimension and numbers of inducing inputs of the two layers.
+    seed : int
+        Seed of the k-means.
+    length_scale : float
+        Initial length scale of the W-layer kernels.
+    noise_variance_init : float
+        Initial noise variance as a fraction of ``var_y``.
+    var_y : float
+        Variance of the standardised targets.
+    P : ndarray of shape (Q, D), default=None
+        The PCA directions when they come from elsewhere; ``None``: from ``Xs``.
+
+    Returns
+    -------
+    p : dict
+        The blocks of :func:`dvmgp_packer` (``c_off`` zero).
+    """
+    D = Xs.shape[1]
+    P = pca_components(Xs, Q) if P is None else P
+    Xi0 = kmeans_centres(Xs, m_v, seed)
+    zeta0 = kmeans_centres(Xs @ P.T, m_u, seed)
+    mu0 = np.broadcast_to(P[:, None, :], (Q, m_v, D)).copy()
+    wtheta0 = np.zeros((Q, 1 + D))
+    wtheta0[:, 1:] = np.log(length_scale)
+    return {"zeta": zeta0, "Xi": Xi0, "mu": mu0, "c_diag": np.full((Q, m_v), 1.001 / D),
+            "c_off": np.zeros((Q, m_v * (m_v - 1) // 2)),
+            "wtheta": wtheta0, "signal_std": np.sqrt(var_y),
+            "noise": float(noise_variance_init) * var_y}
+
+
+class RowData(NamedTuple):
+    """Standardised training rows held by a row source (a fit on Dask), in place of the
+    ``(X, Y)`` arrays of :func:`dvmgp_objective`: ``rows`` holds ``"X"`` and ``"Y"`` (a
+    :class:`~sklearn_lvgp.engine._dask.DaskRows` or a subset of its rows)."""
+
+    rows: object
+    n_rows: int
+    n_outputs: int
+
+
+def dvmgp_objective(X, Y, p, jitter, qv_covariance, *, max_tries=0, workspaces=None):
+    """DVMGP ELBO, its gradient wrt each block of :func:`dvmgp_packer`, and the q(u) posterior.
+
+    The bound is that of de Souza (2020, app. A.1.3), with its log-determinant terms
+    corrected to ``+½ log|K_u| − ½ log|σ²K_u + Ψ2|``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, D) or RowData
+        Standardised inputs, or the rows of a fit on Dask (with ``Y=None``).
+    Y : ndarray of shape (n, D_y) or None
+        Standardised targets.
+    p : dict
+        Blocks ``zeta``, ``Xi``, ``mu`` (Q, m_v, D), ``c_diag`` (and ``c_off`` for a full
+        covariance), ``wtheta``, ``signal_std``, ``noise``.
+    jitter : float
+        Relative jitter on ``K_u`` and ``K_v``.
+    qv_covariance : {"diag", "full"}
+        Shape of Σ_q.
+    max_tries : int, default=0
+        Jitter escalations of ``K_u`` allowed (0 inside the optimiser).
+    workspaces : list, default=None
+        Buffers reused across evaluations (an optimiser's objective keeps one list); see
+        :func:`dvmgp_elbo_and_grads`.
+
+    Returns
+    -------
+    elbo : float
+    grads : dict
+        Gradient of the ELBO wrt every block of ``p`` (natural space).
+    post : CollapsedPosterior
+    """
+    chol = qv_cholesky(p, qv_covariance)
+    if isinstance(X, RowData):
+        elbo, grads, post = dvmgp_evaluate(X.rows, p, chol, jitter, X.n_rows, X.n_outputs,
+                                           max_tries=max_tries)
+    else:
+        elbo, grads, post = dvmgp_elbo_and_grads(X, Y, p, chol, jitter, max_tries=max_tries,
+                                                 workspaces=workspaces)
+    dchol = grads.pop("chol")
+    if qv_covariance == "diag":
+        grads["c_diag"] = dchol
+    else:
+        m_v = dchol.shape[1]
+        i, j = np.tril_indices(m_v, -1)
+        grads["c_diag"] = dchol[:, np.arange(m_v), np.arange(m_v)]
+        grads["c_off"] = dchol[:, i, j]
+    return elbo, grads, post

@@ -20,7 +20,7 @@ from ._executor import reduce_in_order
 from ._protocol import ChunkContext
 from ._rows import stack_locals
 
-__all__ = ["is_dask_collection", "DaskRows", "map_row_blocks"]
+__all__ = ["is_dask_collection", "DaskRows", "gather_rows", "map_row_blocks"]
 
 
 def is_dask_collection(X):
@@ -312,3 +312,12 @@ def map_row_blocks(fn, X, out_columns, n_outputs=1):
             outs[k].append(da.from_delayed(res[k], shape=shape, dtype=np.float64))
     arrays = tuple(da.concatenate(o, axis=0) for o in outs)
     return arrays if n_outputs > 1 else arrays[0]
+
+
+def gather_rows(A, idx):
+    """Rows ``idx`` of the 2-D dask array ``A``, in that order, as an ndarray on the driver
+    (dask indexes them in increasing order; they are put back in the order asked)."""
+    order = np.argsort(idx, kind="stable")
+    out = np.empty((idx.size, A.shape[1]))
+    out[order] = np.asarray(A[idx[order]].compute())
+    return out

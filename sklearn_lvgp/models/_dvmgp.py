@@ -1,13 +1,19 @@
 """DVMGP: deep variational Mahalanobis Gaussian process regression (de Souza 2020, ch. 4)."""
 
 
+import numbers
+import warnings
+
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from .._core.init import pca_components_of_scatter
+from .._core.linalg import settled_jitter
 from .._core.parallel import threads
-from .._core.scaling import NORMALIZE_OPTIONS
+from .._core.scaling import NORMALIZE_OPTIONS, normalization
 from .._core.validation import (
     check_bool,
     check_data_scale,
@@ -18,23 +24,23 @@ from .._core.validation import (
     check_option,
 )
 from ..base import _BaseLVGPRegressor
-from ..bounds._joint_uncertain import rbf_joint_moments
-from ..engine._dask import is_dask_collection, map_row_blocks
-from ..likelihoods._gaussian import gaussian_log_density
-from ..variational._projection import latent_covariance, projection_kernels
-from ._dvmgp_dask import fit_dvmgp_dask
-from ._dvmgp_parts import (
-    _chol,
-    _elbo_and_grads,
-    fit_parameters,
-    latent_points,
-    length_scale_init,
-    make_packer,
-    output_moments,
-    sample_targets,
+from ..bounds._dvmgp import (
+    RowData,
+    dvmgp_initial_blocks,
+    dvmgp_objective,
+    dvmgp_packer,
+    qv_cholesky,
 )
+from ..bounds._dvmgp_predictive import DVMGPPredictive
+from ..engine._dask import DaskRows, _dask, gather_rows, is_dask_collection, map_row_blocks
+from ..optim._lbfgsb import minimize_adam, minimize_lbfgsb
+from ..variational._projection import output_kernel, projection_kernels
 
 __all__ = ["DVMGP"]
+
+#: Training rows of a fit on Dask gathered to the driver for the initial k-means centres.
+INIT_ROWS = 20_000
+
 
 class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _BaseLVGPRegressor):
     """Deep variational Mahalanobis Gaussian process regressor.
@@ -254,57 +260,209 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         check_bool("warm_start", self.warm_start)
 
     # -------------------------------------------------------------------------------- fit
+    def _sizes(self, D):
+        """``(Q, m_u, m_v)``: the latent dimension and the two numbers of inducing inputs."""
+        Q = D if self.n_components is None else int(self.n_components)
+        return Q, int(self.n_inducing), int(self.n_inducing_projection)
+
+    def _architecture(self, D, D_y):
+        """What a ``warm_start`` fit must share with the previous one to continue it."""
+        return (D, D_y, *self._sizes(D), self.qv_covariance, self.normalize_X,
+                bool(self.normalize_y), bool(self.early_stopping),
+                float(self.validation_fraction))
+
     def _packer(self, Q, D, m_u, m_v):
-        return make_packer(self.qv_covariance, Q, D, m_u, m_v)
+        return dvmgp_packer(self.qv_covariance, Q, D, m_u, m_v)
+
+    def _length_scale_init(self, D):
+        """Initial length scale of the W-layer kernels (``projection_length_scale_init`` if set)."""
+        if self.projection_length_scale_init is not None:
+            return float(self.projection_length_scale_init)
+        # keeps E‖x − x'‖² / ℓ² = 4 for standardised inputs, the paper's value at D = 2 (ℓ = 1)
+        return float(np.sqrt(max(D, 2) / 2.0))
 
     def _fit(self, X, y, random_state):
-        x, packer, jitter, history, n_iter, Xs, Ys = fit_parameters(self, X,
-                                                                     self._targets_2d(y),
-                                                                     random_state)
-        return self._commit(x, packer, jitter, history, n_iter, Xs, Ys)
+        """Standardise, hold out the early-stopping rows, optimise and commit."""
+        Y = self._targets_2d(y)
+        continuing = self._continues_fit(self._architecture(X.shape[1], Y.shape[1]))
+        if not continuing:
+            self.X_mean_, self.X_scale_ = normalization(X, self.normalize_X)
+            self.y_mean_, self.y_scale_ = self._target_moments(Y)
+        Xs, Ys, held_out = self._held_out((X - self.X_mean_) / self.X_scale_,
+                                          (Y - self.y_mean_) / self.y_scale_, random_state)
+        var_y = float(np.mean(np.var(Ys, axis=0)))
+        fitted = self._optimise_phases(continuing, (Xs, Ys), held_out, var_y, random_state,
+                                       lambda: (Xs, None), X.shape[1])
+        return self._commit(*fitted, (Xs, Ys))
 
     def _fit_dask(self, X, y, random_state):
-        *fitted, data = fit_dvmgp_dask(self, X, y, random_state)
-        return self._commit(*fitted, data, None)
+        """The fit on dask collections: the bound runs on the partitions of the standardised
+        rows (see the Notes); with ``early_stopping`` on those of the training rows, the rows
+        split by the same permutation as in memory."""
+        dask, _ = _dask()
+        if y is None:
+            raise ValueError("DVMGP requires y to be passed, but the target y is None.")
+        rows = DaskRows({"X": X, "y": y})
+        X_d, Y_d = rows.arrays["X"], rows.arrays["y"]
+        self._set_dask_features(rows)
+        self._check_params(X_d, Y_d)
+        self._y_ndim = 1 if len(y.shape) == 1 else 2
+        N, D = X_d.shape
+        Q, m_u, m_v = self._sizes(D)
+        continuing = self._continues_fit(self._architecture(D, Y_d.shape[1]))
+        if not continuing:
+            self.X_mean_, self.X_scale_, self.y_mean_, self.y_scale_ = (
+                np.asarray(a, dtype=np.float64)
+                for a in dask.compute(*normalization(X_d, self.normalize_X),
+                                      *self._target_moments(Y_d)))
+        srows = DaskRows({"X": (X_d - self.X_mean_) / self.X_scale_,
+                          "Y": (Y_d - self.y_mean_) / self.y_scale_})
+        Xs_d, Ys_d = srows.arrays["X"], srows.arrays["Y"]
+        if self.early_stopping:
+            perm = random_state.permutation(N)
+            n_val = max(1, int(round(self.validation_fraction * N)))
+            train = perm[n_val:]
+            held_out = (gather_rows(Xs_d, perm[:n_val]), gather_rows(Ys_d, perm[:n_val]))
+            data = RowData(srows.subset(train), train.size, Ys_d.shape[1])
+            Xs_train, Ys_train = Xs_d[np.sort(train)], Ys_d[np.sort(train)]
+        else:
+            train, held_out = np.arange(N), None
+            data = RowData(srows, N, Ys_d.shape[1])
+            Xs_train, Ys_train = Xs_d, Ys_d
+        var_y = float(Ys_train.var(axis=0).mean().compute())
 
-    def _commit(self, x, packer, jitter, history, n_iter, Xs, Ys):
-        """The fitted state at the final parameters ``x`` (the bound on the training rows
-        ``Xs``, ``Ys``, or on their :class:`~sklearn_lvgp.models._dvmgp_parts.RowData`)."""
+        def start():
+            # k-means on at most INIT_ROWS training rows (a sample drawn after the k-means
+            # seed), PCA from the covariance of all of them (a reduction)
+            n_init = max(INIT_ROWS, m_u, m_v)
+            idx = (train if train.size <= n_init
+                   else np.sort(random_state.choice(train, n_init, replace=False)))
+            Xc = Xs_train - Xs_train.mean(axis=0)
+            scatter, spread = dask.compute(Xc.T @ Xc,
+                                           Xs_train.max(axis=0) - Xs_train.min(axis=0))
+            return (gather_rows(Xs_d, idx),
+                    pca_components_of_scatter(scatter, spread, train.size, Q))
+
+        fitted = self._optimise_phases(continuing, (data, None), held_out, var_y, random_state,
+                                       start, D)
+        return self._commit(*fitted, (data, None))
+
+    def _optimise_phases(self, continuing, data, held_out, var_y, random_state, start, D):
+        """The two phases (noise fixed, then everything) from the initial blocks of de Souza
+        (2020, §4.4), or, for a ``warm_start`` fit of the same structure, the second phase
+        from the previous parameters and jitter (iterations and bound history accumulate).
+
+        ``data``: the standardised training ``(X, Y)``, or ``(RowData, None)``; ``held_out``:
+        the normalised ``(X, Y)`` of early stopping, or ``None``; ``start()``: the rows the
+        k-means start from and the PCA directions (``None``: from those rows). Returns the
+        flat parameters, their packer, the jitter, the bound history and the iteration count.
+        """
+        Q, m_u, m_v = self._sizes(D)
+        packer = self._packer(Q, D, m_u, m_v)
+        var_y = var_y if var_y > 0 else 1.0
+        if continuing:
+            x, jitter = packer.pack(self._params), self._jitter
+            history, n_iter = [self.elbo_history_], self.n_iter_
+            phases = [(int(self.max_iter), False)]
+        else:
+            # an int random_state seeds K-means directly (19960111 reproduces the paper's init)
+            seed = (int(self.random_state) if isinstance(self.random_state, numbers.Integral)
+                    else int(random_state.randint(np.iinfo(np.int32).max)))
+            rows, P = start()
+            params0 = dvmgp_initial_blocks(rows, Q, m_u, m_v, seed, self._length_scale_init(D),
+                                           self.noise_variance_init, var_y, P=P)
+            jitter = settled_jitter(output_kernel(params0["signal_std"], Q).K(params0["zeta"]),
+                                    self.jitter, name="K_u", scale=var_y)
+            x = packer.pack(params0)
+            history, n_iter = [], 0
+            phases = [(int(self.n_iter_fixed_noise), True), (int(self.max_iter), False)]
+        self.validation_scores_ = None
+        for budget, fix_noise in phases:
+            if budget == 0:
+                continue
+            x, hist, n, checks = self._phase(packer, x, data, jitter, budget, fix_noise, var_y,
+                                             None if fix_noise else held_out)
+            history.append(-np.asarray(hist))
+            n_iter += n
+            if checks is not None:
+                self.validation_scores_ = np.asarray(checks)
+        history = np.concatenate(history) if history else np.zeros(0)
+        return x, packer, jitter, history, n_iter
+
+    def _phase(self, packer, x0, data, jitter, budget, fix_noise, var_y, held_out):
+        """One optimiser phase of ``budget`` iterations, the noise held at its start if
+        ``fix_noise``. Returns the parameters, the minimised objective at every iteration,
+        the iterations run and the held-out scores (``None`` without early stopping)."""
+        noise = packer.slice("noise")
+        workspaces = []  # the chunks' buffers, reused by every evaluation of this phase
+
+        def objective(flat):
+            p = packer.unpack(flat)
+            value, grads, _ = dvmgp_objective(*data, p, jitter, self.qv_covariance,
+                                              workspaces=workspaces)
+            g = -packer.pack_grad(grads, p)
+            if fix_noise:
+                g[noise] = 0.0
+            return -value, g
+
+        def score(flat):
+            """Mean log predictive density of the held-out rows (early stopping)."""
+            p = packer.unpack(flat)
+            post = dvmgp_objective(*data, p, jitter, self.qv_covariance)[2]
+            log_density = DVMGPPredictive(p, post, self.qv_covariance, jitter).log_density
+            return float(np.mean(log_density(*held_out).sum(axis=1)))
+
+        name = type(self).__name__ + (" (noise fixed)" if fix_noise else "")
+        tol = None if fix_noise else self.tol  # the first phase is a fixed budget
+        if self.optimizer == "adam":
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)  # the budget is the user's
+                res = minimize_adam(objective, x0, learning_rate=self.learning_rate,
+                                    max_iter=budget, tol=tol if held_out is None else None,
+                                    window=100, verbose=self.verbose, name=name,
+                                    validation=None if held_out is None else score,
+                                    n_iter_no_change=self.n_iter_no_change,
+                                    validation_tol=1e-4 if self.tol is None else self.tol)
+            return res.x, res.history, res.n_iter, res.validation_history
+        bounds = np.full((packer.size, 2), [-np.inf, np.inf])
+        bounds[packer.slice("wtheta")] = np.log([1e-5, 1e5])
+        bounds[noise] = ([x0[noise][0]] * 2 if fix_noise
+                         else np.log([1e-8 * var_y, 1e3 * var_y]))
+        with warnings.catch_warnings():
+            if fix_noise:  # a fixed budget, not a convergence target
+                warnings.simplefilter("ignore", ConvergenceWarning)
+            res = minimize_lbfgsb(objective, x0, bounds=bounds, max_iter=budget,
+                                  verbose=self.verbose, name=name, stop_tol=tol)
+        return res.x, res.history, res.n_iter, None
+
+    def _commit(self, x, packer, jitter, history, n_iter, data):
+        """The fitted state at the final parameters ``x`` (the bound on the training ``data``,
+        as in :meth:`_optimise_phases`)."""
         p = packer.unpack(x)
-        self._params = p
-        self._jitter = jitter
-        value, _, post = _elbo_and_grads(Xs, Ys, p, jitter, self.qv_covariance, max_tries=6)
-        self._post = post
+        value, _, post = dvmgp_objective(*data, p, jitter, self.qv_covariance, max_tries=6)
+        self._params, self._jitter, self._post = p, jitter, post
         self.elbo_ = float(value)
         self.elbo_history_ = history
         self.n_iter_ = n_iter
         self.inducing_inputs_ = p["zeta"]
         self.inducing_inputs_projection_ = p["Xi"]
         self.qv_mean_ = np.ascontiguousarray(np.swapaxes(p["mu"], 1, 2))
-        self.qv_chol_ = _chol(p, self.qv_covariance)
+        self.qv_chol_ = qv_cholesky(p, self.qv_covariance)
         self.projection_kernels_ = projection_kernels(p["wtheta"])
         self.signal_std_ = float(p["signal_std"])
         self.noise_variance_ = float(p["noise"])
         self.relevance_ = np.exp(p["wtheta"][:, 0])
         return self
 
-    def _length_scale_init(self, D):
-        return length_scale_init(self.projection_length_scale_init, D)
-
     # --------------------------------------------------------------------------- prediction
     def _standardise(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        Xs = (X - self.X_mean_) / self.X_scale_
+        Xs = self._standardised_inputs(X)
         check_data_scale("X (standardised with the training statistics)", Xs, spread=False)
         return Xs
 
-    def _latent(self, Xs):
-        return latent_points(self._params, self.qv_covariance, self._jitter, Xs)
-
-    def _moments_normalised(self, Xs):
-        """Mean and variance of y* (noise included) in normalised units (de Souza 2020, §4.3.1)."""
-        return output_moments(self._params, self._post, self.qv_covariance, self._jitter, Xs)
+    def _predictive(self):
+        """The fitted predictive distribution (normalised units)."""
+        return DVMGPPredictive(self._params, self._post, self.qv_covariance, self._jitter)
 
     def predict(self, X, return_std=False, return_cov=False):
         """Predictive mean (and standard deviation or joint covariance) of y at new inputs.
@@ -343,28 +501,16 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         Xs = self._standardise(X)
         if return_cov:
             with threads(self.n_jobs):
-                m, cov = self._joint_normalised(Xs)
+                m, cov = self._predictive().joint(Xs)
             mean = self._target_shape(m * self.y_scale_ + self.y_mean_)
             cov = cov * (self.y_scale_ ** 2)[None, None, :]
             return mean, (cov[:, :, 0] if self._y_ndim == 1 else cov)
         with threads(self.n_jobs):
-            m, v = self._moments_normalised(Xs)
+            m, v = self._predictive().moments(Xs)
         mean = self._target_shape(m * self.y_scale_ + self.y_mean_)
         if not return_std:
             return mean
         return mean, self._target_shape(np.sqrt(v) * self.y_scale_)
-
-    def _joint_normalised(self, Xs):
-        """Mean and joint covariance of y* (noise on the diagonal), normalised units."""
-        p = self._params
-        h, _ = self._latent(Xs)
-        C = latent_covariance(Xs, p["Xi"], p["mu"], _chol(p, self.qv_covariance),
-                              projection_kernels(p["wtheta"]), self._jitter)
-        mean, cov = rbf_joint_moments(self._post, self.inducing_inputs_,
-                                      self.signal_std_ ** 2, h, C)
-        idx = np.arange(Xs.shape[0])
-        cov[idx, idx, :] += self.noise_variance_
-        return mean, cov
 
     def predict_log_density(self, X, y):
         """Per-point log predictive density of the targets, in nats (original units).
@@ -386,11 +532,11 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         """
         Xs = self._standardise(X)
         Y = self._check_targets(y, Xs.shape[0], self.y_mean_.shape[0])
-        with threads(self.n_jobs):
-            m, v = self._moments_normalised(Xs)
         # in standardised units, less the log of the scale (its square overflows beyond ~1e154)
         Ys = (Y - self.y_mean_) / self.y_scale_
-        return (gaussian_log_density(Ys, m, v) - np.log(self.y_scale_)).sum(axis=1)
+        with threads(self.n_jobs):
+            log_density = self._predictive().log_density(Xs, Ys)
+        return (log_density - np.log(self.y_scale_)).sum(axis=1)
 
     def transform(self, X, return_std=False):
         """Latent projection ``E[W(x)] x`` of inputs (the map of de Souza 2020, Fig. 7).
@@ -417,7 +563,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
                                   self.inducing_inputs_.shape[1], 2 if return_std else 1)
         Xs = self._standardise(X)
         with threads(self.n_jobs):
-            h, eta = self._latent(Xs)
+            h, eta = self._predictive().latent(Xs)
         return (h, np.sqrt(eta)) if return_std else h
 
     def sample_y(self, X, n_samples=1, random_state=0):
@@ -445,9 +591,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         S = check_int("n_samples", n_samples, min_value=1)
         rs = check_random_state(random_state)
         with threads(self.n_jobs):
-            h, eta = self._latent(Xs)
-            out = sample_targets(self._post, self.inducing_inputs_, self.signal_std_,
-                                 self.noise_variance_, h, eta, S, self.y_mean_.shape[0], rs)
+            out = self._predictive().sample(Xs, S, rs)
         out = out * self.y_scale_ + self.y_mean_
         return out[:, :, 0] if self._y_ndim == 1 else np.ascontiguousarray(np.swapaxes(out, 1, 2))
 
@@ -460,4 +604,3 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         tags.target_tags.required = True
         tags.transformer_tags.preserves_dtype = ["float64"]
         return tags
-

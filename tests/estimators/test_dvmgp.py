@@ -7,9 +7,9 @@ import pytest
 from reference import checks_since_last_gain  # tests/ is on sys.path
 
 from sklearn_lvgp.bounds._collapsed_global import collapsed_bound
+from sklearn_lvgp.bounds._dvmgp import dvmgp_objective, qv_cholesky
 from sklearn_lvgp.datasets import make_two_parabolas, two_parabolas_split
 from sklearn_lvgp.models._dvmgp import DVMGP
-from sklearn_lvgp.models._dvmgp_parts import _elbo_and_grads
 from sklearn_lvgp.variational._projection import (
     latent_moments,
     output_kernel,
@@ -146,7 +146,7 @@ def test_deterministic_w_reduces_to_sgpr(rng):
     p = {"zeta": rng.standard_normal((m_u, Q)), "Xi": X.copy(),
          "mu": rng.standard_normal((Q, n, D)), "c_diag": np.full((Q, n), 1e-8),
          "wtheta": wtheta, "signal_std": 1.2, "noise": 0.05}
-    elbo, _, _ = _elbo_and_grads(X, Y, p, jit, "diag")
+    elbo, _, _ = dvmgp_objective(X, Y, p, jit, "diag")
     kl = projection_forward(X, X, p["mu"], p["c_diag"], projection_kernels(wtheta), jit)[2]
     z = np.einsum("qnd,nd->nq", p["mu"], X)  # W_i = μ[:, i, :] at training input i
     kern = output_kernel(p["signal_std"], Q)
@@ -454,7 +454,6 @@ def test_return_cov_matches_the_moments_and_a_monte_carlo_over_joint_q_w():
     inputs jointly from q(W) and averages the conditional GP moments."""
     from sklearn_lvgp.bounds._collapsed_global import _weight_matrices
     from sklearn_lvgp.datasets import two_parabolas_split
-    from sklearn_lvgp.models._dvmgp_parts import _chol
     from sklearn_lvgp.variational._projection import latent_covariance, projection_kernels
 
     X, Xt, y, _ = two_parabolas_split(n_per_cluster=60, random_state=3)
@@ -469,8 +468,8 @@ def test_return_cov_matches_the_moments_and_a_monte_carlo_over_joint_q_w():
     # Monte Carlo in normalised units: h ~ N(h, C_q) jointly, then E[Cov(f | h)] + Cov(E[f | h])
     Xs = (Xq - m.X_mean_) / m.X_scale_
     p = m._params
-    h, _ = m._latent(Xs)
-    C = latent_covariance(Xs, p["Xi"], p["mu"], _chol(p, m.qv_covariance),
+    h, _ = m._predictive().latent(Xs)
+    C = latent_covariance(Xs, p["Xi"], p["mu"], qv_cholesky(p, m.qv_covariance),
                           projection_kernels(p["wtheta"]), m._jitter)
     rng = np.random.default_rng(0)
     S, n, Q = 40000, Xq.shape[0], h.shape[1]
