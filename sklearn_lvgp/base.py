@@ -19,7 +19,7 @@ from ._core.scaling import normalization
 from ._core.validation import check_int, check_numeric_targets
 from ._core.warn import InconsistentVersionWarning, warn
 from ._version import __version__
-from .engine._dask import is_dask_collection, map_row_blocks
+from .engine._dask import DaskRows, is_dask_collection, map_row_blocks
 from .optim._adam import AdamState, run_adam
 from .optim._lbfgsb import minimize_lbfgsb
 
@@ -318,3 +318,17 @@ class _BaseLVGPRegressor(_BaseLVGP):
         if not np.all(np.isfinite(Y)):
             raise ValueError("y contains NaN or infinity.")
         return Y
+
+    # --------------------------------------------------------------- dask fits of a regressor
+    def _dask_supervised_rows(self, X, y):
+        """The dask ``X`` and ``y`` of a fit as the arrays of one :class:`DaskRows` (``y`` as
+        columns), after ``n_features_in_``, the parameter checks and ``_y_ndim``."""
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
+                             "is None.")
+        rows = DaskRows({"X": X, "y": y})
+        self._set_dask_features(rows)
+        X_d, Y_d = rows.arrays["X"], rows.arrays["y"]
+        self._check_params(X_d, Y_d)
+        self._y_ndim = 1 if len(y.shape) == 1 else 2
+        return X_d, Y_d
