@@ -201,10 +201,8 @@ class DSVIBound(ChunkedBound):
 
     def chunk_backward(self, G, step, rows, ctx, need_local=True):
         model = self.model
-        eps = [from_row_layout(rows[f"eps{ell}"], G.S, model.dims[ell + 1])
-               for ell in range(model.n_draw_layers)]
         return None, model.chunk_pass(G.layers, G.priors, G.noise, rows["X"], rows["y"],
-                                      G.scale, G.S, eps,
+                                      G.scale, G.S, model.chunk_eps(rows, G.S),
                                       chunk_layer_workspaces(G, ctx, model.n_layers))
 
     def gradient(self, G, step, partials):

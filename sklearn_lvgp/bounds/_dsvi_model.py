@@ -31,13 +31,14 @@ from ..variational import (
     LinearMean,
     SVGPLayer,
     ZeroMean,
-    gaussian_natgrad_step,
     inner_mean,
     kl_divergence,
     layer_forward,
     layer_global_vjp,
     marginals,
     marginals_vjp,
+    natgrad_from_statistics,
+    natgrad_statistics,
     prior_factor,
     tril_pack,
     tril_unpack,
@@ -49,6 +50,7 @@ from ._dsvi import (
     DSVIGlobals,
     draws_to_rows,
     evaluate_minibatch,
+    from_row_layout,
     propagate_layers,
 )
 
@@ -272,6 +274,24 @@ class _DSVI:
         return DSVIGlobals(layers, noise, values, priors, kls, params.scale,
                            self.inner_samples(params.n_samples), params.workspaces)
 
+    def chunk_eps(self, rows, S):
+        """A chunk's draws per inner layer, ``(S·m, D_ℓ+1)`` (sample-major), from its row
+        arrays ``eps0``, ... (:func:`~sklearn_lvgp.bounds._dsvi.from_row_layout`)."""
+        return [from_row_layout(rows[f"eps{ell}"], S, self.dims[ell + 1])
+                for ell in range(self.n_draw_layers)]
+
+    def _chunk_propagate(self, layers, priors, X, S, eps, workspaces):
+        """A chunk's rows through the layers with its draws ``eps`` (the global terms' prior
+        factors): the marginals of :func:`~sklearn_lvgp.bounds._dsvi.propagate_layers`."""
+
+        def evaluate(ell, H):
+            layer = layers[ell]
+            return marginals(layer.kernel, layer.Z, layer.q_mu, layer.q_sqrt, H, priors[ell].Lu,
+                             layer.mean_function, layer.whiten, workspaces[ell])
+
+        return propagate_layers(evaluate, X, self.n_layers, self.expectation, S,
+                                lambda ell, shape: eps[ell], self.delta)
+
     def chunk_pass(self, layers, priors, noise, X, Y, scale, S, eps, workspaces):
         """Forward and backward of one chunk's data term: ``(data, dnoise, per-layer partials)``.
 
@@ -279,14 +299,7 @@ class _DSVI:
         """
         L = self.n_layers
         m = X.shape[0]
-
-        def evaluate(ell, H):
-            layer = layers[ell]
-            return marginals(layer.kernel, layer.Z, layer.q_mu, layer.q_sqrt, H, priors[ell].Lu,
-                             layer.mean_function, layer.whiten, workspaces[ell])
-
-        mu, var, weights, tape = propagate_layers(evaluate, X, L, self.expectation, S,
-                                                  lambda ell, shape: eps[ell], self.delta)
+        mu, var, weights, tape = self._chunk_propagate(layers, priors, X, S, eps, workspaces)
         Yt = (np.tile(Y, (S, 1)) if self.expectation == "monte_carlo"
               else np.repeat(Y, weights.size // m, axis=0))
         pw = (scale * weights)[:, None]
@@ -390,20 +403,46 @@ class _DSVI:
         points); the last layer's features ``A`` and ``L_u`` at those inputs come from the tape.
         """
         layers, noise, _ = self.unpack(x)
-        last = layers[-1]
         _, _, w, _, tape = self.propagate(layers, X, n_samples, random_state, with_kl=False)
         _, prior, mcache, _ = tape[-1][0]
-        reps = w.size // X.shape[0]
+        sums = self._natgrad_sums(layers[-1], mcache, Y, scale * w, noise)
+        return self._natgrad_update(x, layers[-1], sums, gamma, prior.Lu)
+
+    def _natgrad_sums(self, last, mcache, Y, point_weights, noise):
+        """The data sums of the step (:func:`~sklearn_lvgp.variational.natgrad_statistics`)
+        at the last layer's stacked points of rows ``Y``."""
+        reps = point_weights.size // Y.shape[0]
         Yt = np.repeat(Y, reps, axis=0) if self.expectation == "unscented" else np.tile(
             Y, (reps, 1))
-        resid = Yt - last.mean_function(mcache.H)
-        q_mu, q_sqrt = gaussian_natgrad_step(last.q_mu, last.q_sqrt, mcache.A, resid, scale * w,
-                                             noise, gamma, prior.Lu, self.whiten)
+        return natgrad_statistics(mcache.A, Yt - last.mean_function(mcache.H), point_weights,
+                                  noise)
+
+    def _natgrad_update(self, x, last, sums, gamma, Lu):
+        """``x`` with the last layer's q(u) moved by the step of data sums ``sums``."""
+        q_mu, q_sqrt = natgrad_from_statistics(last.q_mu, last.q_sqrt, *sums, gamma, Lu,
+                                               self.whiten)
         x = x.copy()
         ell = self.n_layers - 1
         x[self.packer.slice(f"q_mu{ell}")] = q_mu.ravel()
         x[self.packer.slice(f"q_sqrt{ell}")] = tril_pack(q_sqrt).ravel()
         return x
+
+    def natgrad_chunk(self, G, rows, ctx):
+        """One chunk's data sums of the natural-gradient step (rows as :meth:`bound`'s)."""
+        _, _, weights, tape = self._chunk_propagate(G.layers, G.priors, rows["X"], G.S,
+                                                    self.chunk_eps(rows, G.S),
+                                                    [None] * self.n_layers)
+        return self._natgrad_sums(G.layers[-1], tape[-1][0], rows["y"], G.scale * weights,
+                                  G.noise)
+
+    def natgrad_rows(self, x, source, scale, n_samples, gamma):
+        """:meth:`natgrad` on the rows of a row source (``X``, ``y`` and the draws of
+        :meth:`draw_rows`; e.g. a Dask minibatch ``rows.subset(idx, extra=draws)``): the
+        chunks' data sums (:meth:`natgrad_chunk`), added in chunk order, then the step."""
+        G = self.global_terms(BoundParams(x, scale, n_samples))
+        bound = self.bound()
+        sums = source.map_reduce(self.natgrad_chunk, G, source.plan(bound, G), bound.row_names)
+        return self._natgrad_update(x, G.layers[-1], sums, gamma, G.priors[-1].Lu)
 
     def predict_components(self, x, X, n_samples, eps_rows):
         """Per-path last-layer marginals ``(S, n, D)`` (Monte Carlo) or ``(1, n, D)`` (UT)."""
@@ -516,6 +555,10 @@ class _DSVI:
             return -f, -g
 
         def natgrad(x, idx, gamma):
+            if rows is not None:
+                draws = self.draw_rows(idx.size, n_samples, rs)
+                return self.natgrad_rows(x, rows.subset(idx, extra=draws), n_total / idx.size,
+                                         n_samples, gamma)
             return self.natgrad(x, Xs[idx], Ys[idx], n_total / idx.size, n_samples, gamma, rs)
 
         return full, minibatch, natgrad

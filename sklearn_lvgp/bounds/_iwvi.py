@@ -32,12 +32,11 @@ from ..expectations._rules import reparameterise, reparameterise_vjp
 from ..likelihoods._gaussian import gaussian_expectation, gaussian_expectation_vjp
 from ..nn._cde_encoder import RecognitionMLP, proposal_scale, proposal_scale_vjp
 from ..variational import (
-    gaussian_natgrad_step,
     kl_divergence,
     marginals,
     marginals_vjp,
+    natgrad_statistics,
     prior_factor,
-    tril_pack,
 )
 from ..variational._joint import JointPartial, joint_chunk_vjp, joint_global_vjp, joint_sample
 from ..variational._kl import gaussian_kl_std_vjp, standard_normal_kl_std
@@ -74,12 +73,10 @@ class IWVIBound(DSVIBound):
 
     def chunk_backward(self, G, step, rows, ctx, need_local=True):
         model = self.model
-        ew = from_row_layout(rows["w"], G.S, model.Dw)
-        inner = [from_row_layout(rows[f"eps{ell}"], G.S, model.dims[ell + 1])
-                 for ell in range(model.n_layers - 1)]
         data, kl_w, st = model.chunk_forward(
-            G.layers, G.priors, G.noise, G.values, rows["X"], rows["y"], G.scale, G.S, ew,
-            inner, chunk_layer_workspaces(G, ctx, model.n_layers))
+            G.layers, G.priors, G.noise, G.values, rows["X"], rows["y"], G.scale, G.S,
+            from_row_layout(rows["w"], G.S, model.Dw), model.chunk_eps(rows, G.S),
+            chunk_layer_workspaces(G, ctx, model.n_layers))
         return None, (data, kl_w) + model.chunk_backward(st)
 
 
@@ -347,17 +344,24 @@ class LatentDSVI(_DSVI):
         the importance weights ``softmax_k`` (IW; the responsibility-weighted step).
         """
         _, st = self.forward(x, X, Y, scale, n_samples, random_state, with_kl=False)
-        last = st["layers"][-1]
-        _, prior, mcache, _ = st["tape"][-1][0]
-        resid = st["Yt"] - last.mean_function(mcache.H)
-        q_mu, q_sqrt = gaussian_natgrad_step(last.q_mu, last.q_sqrt, mcache.A, resid,
-                                             st["weights"], st["noise"], gamma, prior.Lu,
-                                             self.whiten)
-        x = x.copy()
-        ell = self.n_layers - 1
-        x[self.packer.slice(f"q_mu{ell}")] = q_mu.ravel()
-        x[self.packer.slice(f"q_sqrt{ell}")] = tril_pack(q_sqrt).ravel()
-        return x
+        prior = st["tape"][-1][0][1]
+        return self._natgrad_update(x, st["layers"][-1], self._state_natgrad_sums(st), gamma,
+                                    prior.Lu)
+
+    @staticmethod
+    def _state_natgrad_sums(st):
+        """The step's data sums from a :meth:`chunk_forward` state."""
+        last, mcache = st["layers"][-1], st["tape"][-1][0][2]
+        return natgrad_statistics(mcache.A, st["Yt"] - last.mean_function(mcache.H),
+                                  st["weights"], st["noise"])
+
+    def natgrad_chunk(self, G, rows, ctx):
+        """One chunk's data sums of the natural-gradient step (rows as :class:`IWVIBound`'s)."""
+        _, _, st = self.chunk_forward(G.layers, G.priors, G.noise, G.values, rows["X"],
+                                      rows["y"], G.scale, G.S,
+                                      from_row_layout(rows["w"], G.S, self.Dw),
+                                      self.chunk_eps(rows, G.S), None)
+        return self._state_natgrad_sums(st)
 
     # ------------------------------------------------------------------ prediction
     def propagate(self, layers, X, n_samples, random_state=None, eps=None, with_kl=True,

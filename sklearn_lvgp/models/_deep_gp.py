@@ -198,10 +198,11 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     ``early_stopping=True`` or ``learning_rate_schedule="cosine"`` avoid that (user guide).
 
     ``fit`` also takes a dask array or DataFrame: the rows stay in their partitions, and each
-    Adam step's minibatch bound and gradient (latent covariates included) are evaluated by the
-    partitions holding its rows, with the minibatch and its Monte Carlo draws chosen on the
-    driver as in memory. Early stopping, ``optimizer="lbfgs"``, ``natgrad_gamma`` and
-    ``warm_start`` are not available on dask input (each raises a ``ValueError`` naming it).
+    Adam step's minibatch bound and gradient (latent covariates included), and with
+    ``natgrad_gamma`` the sums of its natural-gradient step, are evaluated by the partitions
+    holding its rows, with the minibatch and its Monte Carlo draws chosen on the driver as in
+    memory. Early stopping, ``optimizer="lbfgs"`` and ``warm_start`` are not available on dask
+    input (each raises a ``ValueError`` naming it).
 
     References
     ----------
@@ -342,15 +343,14 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
 
     def _fit_dask(self, X, y, random_state):
         """:meth:`fit` on dask collections: the rows stay in their partitions, and each Adam
-        step's minibatch (rows and Monte Carlo draws chosen here, as in memory) is evaluated by
-        the partitions holding its rows (``DaskRows.subset``, the model's protocol bound)."""
+        (and natural-gradient) step's minibatch, rows and Monte Carlo draws chosen here as in
+        memory, is evaluated by the partitions holding its rows (``DaskRows.subset``)."""
         X_d, Y_d = self._dask_supervised_rows(X, y)
         unsupported = {"early_stopping=True": self.early_stopping,
                        "optimizer='lbfgs'": self.optimizer == "lbfgs",
-                       "natgrad_gamma": self.natgrad_gamma is not None,
                        "warm_start=True": self.warm_start}
         named = [name for name, used in unsupported.items() if used]
-        if named:  # they need rows in memory (the held-out rows, L-BFGS-B's start)
+        if named:  # held-out rows and L-BFGS-B's full-batch start need rows in memory
             raise ValueError(f"DeepGP on dask input does not support {', '.join(named)}; fit "
                              "on numpy arrays for these options.")
         dask, _ = _dask()
