@@ -25,7 +25,8 @@ from . import _collapsed_global_numba as _nb
 __all__ = ["BoundVJP", "CollapsedPredictive", "StatsVJP", "PREDICT_CHUNK_ROWS",
            "chunked_predictive_moments",
            "collapsed_bound", "collapsed_bound_from_stats", "collapsed_bound_vjp",
-           "collapsed_stats_vjp", "heldout_bound", "predictive_moments"]
+           "collapsed_stats_vjp", "heldout_bound", "joint_predictive_moments",
+           "predictive_moments"]
 
 #: Test rows per chunk of the uncertain-input predictions: per-point Ψ2 is (rows, M, M).
 PREDICT_CHUNK_ROWS = 256
@@ -423,3 +424,27 @@ class CollapsedPredictive(NamedTuple):
         elif noise_variance is not None:
             v = v + noise_variance
         return m, v
+
+
+def joint_predictive_moments(post, Kss, Ksu):
+    """Mean and joint covariance of f* at deterministic test inputs (noise not included).
+
+    Parameters
+    ----------
+    post : CollapsedPosterior
+        The fitted model.
+    Kss : ndarray of shape (N*, N*)
+        ``k(X*, X*)``.
+    Ksu : ndarray of shape (N*, M)
+        ``k(X*, Z)``.
+
+    Returns
+    -------
+    mean : ndarray of shape (N*, D)
+        E[f*].
+    cov : ndarray of shape (N*, N*)
+        Cov(f*) (shared by the outputs), symmetric.
+    """
+    Kinv, Cs = _weight_matrices(post)
+    mean = Ksu @ post.G
+    return mean, symmetrise(Kss - Ksu @ (Kinv - Cs) @ Ksu.T)

@@ -9,16 +9,20 @@ the layers, is independent of the other rows, so :class:`DSVIBound` is a one-pas
    its KL;
 2. **one pass over row chunks**: a chunk pushes its rows through the layers (Monte Carlo samples
    or unscented points), evaluates its share of the data term and backpropagates it at once
-   (:func:`chunk_pass`), returning the data term and partial adjoints of every layer's q(u), Z,
-   θ and L_u;
+   (the model's ``chunk_pass``), returning the data term and partial adjoints of every layer's
+   q(u), Z, θ and L_u;
 3. the **reduction**: partials summed in chunk order, then the KL adjoints and the prior
-   factor's backward pass (once per layer, not once per chunk; :func:`dsvi_finish`).
+   factor's backward pass (once per layer, not once per chunk; the model's ``finish``).
 
 The Monte Carlo draws of a minibatch are made before the pass, in the order the unchunked
 expectation draws them, and travel with the rows (row ``n`` holds its draws of every sample,
 :func:`draws_to_rows`), so the bound is the same estimate for any chunking, any number of
 threads and any row source — the thread executor, or Dask partitions holding the minibatch's
 rows (:meth:`sklearn_lvgp.engine._dask.DaskRows.subset`).
+
+The model (:class:`~sklearn_lvgp.bounds._dsvi_model._DSVI`, or its latent-variable extension)
+supplies the global terms, a chunk's pass and the reduction; the bound lays them out as the
+protocol's passes over row chunks.
 """
 
 
@@ -28,29 +32,11 @@ import numpy as np
 
 from .._core.workspace import thread_workspace
 from ..engine._protocol import ChunkedBound, evaluate_bound
-from ..engine._rows import InMemoryRows
-from ..expectations._rules import (
-    expand_points,
-    expand_points_vjp,
-    reparameterise,
-    reparameterise_vjp,
-    unscented_rule,
-)
-from ..likelihoods._gaussian import gaussian_expectation, gaussian_expectation_vjp
-from ..variational import (
-    kl_divergence,
-    layer_global_vjp,
-    marginals,
-    marginals_vjp,
-    prior_factor,
-    tril_pack,
-)
+from ..expectations._rules import expand_points, reparameterise, unscented_rule
 
 __all__ = ["BoundParams", "DSVIBound", "DSVIGlobals", "FLOPS_PER_WORK", "chunk_layer_workspaces",
-           "chunk_pass", "draws_to_rows", "dsvi_draws", "dsvi_elbo", "dsvi_finish",
-           "dsvi_globals", "evaluate_minibatch", "from_row_layout", "inner_samples",
-           "moment_match", "n_draw_layers", "propagate_layers", "sigma_points",
-           "thread_layer_workspaces", "to_row_layout", "work_per_row"]
+           "draws_to_rows", "evaluate_minibatch", "from_row_layout", "moment_match",
+           "propagate_layers", "sigma_points", "thread_layer_workspaces", "to_row_layout"]
 
 #: Matrix-product flops counted as one unit of :func:`~._executor.plan_chunks` work. A chunk's
 #: pass costs about 600 Python-level calls (the glue around the kernels, solves and the jitted
@@ -147,61 +133,6 @@ def propagate_layers(evaluate, X, n_layers, expectation, n_samples, draw, delta)
     return mu, var, weights, tape
 
 
-def work_per_row(model, n_points):
-    """Relative work of one minibatch row pushed through the layers at ``n_points`` stacked
-    points (the chunk plan's estimate, :func:`~sklearn_lvgp.engine._executor.plan_chunks`)."""
-    M = model.M
-    dims = model.dims
-    flops = sum(M * M * (1 + dims[ell + 1]) + M * dims[ell] for ell in range(model.n_layers))
-    return n_points * flops / FLOPS_PER_WORK
-
-
-def chunk_pass(model, layers, priors, noise, X, Y, scale, S, eps, workspaces):
-    """Forward and backward of one chunk's data term: ``(data, dnoise, per-layer partials)``.
-
-    ``eps`` holds the chunk's Monte Carlo draws per inner layer (sample-major rows).
-    """
-    L = model.n_layers
-    m = X.shape[0]
-
-    def evaluate(ell, H):
-        layer = layers[ell]
-        return marginals(layer.kernel, layer.Z, layer.q_mu, layer.q_sqrt, H, priors[ell].Lu,
-                         layer.mean_function, layer.whiten, workspaces[ell])
-
-    mu, var, weights, tape = propagate_layers(evaluate, X, L, model.expectation, S,
-                                              lambda ell, shape: eps[ell], model.delta)
-    Yt = (np.tile(Y, (S, 1)) if model.expectation == "monte_carlo"
-          else np.repeat(Y, weights.size // m, axis=0))
-    pw = (scale * weights)[:, None]
-    data = float(np.sum(pw * gaussian_expectation(Yt, mu, var, noise)))
-    gv = gaussian_expectation_vjp(pw, Yt, mu, var, noise)
-    dmu, dvar = gv.mu, gv.var
-    partials = [None] * L
-    for ell in range(L - 1, -1, -1):
-        mcache, step, mm = tape[ell]
-        if mm is not None:
-            # moment matching: mean = sum_k w mu_k, var = sum_k w (v_k + (mu_k - mean)^2)
-            w, dev = mm
-            dmu = (w * dmu[:, None, :] + 2.0 * w * dev * dvar[:, None, :]).reshape(
-                -1, dev.shape[2])
-            dvar = np.ascontiguousarray(
-                np.broadcast_to(w * dvar[:, None, :], dev.shape)).reshape(-1, dev.shape[2])
-        mv = marginals_vjp(dmu, dvar, mcache)
-        partials[ell] = (mv.q_mu, mv.q_sqrt, mv.Z, mv.theta, mv.Lu)
-        if step is None:
-            continue
-        if step[0] == "mc":
-            # h = mu + eps sqrt(v + delta) (Salimbeni & Deisenroth 2017, eq. 7)
-            _, e, sd = step
-            dmu, dvar = reparameterise_vjp(mv.H, e, sd)
-        else:
-            _, rule, sd = step
-            dmu, dvar = expand_points_vjp(mv.H.reshape(sd.shape[0], rule.n_points, -1),
-                                          rule.nodes, sd)
-    return data, float(gv.noise_variance), tuple(partials)
-
-
 class BoundParams(NamedTuple):
     """Parameters of one evaluation of :class:`DSVIBound` (and of the latent-variable bound,
     :class:`~sklearn_lvgp.bounds._iwvi.IWVIBound`).
@@ -242,10 +173,10 @@ class DSVIBound(ChunkedBound):
 
     Rows: ``X`` and ``y`` (the minibatch) and, for Monte Carlo propagation through inner
     layers, ``eps0``, ``eps1``, ... (each row's draws of every sample, :func:`draws_to_rows`).
-    One pass: a chunk's data term and its partial adjoints (:func:`chunk_pass`); the reduction
-    adds the KL terms and the prior factors' backward passes (:func:`dsvi_finish`).
-    :meth:`prepare` takes a :class:`BoundParams`; :meth:`gradient` returns the value and the
-    gradient wrt the flat parameters.
+    One pass: a chunk's data term and its partial adjoints (the model's ``chunk_pass``); the
+    reduction adds the KL terms and the prior factors' backward passes (the model's
+    ``finish``). :meth:`prepare` takes a :class:`BoundParams`; :meth:`gradient` returns the
+    value and the gradient wrt the flat parameters.
 
     Parameters
     ----------
@@ -257,45 +188,25 @@ class DSVIBound(ChunkedBound):
 
     def __init__(self, model):
         self.model = model
-        self.row_names = ("X", "y") + tuple(f"eps{ell}" for ell in range(n_draw_layers(model)))
+        self.row_names = ("X", "y") + tuple(f"eps{ell}" for ell in range(model.n_draw_layers))
 
     def prepare(self, params):
-        layers, noise, values, priors, kls = dsvi_globals(self.model, params.x)
-        return DSVIGlobals(layers, noise, values, priors, kls, params.scale,
-                           inner_samples(self.model, params.n_samples), params.workspaces)
-
-    def _points(self, G):
-        model = self.model
-        if model.expectation == "monte_carlo":
-            return G.S
-        return 2 * max(model.dims[1:model.n_layers]) if model.n_layers > 1 else 1
+        return self.model.global_terms(params)
 
     def chunk_cost(self, G):
-        return work_per_row(self.model, self._points(G)), None, 0
+        return self.model.work_per_row(self.model.points_per_row(G.S)), None, 0
 
     def plan_key(self, G):
-        return self._points(G)
+        return self.model.points_per_row(G.S)
 
     def chunk_backward(self, G, step, rows, ctx, need_local=True):
         model = self.model
-        eps = [from_row_layout(rows[f"eps{ell}"], G.S, model.dims[ell + 1])
-               for ell in range(n_draw_layers(model))]
-        return None, chunk_pass(model, G.layers, G.priors, G.noise, rows["X"], rows["y"],
-                                G.scale, G.S, eps, chunk_layer_workspaces(G, ctx,
-                                                                          model.n_layers))
+        return None, model.chunk_pass(G.layers, G.priors, G.noise, rows["X"], rows["y"],
+                                      G.scale, G.S, model.chunk_eps(rows, G.S),
+                                      chunk_layer_workspaces(G, ctx, model.n_layers))
 
     def gradient(self, G, step, partials):
-        return dsvi_finish(self.model, G.layers, G.priors, G.kls, G.values, partials)
-
-
-def n_draw_layers(model):
-    """Inner layers whose outputs are sampled (Monte Carlo with more than one layer)."""
-    return model.n_layers - 1 if model.expectation == "monte_carlo" else 0
-
-
-def inner_samples(model, n_samples):
-    """Samples per row through the inner layers: ``n_samples``, or 1 without sampled layers."""
-    return int(n_samples) if n_draw_layers(model) else 1
+        return self.model.finish(G, partials)
 
 
 def chunk_layer_workspaces(G, ctx, n_layers):
@@ -332,84 +243,7 @@ def evaluate_minibatch(bound, params, source):
     return out.value, out.grads
 
 
-def dsvi_elbo(model, x, X, Y, scale, n_samples, random_state=None, eps=None, workspaces=None,
-              chunk_rows=None, n_threads=None):
-    """Minibatch ELBO estimate and its gradient wrt the flat parameters ``x`` of ``model``.
-
-    :class:`DSVIBound` over the rows ``X``, ``Y`` and their draws, in memory.
-
-    Parameters
-    ----------
-    model : sklearn_lvgp.bounds._dsvi_model._DSVI
-        The architecture (kernels, shapes, expectation rule, packer).
-    x : ndarray
-        Flat parameters.
-    X, Y : ndarray of shape (n, D_0) and (n, D_L)
-        Minibatch rows.
-    scale : float
-        ``N / n``.
-    n_samples : int
-        Monte Carlo samples per row (ignored by the unscented expectation).
-    random_state : numpy.random.RandomState, default=None
-        Source of the Monte Carlo draws when ``eps`` is not given.
-    eps : list of ndarray, default=None
-        Fixed draws, one ``(S·n, D_ℓ+1)`` array per inner layer (sample-major rows).
-    workspaces : list of Workspace, default=None
-        Per-layer buffers reused across calls by a single-chunk evaluation.
-    chunk_rows : int, default=None
-        Rows per chunk; ``None`` chooses from the problem size (never from the thread count).
-    n_threads : int, default=None
-        Threads; ``None`` takes the enclosing :func:`sklearn_lvgp._core.parallel.threads` context.
-
-    Returns
-    -------
-    value : float
-    grad : ndarray of the shape of ``x``
-    """
-    n = X.shape[0]
-    S = inner_samples(model, n_samples)
-    if eps is None:
-        eps = dsvi_draws(model, n, S, random_state)
-    rows = InMemoryRows({"X": X, "y": Y, **draws_to_rows(eps, n, S)},
-                        chunk_rows=chunk_rows, n_threads=n_threads, prefix="dsvi")
-    return evaluate_minibatch(DSVIBound(model), BoundParams(x, scale, n_samples, workspaces),
-                              rows)
-
-
 def thread_layer_workspaces(n_layers):
     """This thread's buffers for a chunk pass, one part per layer: kept from one pass on this
     thread to the next (the partials a pass returns never alias them)."""
     return [thread_workspace().child(f"dsvi{ell}") for ell in range(n_layers)]
-
-
-def dsvi_globals(model, x):
-    """The global terms of an evaluation: ``(layers, noise, values, priors, kls)``."""
-    layers, noise, values = model.unpack(x)
-    priors = [prior_factor(layer.kernel, layer.Z, model.jitter) for layer in layers]
-    kls = [kl_divergence(layer.q_mu, layer.q_sqrt, prior.Lu, layer.whiten)
-           for layer, prior in zip(layers, priors, strict=True)]
-    return layers, noise, values, priors, kls
-
-
-def dsvi_draws(model, n, n_samples, random_state):
-    """The Monte Carlo draws of an ``n``-row minibatch, in the unchunked order (or ``None``)."""
-    L = model.n_layers
-    if model.expectation != "monte_carlo" or L == 1:
-        return None
-    return [random_state.standard_normal((n_samples * n, model.dims[ell + 1]))
-            for ell in range(L - 1)]
-
-
-def dsvi_finish(model, layers, priors, kls, values, partials):
-    """Value and flat gradient from the reduced chunk partials and the global terms."""
-    data, dnoise, parts = partials
-    grads = {}
-    for ell, layer in enumerate(layers):
-        dq_mu, dq_sqrt, dZ, dtheta = layer_global_vjp(layer.kernel, priors[ell], kls[ell][1],
-                                                      -1.0, *parts[ell])
-        grads[f"q_mu{ell}"] = dq_mu
-        grads[f"q_sqrt{ell}"] = tril_pack(dq_sqrt)
-        grads[f"Z{ell}"] = dZ
-        grads.update(model._theta_grads(ell, dtheta, values))
-    grads["noise_variance"] = np.array([dnoise])
-    return data - sum(kl for kl, _ in kls), model.packer.pack_grad(grads, values)

@@ -3,7 +3,8 @@
 Doubly-stochastic variational inference for deep GPs (Salimbeni & Deisenroth 2017,
 :cite:`salimbeni2017doubly`); the layers are the SVGP engine of :mod:`sklearn_lvgp.variational`
 and the bound (:class:`sklearn_lvgp.bounds._dsvi.DSVIBound`) is evaluated chunk by chunk, in
-memory (:func:`sklearn_lvgp.bounds._dsvi.dsvi_elbo`) or on Dask partitions (:meth:`_DSVI.evaluate`).
+memory (:meth:`_DSVI.elbo`) or on Dask partitions (:meth:`_DSVI.evaluate`): :class:`_DSVI`
+supplies its global terms, a chunk's forward and backward pass and the reduction.
 :class:`sklearn_lvgp.bounds._iwvi.LatentDSVI` extends it with latent covariates.
 """
 
@@ -17,35 +18,44 @@ from .._core.linalg import cholesky_jitter, solve_lower, solve_upper
 from .._core.params import ParamPacker, softplus_inverse
 from .._core.validation import check_int, check_layer_widths, check_option
 from .._core.workspace import Workspace
-from ..expectations._rules import reparameterise
+from ..engine._rows import InMemoryRows
+from ..expectations._rules import expand_points_vjp, reparameterise, reparameterise_vjp
 from ..kernels import RBF, as_lvgp_kernel
-from ..likelihoods._gaussian import gaussian_log_density
+from ..likelihoods._gaussian import (
+    gaussian_expectation,
+    gaussian_expectation_vjp,
+    gaussian_log_density,
+)
 from ..metrics import kde_log_density
 from ..variational import (
     LinearMean,
     SVGPLayer,
     ZeroMean,
-    gaussian_natgrad_step,
     inner_mean,
+    kl_divergence,
     layer_forward,
+    layer_global_vjp,
+    marginals,
+    marginals_vjp,
+    natgrad_from_statistics,
+    natgrad_statistics,
     prior_factor,
     tril_pack,
     tril_unpack,
 )
 from ._dsvi import (
+    FLOPS_PER_WORK,
     BoundParams,
     DSVIBound,
+    DSVIGlobals,
     draws_to_rows,
-    dsvi_draws,
-    dsvi_elbo,
     evaluate_minibatch,
-    inner_samples,
+    from_row_layout,
     propagate_layers,
 )
 
-__all__ = ["_DSVI", "initial_layers", "build_model", "sample_outputs", "prediction_paths",
-           "path_components", "kde_rows", "mean_log_density", "mixture_log_density",
-           "layer_joint", "joint_predictive", "objectives", "layer_kernels",
+__all__ = ["_DSVI", "initial_layers", "build_model", "initial_model", "prediction_paths",
+           "kde_rows", "mixture_log_density", "layer_joint", "layer_kernels",
            "check_latent_options", "hidden_widths",
            "DELTA", "INNER_PRIOR_VARIANCE", "INNER_SQRT_SCALE", "MIN_NOISE"]
 
@@ -67,6 +77,9 @@ class _DSVI:
 
     Holds only structure (kernel templates, fixed mean functions, shapes), never fitted values.
     """
+
+    #: Name of the in-memory chunks' workspaces.
+    _rows_prefix = "dsvi"
 
     def __init__(self, kernels, means, dims, n_inducing, whiten, jitter, expectation,
                  positive_transform="softplus"):
@@ -99,6 +112,30 @@ class _DSVI:
     @property
     def n_layers(self):
         return len(self.kernels)
+
+    @property
+    def n_draw_layers(self):
+        """Inner layers whose outputs are sampled (Monte Carlo with more than one layer)."""
+        return self.n_layers - 1 if self.expectation == "monte_carlo" else 0
+
+    def inner_samples(self, n_samples):
+        """Samples per row through the inner layers: ``n_samples``, or 1 without sampled layers."""
+        return int(n_samples) if self.n_draw_layers else 1
+
+    def points_per_row(self, n_samples):
+        """Stacked points of a row in a pass: its samples, or the sigma points of the widest
+        inner layer (unscented)."""
+        if self.expectation == "monte_carlo":
+            return n_samples
+        return 2 * max(self.dims[1:self.n_layers]) if self.n_layers > 1 else 1
+
+    def work_per_row(self, n_points):
+        """Relative work of one minibatch row pushed through the layers at ``n_points`` stacked
+        points (the chunk plan's estimate, :func:`~sklearn_lvgp.engine._executor.plan_chunks`)."""
+        M = self.M
+        dims = self.dims
+        flops = sum(M * M * (1 + dims[ell + 1]) + M * dims[ell] for ell in range(self.n_layers))
+        return n_points * flops / FLOPS_PER_WORK
 
     # ------------------------------------------------------------------ parameters <-> layers
     def _theta_values(self, ell, theta):
@@ -222,27 +259,132 @@ class _DSVI:
         return mu, var, weights, kl_total, tape
 
     # ----------------------------------------------------------------------------- bound
-    def elbo(self, x, X, Y, scale, n_samples, random_state=None, eps=None, workspaces=None):
-        """Minibatch ELBO estimate (Salimbeni 2020, eq. 2.19) and its gradient wrt ``x``.
-
-        ``scale`` is ``N / |B|``; ``eps`` (list of per-inner-layer arrays) fixes the samples;
-        ``workspaces`` as in :meth:`propagate` (the result does not depend on it). Evaluated by
-        the chunk engine (:func:`sklearn_lvgp.bounds._dsvi.dsvi_elbo`): rows in parallel
-        chunks, bit-identical for any number of threads.
-        """
-        return dsvi_elbo(self, x, X, Y, scale, n_samples, random_state, eps, workspaces,
-                         chunk_rows=self.chunk_rows)
-
     def bound(self):
         """The protocol bound of this architecture
         (:class:`~sklearn_lvgp.bounds._dsvi.DSVIBound`)."""
         return DSVIBound(self)
 
-    def draw_rows(self, n, n_samples, random_state):
-        """The Monte Carlo draws of an ``n``-row minibatch as row arrays, drawn from
-        ``random_state`` as :meth:`elbo` draws them."""
-        S = inner_samples(self, n_samples)
-        return draws_to_rows(dsvi_draws(self, n, S, random_state), n, S)
+    def global_terms(self, params):
+        """The global terms of an evaluation at :class:`~sklearn_lvgp.bounds._dsvi.BoundParams`
+        ``params``: the layers, their prior factors and KL terms."""
+        layers, noise, values = self.unpack(params.x)
+        priors = [prior_factor(layer.kernel, layer.Z, self.jitter) for layer in layers]
+        kls = [kl_divergence(layer.q_mu, layer.q_sqrt, prior.Lu, layer.whiten)
+               for layer, prior in zip(layers, priors, strict=True)]
+        return DSVIGlobals(layers, noise, values, priors, kls, params.scale,
+                           self.inner_samples(params.n_samples), params.workspaces)
+
+    def chunk_eps(self, rows, S):
+        """A chunk's draws per inner layer, ``(S·m, D_ℓ+1)`` (sample-major), from its row
+        arrays ``eps0``, ... (:func:`~sklearn_lvgp.bounds._dsvi.from_row_layout`)."""
+        return [from_row_layout(rows[f"eps{ell}"], S, self.dims[ell + 1])
+                for ell in range(self.n_draw_layers)]
+
+    def _chunk_propagate(self, layers, priors, X, S, eps, workspaces):
+        """A chunk's rows through the layers with its draws ``eps`` (the global terms' prior
+        factors): the marginals of :func:`~sklearn_lvgp.bounds._dsvi.propagate_layers`."""
+
+        def evaluate(ell, H):
+            layer = layers[ell]
+            return marginals(layer.kernel, layer.Z, layer.q_mu, layer.q_sqrt, H, priors[ell].Lu,
+                             layer.mean_function, layer.whiten, workspaces[ell])
+
+        return propagate_layers(evaluate, X, self.n_layers, self.expectation, S,
+                                lambda ell, shape: eps[ell], self.delta)
+
+    def chunk_pass(self, layers, priors, noise, X, Y, scale, S, eps, workspaces):
+        """Forward and backward of one chunk's data term: ``(data, dnoise, per-layer partials)``.
+
+        ``eps`` holds the chunk's Monte Carlo draws per inner layer (sample-major rows).
+        """
+        L = self.n_layers
+        m = X.shape[0]
+        mu, var, weights, tape = self._chunk_propagate(layers, priors, X, S, eps, workspaces)
+        Yt = (np.tile(Y, (S, 1)) if self.expectation == "monte_carlo"
+              else np.repeat(Y, weights.size // m, axis=0))
+        pw = (scale * weights)[:, None]
+        data = float(np.sum(pw * gaussian_expectation(Yt, mu, var, noise)))
+        gv = gaussian_expectation_vjp(pw, Yt, mu, var, noise)
+        dmu, dvar = gv.mu, gv.var
+        partials = [None] * L
+        for ell in range(L - 1, -1, -1):
+            mcache, step, mm = tape[ell]
+            if mm is not None:
+                # moment matching: mean = sum_k w mu_k, var = sum_k w (v_k + (mu_k - mean)^2)
+                w, dev = mm
+                dmu = (w * dmu[:, None, :] + 2.0 * w * dev * dvar[:, None, :]).reshape(
+                    -1, dev.shape[2])
+                dvar = np.ascontiguousarray(
+                    np.broadcast_to(w * dvar[:, None, :], dev.shape)).reshape(-1, dev.shape[2])
+            mv = marginals_vjp(dmu, dvar, mcache)
+            partials[ell] = (mv.q_mu, mv.q_sqrt, mv.Z, mv.theta, mv.Lu)
+            if step is None:
+                continue
+            if step[0] == "mc":
+                # h = mu + eps sqrt(v + delta) (Salimbeni & Deisenroth 2017, eq. 7)
+                _, e, sd = step
+                dmu, dvar = reparameterise_vjp(mv.H, e, sd)
+            else:
+                _, rule, sd = step
+                dmu, dvar = expand_points_vjp(mv.H.reshape(sd.shape[0], rule.n_points, -1),
+                                              rule.nodes, sd)
+        return data, float(gv.noise_variance), tuple(partials)
+
+    def _global_vjp(self, layer, prior, kl_cache, part):
+        """Adjoints of a layer's q(u), Z and θ from its reduced chunk partials and its KL."""
+        return layer_global_vjp(layer.kernel, prior, kl_cache, -1.0, *part)
+
+    def _layer_grads(self, G, parts):
+        """Gradients of the layers' named blocks (the KL and prior-factor backward passes)."""
+        grads = {}
+        for ell, layer in enumerate(G.layers):
+            dq_mu, dq_sqrt, dZ, dtheta = self._global_vjp(layer, G.priors[ell], G.kls[ell][1],
+                                                          parts[ell])
+            grads[f"q_mu{ell}"] = dq_mu
+            grads[f"q_sqrt{ell}"] = tril_pack(dq_sqrt)
+            grads[f"Z{ell}"] = dZ
+            grads.update(self._theta_grads(ell, dtheta, G.values))
+        return grads
+
+    def finish(self, G, partials):
+        """Value and flat gradient from the reduced chunk partials and the global terms."""
+        data, dnoise, parts = partials
+        grads = self._layer_grads(G, parts)
+        grads["noise_variance"] = np.array([dnoise])
+        return data - sum(kl for kl, _ in G.kls), self.packer.pack_grad(grads, G.values)
+
+    def _layer_draws(self, n, n_samples, random_state):
+        """The Monte Carlo draws of an ``n``-row minibatch, in the unchunked order (or
+        ``None``)."""
+        L = self.n_layers
+        if self.expectation != "monte_carlo" or L == 1:
+            return None
+        return [random_state.standard_normal((n_samples * n, self.dims[ell + 1]))
+                for ell in range(L - 1)]
+
+    def draw_rows(self, n, n_samples, random_state, eps=None):
+        """The Monte Carlo draws of an ``n``-row minibatch as the row arrays ``eps0``, ... of
+        :meth:`bound`: ``eps`` (one ``(S·n, D_ℓ+1)`` array per inner layer, sample-major), or
+        drawn from ``random_state`` in the unchunked order."""
+        S = self.inner_samples(n_samples)
+        return draws_to_rows(self._layer_draws(n, S, random_state) if eps is None else eps,
+                             n, S)
+
+    def elbo(self, x, X, Y, scale, n_samples, random_state=None, eps=None, workspaces=None):
+        """Minibatch ELBO estimate (Salimbeni 2020, eq. 2.19) and its gradient wrt ``x``.
+
+        :meth:`bound` over the rows ``X``, ``Y`` (``scale`` is ``N / |B|``) and their draws
+        (:meth:`draw_rows`), in memory: rows in parallel chunks of :attr:`chunk_rows` (``None``:
+        from the problem size, never from the thread count), bit-identical for any number of
+        threads. ``workspaces`` (one :class:`~sklearn_lvgp._core.workspace.Workspace` per
+        layer) are reused across calls by a single-chunk evaluation; the result does not
+        depend on them.
+        """
+        rows = InMemoryRows({"X": X, "y": Y,
+                             **self.draw_rows(X.shape[0], n_samples, random_state, eps)},
+                            chunk_rows=self.chunk_rows, prefix=self._rows_prefix)
+        return evaluate_minibatch(self.bound(), BoundParams(x, scale, n_samples, workspaces),
+                                  rows)
 
     def evaluate(self, x, source, scale, n_samples):
         """Minibatch ELBO estimate and its gradient wrt ``x`` over the rows of a row source.
@@ -261,20 +403,46 @@ class _DSVI:
         points); the last layer's features ``A`` and ``L_u`` at those inputs come from the tape.
         """
         layers, noise, _ = self.unpack(x)
-        last = layers[-1]
         _, _, w, _, tape = self.propagate(layers, X, n_samples, random_state, with_kl=False)
         _, prior, mcache, _ = tape[-1][0]
-        reps = w.size // X.shape[0]
+        sums = self._natgrad_sums(layers[-1], mcache, Y, scale * w, noise)
+        return self._natgrad_update(x, layers[-1], sums, gamma, prior.Lu)
+
+    def _natgrad_sums(self, last, mcache, Y, point_weights, noise):
+        """The data sums of the step (:func:`~sklearn_lvgp.variational.natgrad_statistics`)
+        at the last layer's stacked points of rows ``Y``."""
+        reps = point_weights.size // Y.shape[0]
         Yt = np.repeat(Y, reps, axis=0) if self.expectation == "unscented" else np.tile(
             Y, (reps, 1))
-        resid = Yt - last.mean_function(mcache.H)
-        q_mu, q_sqrt = gaussian_natgrad_step(last.q_mu, last.q_sqrt, mcache.A, resid, scale * w,
-                                             noise, gamma, prior.Lu, self.whiten)
+        return natgrad_statistics(mcache.A, Yt - last.mean_function(mcache.H), point_weights,
+                                  noise)
+
+    def _natgrad_update(self, x, last, sums, gamma, Lu):
+        """``x`` with the last layer's q(u) moved by the step of data sums ``sums``."""
+        q_mu, q_sqrt = natgrad_from_statistics(last.q_mu, last.q_sqrt, *sums, gamma, Lu,
+                                               self.whiten)
         x = x.copy()
         ell = self.n_layers - 1
         x[self.packer.slice(f"q_mu{ell}")] = q_mu.ravel()
         x[self.packer.slice(f"q_sqrt{ell}")] = tril_pack(q_sqrt).ravel()
         return x
+
+    def natgrad_chunk(self, G, rows, ctx):
+        """One chunk's data sums of the natural-gradient step (rows as :meth:`bound`'s)."""
+        _, _, weights, tape = self._chunk_propagate(G.layers, G.priors, rows["X"], G.S,
+                                                    self.chunk_eps(rows, G.S),
+                                                    [None] * self.n_layers)
+        return self._natgrad_sums(G.layers[-1], tape[-1][0], rows["y"], G.scale * weights,
+                                  G.noise)
+
+    def natgrad_rows(self, x, source, scale, n_samples, gamma):
+        """:meth:`natgrad` on the rows of a row source (``X``, ``y`` and the draws of
+        :meth:`draw_rows`; e.g. a Dask minibatch ``rows.subset(idx, extra=draws)``): the
+        chunks' data sums (:meth:`natgrad_chunk`), added in chunk order, then the step."""
+        G = self.global_terms(BoundParams(x, scale, n_samples))
+        bound = self.bound()
+        sums = source.map_reduce(self.natgrad_chunk, G, source.plan(bound, G), bound.row_names)
+        return self._natgrad_update(x, G.layers[-1], sums, gamma, G.priors[-1].Lu)
 
     def predict_components(self, x, X, n_samples, eps_rows):
         """Per-path last-layer marginals ``(S, n, D)`` (Monte Carlo) or ``(1, n, D)`` (UT)."""
@@ -295,6 +463,105 @@ class _DSVI:
             v = np.sum(wk * (var.reshape(n, K, -1) + (mk - m[:, None, :]) ** 2), axis=1)
             mu, var = m, v
         return mu[None], var[None], noise
+
+    # ------------------------------------------------------------------------ prediction
+    def path_components(self, x, Xs, paths):
+        """Last-layer means and variances along every path, ``(S, n, D)``, and the noise."""
+        S, eps = paths
+        mus, vs = [], []
+        for rows in row_blocks(Xs.shape[0], S):
+            mu, var, noise = self.predict_components(x, Xs[rows], S, eps)
+            mus.append(mu)
+            vs.append(var)
+        return np.concatenate(mus, axis=1), np.concatenate(vs, axis=1), noise
+
+    def mean_log_density(self, x, X, Y, paths):
+        """Mean log predictive density of standardised rows along fixed paths (early
+        stopping)."""
+        mu, var, noise = self.predict_components(x, X, *paths)
+        lp = gaussian_log_density(Y[None], mu, var + noise).sum(axis=2)
+        return float(np.mean(logsumexp(lp, axis=0) - np.log(lp.shape[0])))
+
+    def sample(self, x, Xs, n_samples, rs):
+        """Draws of the (standardised) outputs at ``Xs``: Monte Carlo through the layers, noise
+        included; shape ``(n, D, n_samples)``."""
+        layers, noise, _ = self.unpack(x)
+        mu, var, _, _, _ = self.propagate(layers, Xs, n_samples, rs, with_kl=False,
+                                          expectation="monte_carlo")
+        n, D = Xs.shape[0], mu.shape[1]
+        mu, var = mu.reshape(-1, n, D), var.reshape(-1, n, D)
+        if mu.shape[0] == 1:
+            mu, var = np.repeat(mu, n_samples, axis=0), np.repeat(var, n_samples, axis=0)
+        f = reparameterise(mu, np.sqrt(var + noise), rs.standard_normal(mu.shape))
+        return np.transpose(f, (1, 2, 0))
+
+    def joint_predictive(self, x, Xs, n_paths, random_state):
+        """Mean ``(n, D)`` and covariance ``(n, n, D)`` of the outputs at the rows of ``Xs``.
+
+        The inner layers are sampled jointly over the rows (one Gaussian draw of all rows per
+        path and layer, variance floor ``DELTA`` as in training), so two rows covary through
+        every layer; the last layer's joint moments are averaged over ``n_paths`` paths (law
+        of total covariance), and the noise is added on the diagonal. With one layer it is
+        exact.
+        """
+        layers, noise, _ = self.unpack(x)
+        n = Xs.shape[0]
+        means, covs = [], []
+        for _ in range(n_paths if len(layers) > 1 else 1):
+            H = Xs
+            for layer in layers[:-1]:
+                m, C = layer_joint(layer, H, self.jitter)
+                draws = random_state.standard_normal((n, m.shape[1]))
+                H = m + np.column_stack([
+                    cholesky_jitter(C[d] + DELTA * np.eye(n), 1e-10,
+                                    name="hidden-layer covariance", warn=False)[0] @ draws[:, d]
+                    for d in range(m.shape[1])])
+            m, C = layer_joint(layers[-1], H, self.jitter)
+            means.append(m)
+            covs.append(C)
+        M = np.stack(means)
+        mean = M.mean(axis=0)
+        dev = M - mean
+        cov = (np.mean(covs, axis=0).transpose(1, 2, 0)
+               + np.einsum("sid,sjd->ijd", dev, dev) / len(M))
+        cov[np.arange(n), np.arange(n), :] += noise
+        return mean, cov
+
+    # ------------------------------------------------------------------------- training
+    def objectives(self, Xs, Ys, n_total, n_samples, rs, rows=None):
+        """The optimiser's three callables for one fit call.
+
+        The full-batch negated bound and gradient, its minibatch estimate and the last layer's
+        natural-gradient step on a minibatch, of the rows ``Xs``, ``Ys`` in memory or of a row
+        source ``rows`` (a :class:`~sklearn_lvgp.engine._dask.DaskRows` whose minibatches,
+        ``rows.subset``, are evaluated where they live, their draws made here as in memory).
+        ``n_total`` is the ``N`` of the bound.
+        """
+        # the layers' large per-step buffers, reused by every step of this call only
+        workspaces = [Workspace() for _ in range(self.n_layers)]
+
+        def full(x):
+            f, g = self.elbo(x, Xs, Ys, 1.0, n_samples, rs, workspaces=workspaces)
+            return -f, -g
+
+        def minibatch(x, idx):
+            if rows is not None:
+                draws = self.draw_rows(idx.size, n_samples, rs)
+                f, g = self.evaluate(x, rows.subset(idx, extra=draws), n_total / idx.size,
+                                     n_samples)
+            else:
+                f, g = self.elbo(x, Xs[idx], Ys[idx], n_total / idx.size, n_samples, rs,
+                                 workspaces=workspaces)
+            return -f, -g
+
+        def natgrad(x, idx, gamma):
+            if rows is not None:
+                draws = self.draw_rows(idx.size, n_samples, rs)
+                return self.natgrad_rows(x, rows.subset(idx, extra=draws), n_total / idx.size,
+                                         n_samples, gamma)
+            return self.natgrad(x, Xs[idx], Ys[idx], n_total / idx.size, n_samples, gamma, rs)
+
+        return full, minibatch, natgrad
 
 
 def initial_layers(Xs, dims, templates, n_inducing, whiten, jitter, n_latent, random_state,
@@ -386,17 +653,6 @@ def prediction_paths(dims, n_latent, rs, S):
     return S, latent + [rs.standard_normal((S, d)) for d in dims[1:-1]]
 
 
-def path_components(model, x, Xs, paths):
-    """Last-layer means and variances along every path, ``(S, n, D)``, and the noise."""
-    S, eps = paths
-    mus, vs = [], []
-    for rows in row_blocks(Xs.shape[0], S):
-        mu, var, noise = model.predict_components(x, Xs[rows], S, eps)
-        mus.append(mu)
-        vs.append(var)
-    return np.concatenate(mus, axis=1), np.concatenate(vs, axis=1), noise
-
-
 def kde_rows(sample, X, y, n_kde_samples, rs, n_layers):
     """Kernel-density log density of ``y`` from ``sample(rows, rs)`` draws, in row chunks.
 
@@ -446,25 +702,39 @@ def build_model(initial, dims, params, latent, random_state, latent_model=None):
     return model, model.pack(layers, noise)
 
 
-def sample_outputs(model, x, Xs, n_samples, rs):
-    """Draws of the (standardised) outputs at ``Xs``: Monte Carlo through the layers, noise
-    included; shape ``(n, D, n_samples)``."""
-    layers, noise, _ = model.unpack(x)
-    mu, var, _, _, _ = model.propagate(layers, Xs, n_samples, rs, with_kl=False,
-                                       expectation="monte_carlo")
-    n, D = Xs.shape[0], mu.shape[1]
-    mu, var = mu.reshape(-1, n, D), var.reshape(-1, n, D)
-    if mu.shape[0] == 1:
-        mu, var = np.repeat(mu, n_samples, axis=0), np.repeat(var, n_samples, axis=0)
-    f = reparameterise(mu, np.sqrt(var + noise), rs.standard_normal(mu.shape))
-    return np.transpose(f, (1, 2, 0))
+def initial_model(Xs, n_targets, params, templates, random_state, latent_model):
+    """The model of ``DeepGP``'s parameters and its starting point from the training inputs.
 
+    The layer widths (:func:`hidden_widths`), the initial layers (:func:`initial_layers`:
+    k-means inducing inputs and linear inner mean functions, Salimbeni & Deisenroth 2017, §5)
+    and, with ``latent_dim``, the encoder's initial weights (:func:`build_model`).
 
-def mean_log_density(model, x, X, Y, paths):
-    """Mean log predictive density of standardised rows along fixed paths (early stopping)."""
-    mu, var, noise = model.predict_components(x, X, *paths)
-    lp = gaussian_log_density(Y[None], mu, var + noise).sum(axis=2)
-    return float(np.mean(logsumexp(lp, axis=0) - np.log(lp.shape[0])))
+    Parameters
+    ----------
+    Xs : ndarray of shape (N, D)
+        Standardised training inputs (or a sample of them).
+    n_targets : int
+    params : dict
+        The estimator's parameters.
+    templates : list of Kernel or None
+        One kernel template (or None for the default) per layer, or one for all.
+    random_state : numpy.random.RandomState
+    latent_model : type
+        As in :func:`build_model`.
+
+    Returns
+    -------
+    model : _DSVI
+    x0 : ndarray
+    """
+    L, Dw = params["n_layers"], int(params["latent_dim"] or 0)
+    dims = [Xs.shape[1] + Dw] + hidden_widths(params["hidden_dims"], L, Xs.shape[1]) + [n_targets]
+    layers = initial_layers(Xs, dims, templates if len(templates) == L else templates * L,
+                            params["n_inducing"], bool(params["whiten"]), float(params["jitter"]),
+                            Dw, random_state, params["inner_layer_init"])
+    latent = ((Dw, params["encoder_hidden"], params["inference"], params["n_importance"]) if Dw
+              else None)
+    return build_model(layers, dims, params, latent, random_state, latent_model)
 
 
 def mixture_log_density(mu, var, noise, Y, y_mean, y_scale):
@@ -492,61 +762,6 @@ def layer_joint(layer, H, jitter):
     shared = kernel.K(H) - A.T @ A
     cov = np.stack([shared + (R.T @ B).T @ (R.T @ B) for R in layer.q_sqrt])
     return mean, cov
-
-
-def joint_predictive(model, x, Xs, n_paths, random_state):
-    """Mean ``(n, D)`` and covariance ``(n, n, D)`` of the outputs at the rows of ``Xs``.
-
-    The inner layers are sampled jointly over the rows (one Gaussian draw of all rows per path
-    and layer, variance floor ``DELTA`` as in training), so two rows covary through every layer;
-    the last layer's joint moments are averaged over ``n_paths`` paths (law of total
-    covariance), and the noise is added on the diagonal. With one layer it is exact.
-    """
-    layers, noise, _ = model.unpack(x)
-    n = Xs.shape[0]
-    means, covs = [], []
-    for _ in range(n_paths if len(layers) > 1 else 1):
-        H = Xs
-        for layer in layers[:-1]:
-            m, C = layer_joint(layer, H, model.jitter)
-            draws = random_state.standard_normal((n, m.shape[1]))
-            H = m + np.column_stack([
-                cholesky_jitter(C[d] + DELTA * np.eye(n), 1e-10, name="hidden-layer covariance",
-                                warn=False)[0] @ draws[:, d] for d in range(m.shape[1])])
-        m, C = layer_joint(layers[-1], H, model.jitter)
-        means.append(m)
-        covs.append(C)
-    M = np.stack(means)
-    mean = M.mean(axis=0)
-    dev = M - mean
-    cov = np.mean(covs, axis=0).transpose(1, 2, 0) + np.einsum("sid,sjd->ijd", dev, dev) / len(M)
-    cov[np.arange(n), np.arange(n), :] += noise
-    return mean, cov
-
-
-def objectives(model, Xs, Ys, n_total, n_samples, rs, batch_elbo=None):
-    """The optimiser's three callables for one fit call: the full-batch negated bound and
-    gradient, its minibatch estimate (``batch_elbo(x, idx, scale)`` evaluates rows held
-    elsewhere, a Dask fit), and the last layer's natural-gradient step on a minibatch."""
-    # the layers' large per-step buffers, reused by every step of this call only
-    workspaces = [Workspace() for _ in range(model.n_layers)]
-
-    def full(x):
-        f, g = model.elbo(x, Xs, Ys, 1.0, n_samples, rs, workspaces=workspaces)
-        return -f, -g
-
-    def minibatch(x, idx):
-        if batch_elbo is not None:
-            f, g = batch_elbo(x, idx, n_total / idx.size)
-        else:
-            f, g = model.elbo(x, Xs[idx], Ys[idx], n_total / idx.size, n_samples, rs,
-                              workspaces=workspaces)
-        return -f, -g
-
-    def natgrad(x, idx, gamma):
-        return model.natgrad(x, Xs[idx], Ys[idx], n_total / idx.size, n_samples, gamma, rs)
-
-    return full, minibatch, natgrad
 
 
 def layer_kernels(kernel, n_layers):

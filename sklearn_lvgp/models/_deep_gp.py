@@ -1,9 +1,13 @@
 """DeepGP: deep Gaussian-process regression with doubly-stochastic variational inference.
 
 Salimbeni & Deisenroth (2017) and Salimbeni (2020), chs. 2-3 (natural gradients for the last
-layer) and 5 (latent covariates). The model is :mod:`sklearn_lvgp.bounds._dsvi_model`, its layers
-the SVGP engine of :mod:`sklearn_lvgp.variational`; the base class runs the optimiser.
+layer) and 5 (latent covariates). The model (parameter packing, the bound, its minibatch
+objectives and the predictive) is :class:`sklearn_lvgp.bounds._dsvi_model._DSVI` (with latent
+covariates :class:`sklearn_lvgp.bounds._iwvi.LatentDSVI`), its layers the SVGP engine of
+:mod:`sklearn_lvgp.variational`; the base class runs the optimiser.
 """
+
+from functools import partial
 
 import numpy as np
 from sklearn.base import RegressorMixin
@@ -11,23 +15,37 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._core.parallel import threads
+from .._core.progress import check_callback, fit_progress
 from .._core.scaling import column_moments
-from .._core.validation import check_int, check_option
+from .._core.validation import (
+    check_bool,
+    check_early_stopping,
+    check_float,
+    check_int,
+    check_n_inducing,
+    check_natgrad_gamma,
+    check_option,
+)
 from ..base import _BaseLVGPRegressor
 from ..bounds._dsvi_model import (
-    joint_predictive,
+    check_latent_options,
+    hidden_widths,
+    initial_model,
     kde_rows,
+    layer_kernels,
     mixture_log_density,
-    path_components,
     prediction_paths,
-    sample_outputs,
 )
-from ..engine._dask import is_dask_collection
+from ..bounds._iwvi import LatentDSVI
+from ..engine._dask import DaskRows, _dask, is_dask_collection
 from ..optim._adam import AdamState
-from ._deep_gp_dask import fit_deep_gp_dask
-from ._deep_gp_fit import architecture, build, check_params, partial_fit_rows, run
 
 __all__ = ["DeepGP"]
+
+#: Rows of a dask fit gathered to the driver for the initial k-means inducing inputs and inner
+#: mean functions (all of them for smaller data: the fit then equals the in-memory one up to
+#: rounding).
+INIT_ROWS = 20_000
 
 
 class DeepGP(RegressorMixin, _BaseLVGPRegressor):
@@ -180,10 +198,11 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     ``early_stopping=True`` or ``learning_rate_schedule="cosine"`` avoid that (user guide).
 
     ``fit`` also takes a dask array or DataFrame: the rows stay in their partitions, and each
-    Adam step's minibatch bound and gradient (latent covariates included) are evaluated by the
-    partitions holding its rows, with the minibatch and its Monte Carlo draws chosen on the
-    driver as in memory. Early stopping, ``optimizer="lbfgs"``, ``natgrad_gamma`` and
-    ``warm_start`` are not available on dask input (each raises a ``ValueError`` naming it).
+    Adam step's minibatch bound and gradient (latent covariates included), and with
+    ``natgrad_gamma`` the sums of its natural-gradient step, are evaluated by the partitions
+    holding its rows, with the minibatch and its Monte Carlo draws chosen on the driver as in
+    memory. Early stopping, ``optimizer="lbfgs"`` and ``warm_start`` are not available on dask
+    input (each raises a ``ValueError`` naming it).
 
     References
     ----------
@@ -249,9 +268,47 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
 
     # ----------------------------------------------------------------------------- checks
     def _check_params(self, X, y):
-        check_params(self, X)
+        check_int("n_layers", self.n_layers, min_value=1)
+        hidden_widths(self.hidden_dims, self.n_layers, X.shape[1])
+        check_int("n_inducing", self.n_inducing, min_value=1)
+        check_bool("whiten", self.whiten)
+        check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True)
+        check_int("n_samples", self.n_samples, min_value=1)
+        check_int("n_predict_samples", self.n_predict_samples, min_value=1)
+        check_option("expectation", self.expectation, ("monte_carlo", "unscented"))
+        check_option("optimizer", self.optimizer, ("adam", "lbfgs"))
+        check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
+        check_option("learning_rate_schedule", self.learning_rate_schedule,
+                     ("constant", "staircase", "cosine"))
+        check_int("batch_size", self.batch_size, min_value=1, allow_none=True)
+        check_int("max_iter", self.max_iter, min_value=1)
+        if check_natgrad_gamma(self.natgrad_gamma) is not None and self.optimizer != "adam":
+            raise ValueError("natgrad_gamma is used with optimizer='adam' only.")
+        check_float("tol", self.tol, 0.0, allow_none=True)
+        check_early_stopping(self, X.shape[0])
+        check_bool("normalize_y", self.normalize_y)
+        check_option("positive_transform", self.positive_transform, ("softplus", "log"))
+        check_float("jitter", self.jitter, 0.0)
+        check_bool("warm_start", self.warm_start)
+        self._kernels = layer_kernels(self.kernel, self.n_layers)
+        check_option("inner_layer_init", self.inner_layer_init, ("prior", "collapsed"))
+        if self.optimizer == "lbfgs" and self.expectation == "monte_carlo" and self.n_layers > 1:
+            raise ValueError("optimizer='lbfgs' needs a deterministic objective: use "
+                             "expectation='unscented' or n_layers=1 with Monte Carlo DSVI use "
+                             "optimizer='adam'.")
+        check_latent_options(self.get_params())
+        check_n_inducing(self.n_inducing, X.shape[0], "DeepGP")  # after the data-free checks
 
-    # -------------------------------------------------------------------------- building
+    def _architecture(self, n_features, n_targets):
+        """What a warm start must share with the previous fit to continue from it."""
+        return (int(self.n_layers),
+                tuple(hidden_widths(self.hidden_dims, self.n_layers, n_features)),
+                int(n_features), int(n_targets), int(self.n_inducing), bool(self.whiten),
+                self.expectation, self.positive_transform, float(self.jitter), repr(self.kernel),
+                self.inner_layer_init, self._latent(), self.inference, int(self.n_importance),
+                tuple(int(h) for h in self.encoder_hidden))
+
+    # -------------------------------------------------------------------------------- fit
     def _standardise(self, X, Y):
         self.X_mean_, self.X_scale_ = column_moments(X)
         self.y_mean_, self.y_scale_ = self._target_moments(Y)
@@ -259,32 +316,58 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     def _latent(self):
         return int(self.latent_dim or 0)
 
-    def _build(self, Xs, n_targets, random_state):
-        """Architecture and initial parameters (Salimbeni & Deisenroth 2017, §5)."""
-        return build(self, Xs, n_targets, random_state)
+    def _initialise(self, Xs, n_targets, random_state):
+        """The model and its initial parameters from standardised inputs ``Xs``
+        (:func:`~sklearn_lvgp.bounds._dsvi_model.initial_model`), a fresh optimiser state."""
+        self._arch = self._architecture(Xs.shape[1], n_targets)
+        self._model, self._x = initial_model(Xs, n_targets, self.get_params(), self._kernels,
+                                             random_state, LatentDSVI)
+        self._state = AdamState(self._x.size)
+        self.n_iter_ = 0
+        self._elbo_hist = []
 
-    # ------------------------------------------------------------------------------- fit
     def _fit(self, X, y, random_state):
-        Y = y.reshape(len(y), -1) if y.ndim == 1 else y
-        self._y_ndim = y.ndim
+        Y = self._targets_2d(y)
         continuing = (self.warm_start and hasattr(self, "_x")
-                      and architecture(self, X.shape[1], Y.shape[1]) == self._arch)
+                      and self._architecture(X.shape[1], Y.shape[1]) == self._arch)
         if not continuing:
             self._standardise(X, Y)
         Xs = (X - self.X_mean_) / self.X_scale_
         Ys = (Y - self.y_mean_) / self.y_scale_
         if not continuing:
-            self._model, self._x = self._build(Xs, Ys.shape[1], random_state)
-            self._state = AdamState(self._x.size)
-            self.n_iter_ = 0
-            self._elbo_hist = []
+            self._initialise(Xs, Ys.shape[1], random_state)
         self._run(Xs, Ys, random_state, self.max_iter, self.early_stopping)
         self.n_samples_seen_ = X.shape[0]
         self._rs_partial = random_state
         return self
 
     def _fit_dask(self, X, y, random_state):
-        return fit_deep_gp_dask(self, X, y, random_state)
+        """:meth:`fit` on dask collections: the rows stay in their partitions, and each Adam
+        (and natural-gradient) step's minibatch, rows and Monte Carlo draws chosen here as in
+        memory, is evaluated by the partitions holding its rows (``DaskRows.subset``)."""
+        X_d, Y_d = self._dask_supervised_rows(X, y)
+        unsupported = {"early_stopping=True": self.early_stopping,
+                       "optimizer='lbfgs'": self.optimizer == "lbfgs",
+                       "warm_start=True": self.warm_start}
+        named = [name for name, used in unsupported.items() if used]
+        if named:  # held-out rows and L-BFGS-B's full-batch start need rows in memory
+            raise ValueError(f"DeepGP on dask input does not support {', '.join(named)}; fit "
+                             "on numpy arrays for these options.")
+        dask, _ = _dask()
+        self.X_mean_, self.X_scale_ = (np.asarray(a) for a in dask.compute(*column_moments(X_d)))
+        self.y_mean_, self.y_scale_ = (np.asarray(a)
+                                       for a in dask.compute(*self._target_moments(Y_d)))
+        rows = DaskRows({"X": (X_d - self.X_mean_) / self.X_scale_,
+                         "y": (Y_d - self.y_mean_) / self.y_scale_})
+        N = rows.n_rows
+        init = (np.arange(N) if N <= INIT_ROWS
+                else np.sort(random_state.choice(N, INIT_ROWS, replace=False)))
+        self._initialise(np.asarray(rows.arrays["X"][init].compute()), Y_d.shape[1],
+                         random_state)
+        self._run(None, None, random_state, self.max_iter, False, n_total=N, rows=rows)
+        self.n_samples_seen_ = N
+        self._rs_partial = random_state
+        return self
 
     def partial_fit(self, X, y):
         """One pass of Adam steps over ``(X, y)`` (streaming data).
@@ -305,13 +388,77 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
             The updated model.
         """
         with self._all_or_nothing():
-            partial_fit_rows(self, X, y)
+            first = not hasattr(self, "_x")
+            X, y = self._validate_fit_data(X, y, reset=first)
+            self._check_params(X, y)
+            check_int("verbose", self.verbose, min_value=0)
+            Y = y.reshape(len(y), -1) if y.ndim == 1 else y
+            if not first and Y.shape[1] != self._model.dims[-1]:
+                raise ValueError(f"y has {Y.shape[1]} targets; the model was fitted with "
+                                 f"{self._model.dims[-1]}.")
+            if first or not hasattr(self, "_rs_partial"):
+                self._rs_partial = check_random_state(self.random_state)
+            rs = self._rs_partial
+            check_callback(self.callback)
+            with threads(self.n_jobs), fit_progress(self, self.callback):
+                if first:
+                    self._y_ndim = y.ndim
+                    self._standardise(X, Y)
+                    self._initialise((X - self.X_mean_) / self.X_scale_, Y.shape[1], rs)
+                    self.n_samples_seen_ = 0
+                self.n_samples_seen_ += X.shape[0]
+                Xs = (X - self.X_mean_) / self.X_scale_
+                Ys = (Y - self.y_mean_) / self.y_scale_
+                steps = int(np.ceil(X.shape[0] / self._batch_rows(X.shape[0])))
+                self._run(Xs, Ys, rs, steps, False, n_total=self.n_samples_seen_,
+                          force_adam=True)
         return self
 
+    def _batch_rows(self, n):
+        """Rows per Adam step: ``batch_size`` clipped to ``n`` (``None``: all ``n``)."""
+        return n if self.batch_size is None else min(int(self.batch_size), n)
+
     def _run(self, Xs, Ys, rs, max_iter, early_stopping, n_total=None, force_adam=False,
-             batch_elbo=None):
-        """The optimisation (:func:`sklearn_lvgp.models._deep_gp_fit.run`)."""
-        run(self, Xs, Ys, rs, max_iter, early_stopping, n_total, force_adam, batch_elbo)
+             rows=None):
+        """The optimisation and the fitted attributes. ``n_total`` is the bound's ``N`` when
+        it is not the number of rows (``partial_fit``); ``rows``, when given, holds the rows
+        elsewhere (a Dask fit: ``Xs`` and ``Ys`` are then ``None``)."""
+        model = self._model
+        self.validation_scores_ = None
+        if early_stopping:
+            Xs, Ys, Xv, Yv = self._validation_split(Xs, Ys, rs)
+        N = n_total if Xs is None else Xs.shape[0]
+        lbfgs = self.optimizer == "lbfgs" and not force_adam
+        if lbfgs and self.n_iter_ == 0:
+            # start the last layer at its optimal q(u) for the initial hyperparameters (one
+            # γ = 1 natural-gradient step, Salimbeni 2020, §3.4.1): from q(u) = p(u) the first
+            # line search of L-BFGS tends to jump to the all-noise optimum
+            self._x = model.natgrad(self._x, Xs, Ys, 1.0, self.n_samples, 1.0, rs)
+        full, minibatch, natgrad = model.objectives(Xs, Ys, N if n_total is None else n_total,
+                                                    self.n_samples, rs, rows)
+        use_ngd = self.natgrad_gamma is not None
+        validation = None
+        if early_stopping:
+            paths = self._draw_predict_eps(rs, min(10, self.n_predict_samples))
+            validation = partial(model.mean_log_density, X=Xv, Y=Yv, paths=paths)
+        adam = {} if lbfgs else {
+            "schedule": self.learning_rate_schedule, "horizon": self.max_iter,
+            "natgrad": natgrad if use_ngd else None, "gamma": self.natgrad_gamma,
+            "frozen": model.last_q_mask() if use_ngd else None, "validation": validation,
+            "n_iter_no_change": self.n_iter_no_change, "state": self._state,
+            "tol": 1e-4 if self.tol is None else self.tol}
+        self._x, hist, n_iter, self.validation_scores_ = self._optimise(
+            "lbfgs" if lbfgs else "adam", self._x, model.bounds(), full=full,
+            minibatch=minibatch, n_data=N, batch_size=self._batch_rows(N), random_state=rs,
+            max_iter=max_iter, **adam)
+        self.n_iter_ += n_iter
+        self._elbo_hist.extend(hist.tolist())
+        self.elbo_ = float(np.mean(hist[-(1 if lbfgs else 100):]))
+        self.elbo_history_ = np.asarray(self._elbo_hist)
+        layers, self.noise_variance_, _ = model.unpack(self._x)
+        self.layers_ = layers
+        self.inducing_inputs_ = [layer.Z for layer in layers]
+        self._predict_eps = self._draw_predict_eps(rs, self.n_predict_samples)
 
     def _draw_predict_eps(self, rs, S):
         return prediction_paths(self._model.dims, self._latent(), rs, S)
@@ -320,7 +467,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     def _components(self, X):
         Xs = self._standardised_inputs(X)
         with threads(self.n_jobs):
-            return path_components(self._model, self._x, Xs, self._predict_eps)
+            return self._model.path_components(self._x, Xs, self._predict_eps)
 
     def predict(self, X, return_std=False, return_cov=False):
         """Predictive mean (and standard deviation or covariance) of the mixture over paths.
@@ -367,8 +514,8 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                              "use sample_y for draws of each row.")
         Xs = self._standardised_inputs(X)
         with threads(self.n_jobs):
-            _, cov = joint_predictive(self._model, self._x, Xs, int(self.n_predict_samples),
-                                      np.random.RandomState(0))
+            _, cov = self._model.joint_predictive(self._x, Xs, int(self.n_predict_samples),
+                                                  np.random.RandomState(0))
         cov = cov * (self.y_scale_ ** 2)[None, None, :]
         return self.predict(X), (cov[:, :, 0] if self._y_ndim == 1 else cov)
 
@@ -448,6 +595,6 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         check_int("n_samples", n_samples, min_value=1)
         rs = check_random_state(random_state)
         with threads(self.n_jobs):
-            f = sample_outputs(self._model, self._x, Xs, n_samples, rs)  # (n, D, S)
+            f = self._model.sample(self._x, Xs, n_samples, rs)  # (n, D, S)
         ys = self.y_mean_[None, :, None] + self.y_scale_[None, :, None] * f
         return ys[:, 0, :] if self._y_ndim == 1 else ys

@@ -15,6 +15,8 @@ from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._core.init import select_inducing
+from .._core.linalg import settled_jitter
 from .._core.parallel import threads
 from .._core.scaling import column_moments, column_scales
 from .._core.validation import (
@@ -28,15 +30,34 @@ from .._core.validation import (
 )
 from ..base import _BaseLVGPRegressor
 from ..bounds import CollapsedKernelBound
-from ..engine._dask import DaskRows, is_dask_collection
-from ..expectations import EXPECTATIONS
+from ..bounds._collapsed_global import (
+    chunked_predictive_moments,
+    joint_predictive_moments,
+    predictive_moments,
+)
+from ..engine._dask import DaskRows, _dask, is_dask_collection
+from ..expectations import EXPECTATIONS, make_rule, psi_statistics
 from ..kernels import as_lvgp_kernel
+from ..kernels._stationary import default_rbf
 from ..likelihoods._gaussian import gaussian_log_density
 from ..optim._collapsed_fit import collapsed_bound_and_grads as sgpr_bound_and_grads
+from ..optim._collapsed_fit import fit_collapsed
 from ..optim._collapsed_fit import make_collapsed_bound as _make_bound
-from ._sgpr_parts import check_X_var, fit_from_moments, moments
 
 __all__ = ["SparseGPRegressor", "sgpr_bound_and_grads"]
+
+
+def _check_X_var(X_var, shape):
+    """Validated input variances: a non-negative scalar or an array of ``shape``."""
+    V = check_finite_array("X_var", X_var)
+    if V.ndim == 0:
+        V = np.full(shape, float(V))
+    if V.shape != tuple(shape):
+        raise ValueError(f"X_var must be a scalar or have the shape of X {tuple(shape)}, "
+                         f"got {V.shape}.")
+    if np.any(V < 0):
+        raise ValueError("X_var must be non-negative (it holds input variances).")
+    return V
 
 
 class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
@@ -233,7 +254,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         check_data_scale("X", X)
         if not self.normalize_y:
             check_data_scale("y (pass normalize_y=True to standardise it)", Y)
-        X_var = None if X_var is None else check_X_var(X_var, X.shape)
+        X_var = None if X_var is None else _check_X_var(X_var, X.shape)
         y_mean, y_std = self._target_moments(Y)
         Yn = (Y - y_mean) / y_std
         var_y = float(np.mean(np.var(Yn, axis=0)))
@@ -247,22 +268,11 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         if X_var is not None:
             raise ValueError("X_var is not supported with a dask X; fit on numpy arrays for "
                              "uncertain training inputs.")
-        if y is None:
-            raise ValueError("SparseGPRegressor requires y to be passed, but the target y is "
-                             "None.")
-        rows = DaskRows({"X": X, "y": y})
-        X_d, Y_d = rows.arrays["X"], rows.arrays["y"]
-        self._set_dask_features(rows)
-        self._check_params(X_d, Y_d)
+        X_d, Y_d = self._dask_supervised_rows(X, y)
         if isinstance(self.n_inducing, str) and self.inducing_inputs is None:
             raise ValueError("n_inducing='all' (the exact GP) is not available on dask input.")
-        self._y_ndim = 1 if len(y.shape) == 1 else 2
-        import dask
-
-        if self.normalize_y:
-            y_mean, y_std = (np.asarray(a) for a in dask.compute(*column_moments(Y_d)))
-        else:
-            y_mean, y_std = np.zeros(Y_d.shape[1]), np.ones(Y_d.shape[1])
+        dask, _ = _dask()
+        y_mean, y_std = (np.asarray(a) for a in dask.compute(*self._target_moments(Y_d)))
         Yn_d = (Y_d - y_mean) / y_std
         var_y, scales = dask.compute(Yn_d.var(axis=0).mean(), column_moments(X_d)[1])
         bound = CollapsedKernelBound(rows=DaskRows({"X": X_d, "y": Yn_d}))
@@ -270,11 +280,97 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
                                  np.asarray(scales), bound)
 
     def _fit_moments(self, X, Yn, X_var, random_state, y_mean, y_std, var_y, scales, bound):
-        """The fit from the data's summary statistics and a chunked bound (in memory or Dask)."""
-        fit_from_moments(self, X, Yn, X_var, random_state, y_mean, y_std, var_y, scales, bound)
+        """The fit from the data's summary statistics and a chunked bound (in memory or Dask).
+
+        ``X`` is only read to pick the inducing inputs (``Yn`` may be ``None`` then);
+        ``scales`` are its column scales: the default kernel's length scales and the units in
+        which the inducing inputs are optimised (the L-BFGS-B fit of the collapsed bound is
+        :func:`~sklearn_lvgp.optim._collapsed_fit.fit_collapsed`). A ``warm_start`` fit of the
+        same structure starts from the previous kernel, inducing inputs, noise variance and
+        jitter; ``n_iter_`` accumulates.
+        """
+        N, Qx = X.shape
+        self.y_mean_, self.y_scale_ = y_mean, y_std
+        var_y = var_y if var_y > 0 else 1.0
+        fixed_Z = self.inducing_inputs is None and isinstance(self.n_inducing, str)
+        continuing = self._continues_fit(
+            (Qx, len(y_mean), repr(self.kernel), self.n_inducing, self.inducing_inputs is None,
+             X_var is None, self.expectation, bool(self.optimize_inducing),
+             N if fixed_Z else None))
+        if continuing:
+            kernel = self.kernel_.clone()
+            Z0 = X.copy() if fixed_Z else self.inducing_inputs_
+        else:
+            kernel = (default_rbf(scales, var_y) if self._kernel is None
+                      else self._kernel).initialize(Qx, random_state)
+            if self.inducing_inputs is not None:
+                Z0 = check_finite_array("inducing_inputs", self.inducing_inputs)
+            elif fixed_Z:  # "all": the exact GP
+                Z0 = X.copy()
+            else:
+                Z0 = select_inducing(X, self.n_inducing, random_state)
+        if X_var is not None:
+            name, rule = make_rule(self.expectation, kernel, Qx, gh_order=self.gh_order,
+                                   n_samples=self.n_samples, random_state=random_state,
+                                   n_points=N)
+        else:
+            name, rule = None, "analytic"
+        self._predict_seed = int(random_state.randint(np.iinfo(np.int32).max))
+        if continuing:
+            noise0, jitter, n_before = self.noise_variance_, self._jitter, self.n_iter_
+        else:
+            noise0 = (float(self.noise_variance_init) if self.noise_variance_init is not None
+                      else 0.1 * var_y)
+            jitter, n_before = settled_jitter(kernel.K(Z0), self.jitter), 0
+        fit = fit_collapsed(
+            kernel, X, Yn, Z0, noise0, bound=bound, var_y=var_y, z_scale=scales, jitter=jitter,
+            X_var=X_var, rule=rule, optimize_Z=self.optimize_inducing and not fixed_Z,
+            positive_transform=self.positive_transform,
+            max_iter=self.max_iter if self.optimizer is not None else 0, tol=self.tol,
+            verbose=self.verbose, name=type(self).__name__)
+        self.n_iter_ = n_before + fit.n_iter
+        self.kernel_ = fit.kernel
+        self.noise_variance_ = fit.noise_variance
+        self.inducing_inputs_ = np.array(fit.Z, copy=True)
+        self.expectation_ = name
+        self.elbo_ = fit.bound
+        self._post = fit.posterior
+        self._jitter = jitter
+        self._rules = {}
         return self
 
     # --------------------------------------------------------------------------- predict
+    def _rule(self, expectation, random_state=None):
+        """Rule for test-time expectations; Monte Carlo nodes are frozen per fitted model
+        unless ``random_state`` asks for fresh ones."""
+        if expectation is None:
+            expectation = self.expectation_ or self.expectation
+        check_option("expectation", expectation, EXPECTATIONS)
+        if random_state is not None:
+            return make_rule(expectation, self.kernel_, self.n_features_in_,
+                             gh_order=self.gh_order, n_samples=self.n_samples,
+                             random_state=check_random_state(random_state))[1]
+        if expectation not in self._rules:
+            self._rules[expectation] = make_rule(
+                expectation, self.kernel_, self.n_features_in_, gh_order=self.gh_order,
+                n_samples=self.n_samples, random_state=check_random_state(self._predict_seed))[1]
+        return self._rules[expectation]
+
+    def _moments(self, X, X_var, expectation, full_cov, random_state=None):
+        """Normalised-space moments of f at ``X``: per point, or with ``full_cov`` the joint
+        covariance (deterministic inputs); exact for deterministic inputs, moment-matched for
+        uncertain ones (Girard et al. 2003)."""
+        kernel, Z, post = self.kernel_, self.inducing_inputs_, self._post
+        if X_var is None:
+            Ksu = kernel.K(X, Z)
+            if full_cov:
+                return joint_predictive_moments(post, kernel.K(X), Ksu)
+            return predictive_moments(post, kernel.Kdiag(X), Ksu, None)
+        rule = self._rule(expectation, random_state)
+        return chunked_predictive_moments(
+            post, lambda a, b: psi_statistics(kernel, Z, X[a:b], X_var[a:b], rule,
+                                              per_point=True)[0], X.shape[0])
+
     def predict(self, X, return_std=False, return_cov=False, X_var=None, expectation=None,
                 include_noise=True, random_state=None):
         """Predictive mean (and standard deviation or covariance) at test inputs.
@@ -326,17 +422,17 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             if return_cov:
                 raise ValueError("return_cov is not available with uncertain inputs (X_var): "
                                  "the uncertain-input moments are per point. Use return_std.")
-            X_var = check_X_var(X_var, X.shape)
+            X_var = _check_X_var(X_var, X.shape)
         noise = self.noise_variance_ if include_noise else 0.0
         with threads(self.n_jobs):
             if return_cov:
-                mean, cov = moments(self, X, None, expectation, full_cov=True)
+                mean, cov = self._moments(X, None, expectation, full_cov=True)
                 cov = cov + noise * np.eye(X.shape[0])
                 cov = cov[:, :, None] * (self.y_scale_ ** 2)[None, None, :]
                 mean = mean * self.y_scale_ + self.y_mean_
                 return self._target_shape(mean), (cov[:, :, 0] if self._y_ndim == 1 else cov)
-            mean, var = moments(self, X, X_var, expectation, full_cov=False,
-                                random_state=random_state)
+            mean, var = self._moments(X, X_var, expectation, full_cov=False,
+                                      random_state=random_state)
         mean = self._target_shape(mean * self.y_scale_ + self.y_mean_)
         if not return_std:
             return mean

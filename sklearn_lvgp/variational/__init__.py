@@ -28,6 +28,8 @@ from ._natgrad import (
     expectation_gradients,
     from_natural_params,
     gaussian_natgrad_step,
+    natgrad_from_statistics,
+    natgrad_statistics,
     natgrad_step,
     natural_params,
 )
@@ -39,5 +41,6 @@ __all__ = [
     "LayerVJP", "tril_pack", "tril_unpack", "kl_divergence", "kl_divergence_vjp", "KLVJP",
     "ZeroMean", "IdentityMean", "LinearMean", "pca_linear_mean",
     "inner_mean", "natural_params", "from_natural_params", "natgrad_step",
-    "gaussian_natgrad_step", "expectation_gradients",
+    "gaussian_natgrad_step", "natgrad_statistics", "natgrad_from_statistics",
+    "expectation_gradients",
 ]

@@ -153,12 +153,37 @@ def gaussian_natgrad_step(q_mu, q_sqrt, A, residuals, point_weights, noise_varia
     q_mu, q_sqrt : ndarray
         Updated variational parameters.
     """
-    M = A.shape[0]
+    return natgrad_from_statistics(
+        q_mu, q_sqrt, *natgrad_statistics(A, residuals, point_weights, noise_variance), gamma,
+        Kuu_chol, whiten, jitter)
+
+
+def natgrad_statistics(A, residuals, point_weights, noise_variance):
+    """The data sums of :func:`gaussian_natgrad_step`: ``sum_p w_p a_p r_p^T / s2`` and
+    ``sum_p w_p a_p a_p^T / s2``; sums over disjoint sets of points add up to those of their
+    union (the step on rows held in several places).
+
+    Parameters
+    ----------
+    A, residuals, point_weights, noise_variance
+        As in :func:`gaussian_natgrad_step`.
+
+    Returns
+    -------
+    AwR : ndarray of shape (M, D)
+    AwA : ndarray of shape (M, M)
+    """
     Aw = A * (point_weights / noise_variance)
+    return Aw @ residuals, Aw @ A.T
+
+
+def natgrad_from_statistics(q_mu, q_sqrt, AwR, AwA, gamma, Kuu_chol=None, whiten=True,
+                            jitter=0.0):
+    """:func:`gaussian_natgrad_step` from the data sums of :func:`natgrad_statistics`."""
+    M = AwA.shape[0]
     prior_prec = np.eye(M) if whiten else cho_solve(Kuu_chol, np.eye(M))
-    hat1 = Aw @ residuals
-    hat2 = -0.5 * (prior_prec + Aw @ A.T)
+    hat2 = -0.5 * (prior_prec + AwA)
     theta1, Theta2 = natural_params(q_mu, q_sqrt)
-    new1 = (1.0 - gamma) * theta1 + gamma * hat1
+    new1 = (1.0 - gamma) * theta1 + gamma * AwR
     new2 = (1.0 - gamma) * Theta2 + gamma * hat2[None]
     return from_natural_params(new1, new2, jitter)

@@ -94,18 +94,18 @@ def test_chunk_partials_do_not_alias_the_workspace(n_layers, expectation):
     import copy
 
     from sklearn_lvgp._core.workspace import Workspace
-    from sklearn_lvgp.bounds import _dsvi
+    from sklearn_lvgp.bounds._dsvi import BoundParams, from_row_layout
 
     model, x, Xs, Ys = _model(n_layers, expectation)
-    layers, noise, _, priors, _ = _dsvi.dsvi_globals(model, x)
     n, S = Xs.shape[0], 3
-    eps = _dsvi.draws_to_rows(_dsvi.dsvi_draws(model, n, S, np.random.RandomState(0)), n, S)
+    G = model.global_terms(BoundParams(x, 1.0, S))
+    eps = model.draw_rows(n, S, np.random.RandomState(0))
     ws = [Workspace() for _ in range(n_layers)]
 
     def run(a, b):
-        draws = [_dsvi.from_row_layout(eps[f"eps{ell}"][a:b], S, model.dims[ell + 1])
-                 for ell in range(_dsvi.n_draw_layers(model))]
-        return _dsvi.chunk_pass(model, layers, priors, noise, Xs[a:b], Ys[a:b], 1.0, S, draws,
+        draws = [from_row_layout(eps[f"eps{ell}"][a:b], G.S, model.dims[ell + 1])
+                 for ell in range(model.n_draw_layers)]
+        return model.chunk_pass(G.layers, G.priors, G.noise, Xs[a:b], Ys[a:b], 1.0, G.S, draws,
                                 ws)
 
     def arrays(r):
