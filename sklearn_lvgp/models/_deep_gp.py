@@ -27,15 +27,8 @@ from .._core.validation import (
     check_option,
 )
 from ..base import _BaseLVGPRegressor
-from ..bounds._dsvi_model import (
-    check_latent_options,
-    hidden_widths,
-    initial_model,
-    kde_rows,
-    layer_kernels,
-    mixture_log_density,
-    prediction_paths,
-)
+from ..bounds._dsvi_init import check_latent_options, hidden_widths, initial_model, layer_kernels
+from ..bounds._dsvi_model import kde_rows, mixture_log_density, prediction_paths
 from ..bounds._iwvi import LatentDSVI
 from ..engine._dask import DaskRows, _dask, is_dask_collection
 from ..optim._adam import AdamState

@@ -11,7 +11,7 @@ import numpy as np
 from conformance import N, Problem
 
 from sklearn_lvgp.bounds._dsvi import BoundParams
-from sklearn_lvgp.bounds._dsvi_model import build_model, initial_layers
+from sklearn_lvgp.bounds._dsvi_init import build_model, initial_layers
 from sklearn_lvgp.bounds._iwvi import LatentDSVI
 from sklearn_lvgp.variational import tril_pack
 

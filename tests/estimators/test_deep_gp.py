@@ -947,7 +947,7 @@ def test_inner_layer_init_prior_and_collapsed_starts():
     """"prior": inner q(u) equals its prior (zero KL) under a default kernel of variance 0.05;
     "collapsed": 1e-5 times the prior's square root under unit variance; the last layer starts
     at the prior in both."""
-    from sklearn_lvgp.bounds._dsvi_model import initial_layers
+    from sklearn_lvgp.bounds._dsvi_init import initial_layers
     from sklearn_lvgp.variational._kl import kl_divergence
 
     Xs = np.random.default_rng(0).standard_normal((40, 3))
