@@ -16,7 +16,7 @@ from ._compile.report import compile_report
 from ._core.parallel import threads
 from ._core.progress import check_callback, fit_progress
 from ._core.scaling import normalization
-from ._core.validation import check_int, check_numeric_targets
+from ._core.validation import check_early_stopping, check_int, check_numeric_targets
 from ._core.warn import InconsistentVersionWarning, warn
 from ._version import __version__
 from .engine._dask import DaskRows, is_dask_collection, map_row_blocks
@@ -233,6 +233,11 @@ class _BaseLVGP(BaseEstimator):
 
     def _fit(self, X, y, random_state):
         raise NotImplementedError
+
+    def _check_early_stopping(self, n_samples):
+        """The early-stopping parameters, and enough of the ``n_samples`` rows to hold out."""
+        check_early_stopping(self.early_stopping, self.validation_fraction,
+                             self.n_iter_no_change, n_samples)
 
     def _held_out_rows(self, n_rows, random_state):
         """Sorted ``(train, held_out)`` row indices with ``early_stopping`` (models with one

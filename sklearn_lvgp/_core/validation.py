@@ -75,15 +75,15 @@ def check_natgrad_gamma(gamma):
     return steps[0], steps[1], check_int("natgrad_gamma's K", gamma[2], min_value=1)
 
 
-def check_early_stopping(est, n_samples):
-    """The early-stopping parameters of ``est`` (``early_stopping``, ``validation_fraction``,
+def check_early_stopping(early_stopping, validation_fraction, n_iter_no_change, n_samples):
+    """The early-stopping parameters (``early_stopping``, ``validation_fraction``,
     ``n_iter_no_change``) and whether ``n_samples`` rows leave something to hold out."""
-    check_bool("early_stopping", est.early_stopping)
-    check_float("validation_fraction", est.validation_fraction, 0.0, exclusive_min=True)
-    if est.validation_fraction >= 1:
-        raise ValueError(f"validation_fraction must be < 1, got {est.validation_fraction}.")
-    check_int("n_iter_no_change", est.n_iter_no_change, min_value=1)
-    if est.early_stopping and n_samples < 4:
+    check_bool("early_stopping", early_stopping)
+    check_float("validation_fraction", validation_fraction, 0.0, exclusive_min=True)
+    if validation_fraction >= 1:
+        raise ValueError(f"validation_fraction must be < 1, got {validation_fraction}.")
+    check_int("n_iter_no_change", n_iter_no_change, min_value=1)
+    if early_stopping and n_samples < 4:
         raise ValueError(f"early_stopping needs at least 4 samples, got n_samples = "
                          f"{n_samples}.")
 

@@ -19,7 +19,6 @@ from .._core.progress import check_callback, fit_progress
 from .._core.scaling import column_moments
 from .._core.validation import (
     check_bool,
-    check_early_stopping,
     check_float,
     check_int,
     check_n_inducing,
@@ -278,7 +277,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         if check_natgrad_gamma(self.natgrad_gamma) is not None and self.optimizer != "adam":
             raise ValueError("natgrad_gamma is used with optimizer='adam' only.")
         check_float("tol", self.tol, 0.0, allow_none=True)
-        check_early_stopping(self, X.shape[0])
+        self._check_early_stopping(X.shape[0])
         check_bool("normalize_y", self.normalize_y)
         check_option("positive_transform", self.positive_transform, ("softplus", "log"))
         check_float("jitter", self.jitter, 0.0)

@@ -17,7 +17,6 @@ from .._core.scaling import NORMALIZE_OPTIONS, normalization
 from .._core.validation import (
     check_bool,
     check_data_scale,
-    check_early_stopping,
     check_float,
     check_int,
     check_n_inducing,
@@ -240,7 +239,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         check_int("n_iter_fixed_noise", self.n_iter_fixed_noise, min_value=0)
         check_int("max_iter", self.max_iter, min_value=1)
         check_float("tol", self.tol, 0.0, allow_none=True)
-        check_early_stopping(self, X.shape[0])
+        self._check_early_stopping(X.shape[0])
         if self.early_stopping and self.optimizer != "adam":
             raise ValueError("early_stopping applies to optimizer='adam' (L-BFGS-B stops on its "
                              f"own tests); got optimizer={self.optimizer!r}.")

@@ -14,7 +14,6 @@ from sklearn.utils import check_random_state
 from .._core.scaling import column_moments
 from .._core.validation import (
     check_bool,
-    check_early_stopping,
     check_float,
     check_int,
     check_layer_widths,
@@ -312,7 +311,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         check_int("max_iter", self.max_iter, min_value=1)
         check_float("tol", self.tol, 0.0, allow_none=True)
         check_bool("warm_start", self.warm_start)
-        check_early_stopping(self, X.shape[0])
+        self._check_early_stopping(X.shape[0])
         if self.early_stopping and self.optimizer == "lbfgs":
             raise ValueError("early_stopping applies to optimizer='adam' (L-BFGS-B stops on its "
                              "own tests); got optimizer='lbfgs'.")

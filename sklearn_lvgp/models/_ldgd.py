@@ -21,7 +21,6 @@ from .._core.validation import (
     check_bool,
     check_class_labels,
     check_data_scale,
-    check_early_stopping,
     check_finite_array,
     check_float,
     check_int,
@@ -269,7 +268,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         check_float("learning_rate", self.learning_rate, min_value=0.0, exclusive_min=True)
         check_int("max_iter", self.max_iter, min_value=1)
         check_float("tol", self.tol, 0.0, allow_none=True)
-        check_early_stopping(self, X.shape[0])
+        self._check_early_stopping(X.shape[0])
         if self.early_stopping and self.optimizer == "lbfgs":
             raise ValueError("early_stopping applies to the Adam path (optimizer='adam' or "
                              "'auto'); got optimizer='lbfgs'.")

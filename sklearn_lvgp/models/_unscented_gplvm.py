@@ -16,7 +16,6 @@ from .._core.scaling import NORMALIZE_OPTIONS, column_moments, column_scales, no
 from .._core.validation import (
     check_bool,
     check_data_scale,
-    check_early_stopping,
     check_finite_array,
     check_float,
     check_int,
@@ -223,7 +222,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
         check_int("transform_max_iter", self.transform_max_iter, min_value=1)
         check_float("jitter", self.jitter, 0.0)
-        check_early_stopping(self, X.shape[0])
+        self._check_early_stopping(X.shape[0])
         if self.early_stopping and self.optimizer in ("lbfgs", "alternating"):
             raise ValueError("early_stopping applies to the Adam path (optimizer='adam' or "
                              f"'auto'); got optimizer={self.optimizer!r}.")
