@@ -11,8 +11,8 @@ likelihood's class indices in one column, ``(P, 1)``) and the points' weights in
 import numpy as np
 from scipy.special import logsumexp
 
-__all__ = ["data_term", "natgrad_sums", "path_moments", "path_log_density",
-           "path_class_probabilities"]
+__all__ = ["data_term", "natgrad_sums", "safe_natgrad_gamma", "path_moments",
+           "path_log_density", "path_class_probabilities"]
 
 
 def _targets(likelihood, Y):
@@ -111,3 +111,45 @@ def path_class_probabilities(likelihood, mu, var):
     S, n, _ = mu.shape
     p = likelihood.predict_proba(*_flat(mu, var))
     return p.reshape(S, n, -1).mean(axis=0)
+
+
+def safe_natgrad_gamma(q_sqrt, P, gamma, prior_precision, max_halvings=30):
+    """The natural-gradient step size, halved until every output's new precision
+    ``(1 - gamma) S^{-1} + gamma (Lambda_p + P_d)`` is positive definite.
+
+    A log-concave likelihood (Bernoulli, Poisson, ...) has ``P_d`` positive semi-definite and
+    any ``gamma`` in (0, 1] passes; one that is not (Student-t, robust-max) can make a large
+    step leave the positive-definite cone, and the step along the same natural-gradient
+    direction is then shortened.
+
+    Parameters
+    ----------
+    q_sqrt : ndarray of shape (D, M, M)
+        Current Cholesky factors of ``S``.
+    P : ndarray of shape (D, M, M)
+        Data sums of :func:`natgrad_sums`.
+    gamma : float
+        Requested step size.
+    prior_precision : ndarray of shape (M, M)
+        ``Lambda_p``: ``I`` whitened, ``K_uu^{-1}`` otherwise.
+    max_halvings : int, default=30
+        Halvings tried before giving up (the requested step is then returned).
+
+    Returns
+    -------
+    gamma : float
+    """
+    M = P.shape[-1]
+    current = []
+    for R in q_sqrt:
+        Rinv = np.linalg.solve(np.tril(R), np.eye(M))
+        current.append(Rinv.T @ Rinv)
+    g = float(gamma)
+    for _ in range(max_halvings):
+        try:
+            for S_inv, Pd in zip(current, P, strict=True):
+                np.linalg.cholesky((1.0 - g) * S_inv + g * (prior_precision + Pd))
+            return g
+        except np.linalg.LinAlgError:
+            g *= 0.5
+    return float(gamma)

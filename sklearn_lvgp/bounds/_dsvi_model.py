@@ -13,7 +13,7 @@ from scipy.special import logsumexp
 
 from .._core import blocks
 from .._core.blocks import row_blocks
-from .._core.linalg import cholesky_jitter, solve_lower, solve_upper
+from .._core.linalg import cho_solve, cholesky_jitter, solve_lower, solve_upper
 from .._core.params import ParamPacker, softplus_inverse
 from .._core.workspace import Workspace
 from ..engine._rows import InMemoryRows
@@ -37,7 +37,7 @@ from ..variational import (
     tril_pack,
     tril_unpack,
 )
-from ._dsvi_likelihood import data_term, natgrad_sums, path_log_density
+from ._dsvi_likelihood import data_term, natgrad_sums, path_log_density, safe_natgrad_gamma
 from ._dsvi import (
     FLOPS_PER_WORK,
     BoundParams,
@@ -430,6 +430,9 @@ class _DSVI:
 
     def _natgrad_update(self, x, last, sums, gamma, Lu):
         """``x`` with the last layer's q(u) moved by the step of data sums ``sums``."""
+        if self.likelihood is not None:
+            prior_prec = np.eye(self.M) if self.whiten else cho_solve(Lu, np.eye(self.M))
+            gamma = safe_natgrad_gamma(last.q_sqrt, sums[1], gamma, prior_prec)
         q_mu, q_sqrt = natgrad_from_statistics(last.q_mu, last.q_sqrt, *sums, gamma, Lu,
                                                self.whiten)
         x = x.copy()

@@ -107,7 +107,9 @@ class DeepGP(RegressorMixin, _BaseDeepGP, _BaseLVGPRegressor):
         If set, the last layer's ``q(u)`` is updated by natural-gradient steps of this size
         (alternating with the Adam steps, which then leave it alone); a tuple is a log-linear
         warm-up from ``gamma0`` to ``gamma1`` over ``K`` steps (Salimbeni 2020, ch. 3). Steps
-        must be in (0, 1] and ``K >= 1``. Adam only.
+        must be in (0, 1] and ``K >= 1``. Adam only. With a non-Gaussian ``likelihood`` the
+        step follows the gradient of the expected log-likelihood in ``q(u)``'s expectation
+        parameters (§3.2), halved while it would leave ``q(u)``'s covariance indefinite.
     early_stopping : bool, default=False
         Hold out ``validation_fraction`` of the rows and stop when their mean log predictive
         density has not improved for ``n_iter_no_change`` checks (every 100 steps). The fit
