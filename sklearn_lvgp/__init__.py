@@ -13,5 +13,5 @@ from .models._unscented_gplvm import UnscentedGPLVM
 
 _install_legacy_modules()  # pickles written before the modules moved still load
 
-__all__ = ["DVMGP", "DeepGP", "DeepGPClassifier", "GPCDE", "LDGD", "SparseGPRegressor", "UnscentedGPLVM",
-           "kernels", "__version__"]
+__all__ = ["DVMGP", "DeepGP", "DeepGPClassifier", "GPCDE", "LDGD", "SparseGPRegressor",
+           "UnscentedGPLVM", "kernels", "__version__"]

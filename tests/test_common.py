@@ -98,7 +98,8 @@ def _instances():
 
 
 #: The public estimators: one dropped from ``sklearn_lvgp/__init__.py`` loses its checks.
-PUBLIC_ESTIMATORS = {"DVMGP", "DeepGP", "DeepGPClassifier", "GPCDE", "LDGD", "SparseGPRegressor", "UnscentedGPLVM"}
+PUBLIC_ESTIMATORS = {"DVMGP", "DeepGP", "DeepGPClassifier", "GPCDE", "LDGD",
+                     "SparseGPRegressor", "UnscentedGPLVM"}
 
 
 def test_every_estimator_has_fast_params():

@@ -37,7 +37,6 @@ from ..variational import (
     tril_pack,
     tril_unpack,
 )
-from ._dsvi_likelihood import data_term, natgrad_sums, path_log_density, safe_natgrad_gamma
 from ._dsvi import (
     FLOPS_PER_WORK,
     BoundParams,
@@ -48,6 +47,7 @@ from ._dsvi import (
     from_row_layout,
     propagate_layers,
 )
+from ._dsvi_likelihood import data_term, natgrad_sums, path_log_density, safe_natgrad_gamma
 
 __all__ = ["_DSVI", "prediction_paths", "kde_rows", "mixture_log_density", "layer_joint",
            "DELTA", "MIN_NOISE"]
