@@ -137,3 +137,19 @@ def test_gaussian_only_methods_raise_with_a_likelihood():
         m.sample_y(X)
     with pytest.raises(ValueError, match="Gaussian likelihood"):
         m.predict(X, return_cov=True)
+
+
+@pytest.mark.parametrize("natgrad_gamma", [None, 0.1], ids=["adam", "ngd"])
+def test_dask_fit_with_a_likelihood_equals_in_memory(client, natgrad_gamma):
+    """A likelihood object's data term and natural-gradient sums on the partitions holding a
+    minibatch's rows: the same fit as in memory, up to rounding."""
+    da = pytest.importorskip("dask.array")
+    r = np.random.default_rng(3)
+    X = r.uniform(-2, 2, (300, 3))
+    y = np.sin(X[:, 0]) + 0.1 * r.standard_normal(300)
+    kw = {"n_layers": 2, "n_inducing": 8, "max_iter": 12, "batch_size": 64, "random_state": 0,
+          "likelihood": StudentT(scale=0.3), "natgrad_gamma": natgrad_gamma}
+    mem = DeepGP(**kw).fit(X, y)
+    dsk = DeepGP(**kw).fit(da.from_array(X, chunks=(75, 3)), da.from_array(y, chunks=75))
+    np.testing.assert_allclose(dsk._x, mem._x, rtol=1e-8, atol=1e-8 * np.max(np.abs(mem._x)))
+    np.testing.assert_allclose(dsk.elbo_history_, mem.elbo_history_, rtol=1e-8)
