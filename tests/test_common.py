@@ -7,7 +7,7 @@ from sklearn.base import RegressorMixin, TransformerMixin, clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_lvgp.kernels import Matern32
-from sklearn_lvgp.likelihoods import Softmax
+from sklearn_lvgp.likelihoods import Softmax, StudentT
 from sklearn_lvgp.utils.discovery import all_estimators
 
 #: Small, fast settings per estimator; the checks use tiny datasets (as few as 10 rows).
@@ -44,6 +44,7 @@ VARIANTS = {
         {"early_stopping": True, "learning_rate_schedule": "cosine", "max_iter": 100,
          "learning_rate": 0.1},
         {"learning_rate_schedule": "staircase", "n_layers": 2, "whiten": False},
+        {"likelihood": StudentT(scale=0.5), "natgrad_gamma": 0.05},
     ],
     "DeepGPClassifier": [
         {"n_layers": 1, "optimizer": "lbfgs"},
