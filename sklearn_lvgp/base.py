@@ -3,6 +3,7 @@
 import copy
 import warnings
 from contextlib import contextmanager
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,11 +20,14 @@ from ._core.scaling import normalization
 from ._core.validation import check_early_stopping, check_int, check_numeric_targets
 from ._core.warn import InconsistentVersionWarning, warn
 from ._version import __version__
+from .bounds._dsvi_init import initial_model
+from .bounds._dsvi_model import prediction_paths
+from .bounds._iwvi import LatentDSVI
 from .engine._dask import DaskRows, is_dask_collection, map_row_blocks
 from .optim._adam import AdamState, run_adam
 from .optim._lbfgsb import minimize_lbfgsb
 
-__all__ = ["_BaseLVGP", "_BaseLVGPRegressor"]
+__all__ = ["_BaseLVGP", "_BaseLVGPRegressor", "_BaseDeepGP"]
 
 
 def _snapshot(value):
@@ -249,6 +253,13 @@ class _BaseLVGP(BaseEstimator):
         n_val = max(1, int(round(self.validation_fraction * n_rows)))
         return np.sort(perm[n_val:]), np.sort(perm[:n_val])
 
+    def _validation_split(self, X, Y, random_state):
+        """``(X_train, Y_train, X_val, Y_val)``: ``validation_fraction`` of the rows held out
+        for early stopping (at least one), in a random order."""
+        perm = random_state.permutation(X.shape[0])
+        n_val = max(1, int(round(self.validation_fraction * X.shape[0])))
+        return X[perm[n_val:]], Y[perm[n_val:]], X[perm[:n_val]], Y[perm[:n_val]]
+
     # ------------------------------------------------- dask dispatch of row-wise predictions
     def _on_partitions(self, method, X, out_columns, n_outputs=1, **kwargs):
         """``method(block, **kwargs)`` applied partition by partition to a dask ``X``: lazy
@@ -318,13 +329,6 @@ class _BaseLVGPRegressor(_BaseLVGP):
         X = validate_data(self, X, dtype=np.float64, reset=False)
         return (X - self.X_mean_) / self.X_scale_
 
-    def _validation_split(self, X, Y, random_state):
-        """``(X_train, Y_train, X_val, Y_val)``: ``validation_fraction`` of the rows held out
-        for early stopping (at least one), in a random order."""
-        perm = random_state.permutation(X.shape[0])
-        n_val = max(1, int(round(self.validation_fraction * X.shape[0])))
-        return X[perm[n_val:]], Y[perm[n_val:]], X[perm[:n_val]], Y[perm[:n_val]]
-
     def _held_out(self, X, Y, random_state):
         """``(X_train, Y_train, held_out)``: with ``early_stopping`` the rows of
         :meth:`_validation_split` and ``held_out = (X_val, Y_val)``, else all rows and ``None``."""
@@ -372,3 +376,85 @@ class _BaseLVGPRegressor(_BaseLVGP):
         self._check_params(X_d, Y_d)
         self._y_ndim = 1 if len(y.shape) == 1 else 2
         return X_d, Y_d
+
+
+class _BaseDeepGP(_BaseLVGP):
+    """The life cycle of the deep-GP estimators (``DeepGP``, ``DeepGPClassifier``): the model
+    and its starting point, the optimisation (Adam with optional natural-gradient steps on the
+    last layer, or L-BFGS-B), the fitted layers and the prediction paths.
+
+    The model is :class:`~sklearn_lvgp.bounds._dsvi_model._DSVI` (with latent covariates
+    :class:`~sklearn_lvgp.bounds._iwvi.LatentDSVI`). A subclass provides ``_architecture``
+    (what a warm start must share), ``_model_params()`` (the parameters of
+    :func:`~sklearn_lvgp.bounds._dsvi_init.initial_model`), ``_kernels`` (set by its
+    ``_check_params``) and ``_set_likelihood(fitted)`` (its fitted likelihood attributes).
+    """
+
+    def _latent(self):
+        return int(getattr(self, "latent_dim", None) or 0)
+
+    def _initialise(self, Xs, n_targets, random_state):
+        """The model and its initial parameters from standardised inputs ``Xs``
+        (:func:`~sklearn_lvgp.bounds._dsvi_init.initial_model`), a fresh optimiser state."""
+        self._arch = self._architecture(Xs.shape[1], n_targets)
+        self._model, self._x = initial_model(Xs, n_targets, self._model_params(), self._kernels,
+                                             random_state, LatentDSVI)
+        self._state = AdamState(self._x.size)
+        self.n_iter_ = 0
+        self._elbo_hist = []
+
+    def _batch_rows(self, n):
+        """Rows per Adam step: ``batch_size`` clipped to ``n`` (``None``: all ``n``)."""
+        return n if self.batch_size is None else min(int(self.batch_size), n)
+
+    def _run(self, Xs, Ys, rs, max_iter, early_stopping, n_total=None, force_adam=False,
+             rows=None):
+        """The optimisation and the fitted attributes. ``n_total`` is the bound's ``N`` when
+        it is not the number of rows (``partial_fit``); ``rows``, when given, holds the rows
+        elsewhere (a Dask fit: ``Xs`` and ``Ys`` are then ``None``)."""
+        model = self._model
+        self.validation_scores_ = None
+        if early_stopping:
+            Xs, Ys, Xv, Yv = self._validation_split(Xs, Ys, rs)
+        N = n_total if Xs is None else Xs.shape[0]
+        lbfgs = self.optimizer == "lbfgs" and not force_adam
+        if lbfgs and self.n_iter_ == 0 and model.likelihood is None:
+            # start the last layer at its optimal q(u) for the initial hyperparameters (one
+            # γ = 1 natural-gradient step, Salimbeni 2020, §3.4.1): from q(u) = p(u) the first
+            # line search of L-BFGS tends to jump to the all-noise optimum
+            self._x = model.natgrad(self._x, Xs, Ys, 1.0, self.n_samples, 1.0, rs)
+        full, minibatch, natgrad = model.objectives(Xs, Ys, N if n_total is None else n_total,
+                                                    self.n_samples, rs, rows)
+        use_ngd = self.natgrad_gamma is not None
+        validation = None
+        if early_stopping:
+            paths = self._draw_predict_eps(rs, min(10, self.n_predict_samples))
+            validation = partial(model.mean_log_density, X=Xv, Y=Yv, paths=paths)
+        adam = {} if lbfgs else {
+            "schedule": self.learning_rate_schedule, "horizon": self.max_iter,
+            "natgrad": natgrad if use_ngd else None, "gamma": self.natgrad_gamma,
+            "frozen": model.last_q_mask() if use_ngd else None, "validation": validation,
+            "n_iter_no_change": self.n_iter_no_change, "state": self._state,
+            "tol": 1e-4 if self.tol is None else self.tol}
+        self._x, hist, n_iter, self.validation_scores_ = self._optimise(
+            "lbfgs" if lbfgs else "adam", self._x, model.bounds(), full=full,
+            minibatch=minibatch, n_data=N, batch_size=self._batch_rows(N), random_state=rs,
+            max_iter=max_iter, **adam)
+        self.n_iter_ += n_iter
+        self._elbo_hist.extend(hist.tolist())
+        self.elbo_ = float(np.mean(hist[-(1 if lbfgs else 100):]))
+        self.elbo_history_ = np.asarray(self._elbo_hist)
+        layers, fitted, _ = model.unpack(self._x)
+        self._set_likelihood(fitted)
+        self.layers_ = layers
+        self.inducing_inputs_ = [layer.Z for layer in layers]
+        self._predict_eps = self._draw_predict_eps(rs, self.n_predict_samples)
+
+    def _draw_predict_eps(self, rs, S):
+        return prediction_paths(self._model.dims, self._latent(), rs, S)
+
+    def _path_components(self, Xs):
+        """Last-layer marginals ``(S, n, D)`` along the prediction paths at standardised
+        inputs ``Xs``, and the fitted noise variance or likelihood."""
+        with threads(self.n_jobs):
+            return self._model.path_components(self._x, Xs, self._predict_eps)

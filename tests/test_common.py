@@ -7,6 +7,7 @@ from sklearn.base import RegressorMixin, TransformerMixin, clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_lvgp.kernels import Matern32
+from sklearn_lvgp.likelihoods import Softmax, StudentT
 from sklearn_lvgp.utils.discovery import all_estimators
 
 #: Small, fast settings per estimator; the checks use tiny datasets (as few as 10 rows).
@@ -15,6 +16,8 @@ FAST_PARAMS = {
               "n_components": 2, "projection_length_scale_init": 5.0, "random_state": 0},
     "DeepGP": {"n_inducing": 5, "max_iter": 50, "learning_rate": 0.05, "n_predict_samples": 10,
                "random_state": 0},
+    "DeepGPClassifier": {"n_inducing": 5, "max_iter": 50, "learning_rate": 0.05,
+                         "n_predict_samples": 10, "random_state": 0},
     "GPCDE": {"n_inducing": 5, "gh_order": 10, "max_iter": 30, "learning_rate": 0.05,
               "random_state": 0},
     "LDGD": {"n_components": 2, "n_inducing": 5, "expectation": "unscented", "max_iter": 20,
@@ -41,6 +44,14 @@ VARIANTS = {
         {"early_stopping": True, "learning_rate_schedule": "cosine", "max_iter": 100,
          "learning_rate": 0.1},
         {"learning_rate_schedule": "staircase", "n_layers": 2, "whiten": False},
+        {"likelihood": StudentT(scale=0.5), "natgrad_gamma": 0.05},
+    ],
+    "DeepGPClassifier": [
+        {"n_layers": 1, "optimizer": "lbfgs"},
+        {"n_layers": 1, "natgrad_gamma": 0.1},
+        {"likelihood": Softmax(n_samples=20), "expectation": "unscented", "whiten": False},
+        {"natgrad_gamma": (1e-3, 0.1, 5), "n_samples": 2, "batch_size": 50},
+        {"early_stopping": True, "max_iter": 100, "learning_rate": 0.1},
     ],
     "GPCDE": [
         {"optimizer": "adam"},
@@ -88,7 +99,8 @@ def _instances():
 
 
 #: The public estimators: one dropped from ``sklearn_lvgp/__init__.py`` loses its checks.
-PUBLIC_ESTIMATORS = {"DVMGP", "DeepGP", "GPCDE", "LDGD", "SparseGPRegressor", "UnscentedGPLVM"}
+PUBLIC_ESTIMATORS = {"DVMGP", "DeepGP", "DeepGPClassifier", "GPCDE", "LDGD",
+                     "SparseGPRegressor", "UnscentedGPLVM"}
 
 
 def test_every_estimator_has_fast_params():

@@ -121,7 +121,9 @@ def build_model(initial, dims, params, latent, random_state, latent_model=None):
         Layer widths.
     params : dict
         The estimator's parameters (``n_inducing``, ``whiten``, ``jitter``, ``expectation``,
-        ``positive_transform``, ``noise_variance_init``).
+        ``positive_transform``, ``noise_variance_init``) and, optionally, ``likelihood``: the
+        final layer's initialised likelihood object, or ``None`` for the Gaussian of
+        ``noise_variance_init``.
     latent : tuple or None
         ``(latent_dim, encoder_hidden, inference, n_importance)`` for latent covariates.
     random_state : numpy.random.RandomState
@@ -137,12 +139,17 @@ def build_model(initial, dims, params, latent, random_state, latent_model=None):
     kernels, means, layers = initial
     common = (kernels, means, dims, int(params["n_inducing"]), bool(params["whiten"]),
               float(params["jitter"]))
-    noise = float(params["noise_variance_init"])
+    likelihood = params.get("likelihood")
     if latent is not None:
+        if likelihood is not None:
+            raise ValueError("latent_dim >= 1 needs the default Gaussian likelihood "
+                             "(likelihood=None).")
+        noise = float(params["noise_variance_init"])
         model = latent_model(*common, params["positive_transform"], *latent)
         return model, model.pack(layers, noise, model.encoder.initial(random_state))
-    model = _DSVI(*common, params["expectation"], params["positive_transform"])
-    return model, model.pack(layers, noise)
+    model = _DSVI(*common, params["expectation"], params["positive_transform"], likelihood)
+    return model, model.pack(layers, float(params["noise_variance_init"]) if likelihood is None
+                             else likelihood)
 
 
 def initial_model(Xs, n_targets, params, templates, random_state, latent_model):

@@ -13,7 +13,7 @@ from scipy.special import logsumexp
 
 from .._core import blocks
 from .._core.blocks import row_blocks
-from .._core.linalg import cholesky_jitter, solve_lower, solve_upper
+from .._core.linalg import cho_solve, cholesky_jitter, solve_lower, solve_upper
 from .._core.params import ParamPacker, softplus_inverse
 from .._core.workspace import Workspace
 from ..engine._rows import InMemoryRows
@@ -47,6 +47,7 @@ from ._dsvi import (
     from_row_layout,
     propagate_layers,
 )
+from ._dsvi_likelihood import data_term, natgrad_sums, path_log_density, safe_natgrad_gamma
 
 __all__ = ["_DSVI", "prediction_paths", "kde_rows", "mixture_log_density", "layer_joint",
            "DELTA", "MIN_NOISE"]
@@ -66,9 +67,13 @@ class _DSVI:
 
     #: Name of the in-memory chunks' workspaces.
     _rows_prefix = "dsvi"
+    #: The final layer's likelihood object (its ``theta`` the block ``likelihood``), or
+    #: ``None``: the Gaussian of the block ``noise_variance`` (models pickled before the
+    #: likelihood objects have no attribute of their own).
+    likelihood = None
 
     def __init__(self, kernels, means, dims, n_inducing, whiten, jitter, expectation,
-                 positive_transform="softplus"):
+                 positive_transform="softplus", likelihood=None):
         self.kernels = kernels
         self.means = means
         self.dims = dims  # D_0, ..., D_L
@@ -92,7 +97,11 @@ class _DSVI:
                        (f"Z{ell}", (n_inducing, dims[ell])),
                        (f"pos{ell}", (int(mask.sum()),), pos),
                        (f"free{ell}", (int((~mask).sum()),))]
-        blocks.append(("noise_variance", (1,), "softplus" if self.softplus else "log"))
+        if likelihood is None:
+            blocks.append(("noise_variance", (1,), "softplus" if self.softplus else "log"))
+        else:
+            self.likelihood = likelihood
+            blocks.append(("likelihood", (likelihood.n_theta,)))
         self.packer = ParamPacker(blocks)
 
     @property
@@ -148,8 +157,10 @@ class _DSVI:
         return {f"pos{ell}": dpos, f"free{ell}": dtheta[~mask]}
 
     def _layer_values(self, layers, noise_variance):
-        """Named blocks of the layers and the noise (the encoder adds its own, LatentDSVI)."""
-        values = {"noise_variance": np.array([noise_variance])}
+        """Named blocks of the layers and the noise variance, or the likelihood object's
+        ``theta`` (the encoder adds its own, LatentDSVI)."""
+        values = ({"noise_variance": np.array([noise_variance])} if self.likelihood is None
+                  else {"likelihood": noise_variance.theta})
         for ell, layer in enumerate(layers):
             values[f"q_mu{ell}"] = layer.q_mu
             values[f"q_sqrt{ell}"] = tril_pack(layer.q_sqrt)
@@ -167,7 +178,9 @@ class _DSVI:
                             tril_unpack(p[f"q_sqrt{ell}"], self.M), self.means[ell],
                             self.whiten)
                   for ell in range(self.n_layers)]
-        return layers, float(p["noise_variance"][0]), p
+        if self.likelihood is None:
+            return layers, float(p["noise_variance"][0]), p
+        return layers, self.likelihood.clone_with_theta(p["likelihood"]), p
 
     def with_theta(self, x, ell, theta):
         """A copy of ``x`` with layer ``ell``'s kernel ``theta`` (log space) replaced."""
@@ -186,6 +199,9 @@ class _DSVI:
                     pos = softplus_inverse(np.exp(pos))
             b[self.packer.slice(f"pos{ell}")] = pos
             b[self.packer.slice(f"free{ell}")] = kb[~mask]
+        if self.likelihood is not None:
+            b[self.packer.slice("likelihood")] = self.likelihood.bounds
+            return b
         b[self.packer.slice("noise_variance")] = (
             [float(softplus_inverse(MIN_NOISE)), np.inf] if self.softplus
             else [np.log(MIN_NOISE), np.inf])
@@ -288,10 +304,13 @@ class _DSVI:
         mu, var, weights, tape = self._chunk_propagate(layers, priors, X, S, eps, workspaces)
         Yt = (np.tile(Y, (S, 1)) if self.expectation == "monte_carlo"
               else np.repeat(Y, weights.size // m, axis=0))
-        pw = (scale * weights)[:, None]
-        data = float(np.sum(pw * gaussian_expectation(Yt, mu, var, noise)))
-        gv = gaussian_expectation_vjp(pw, Yt, mu, var, noise)
-        dmu, dvar = gv.mu, gv.var
+        if self.likelihood is None:
+            pw = (scale * weights)[:, None]
+            data = float(np.sum(pw * gaussian_expectation(Yt, mu, var, noise)))
+            gv = gaussian_expectation_vjp(pw, Yt, mu, var, noise)
+            dmu, dvar, dnoise = gv.mu, gv.var, float(gv.noise_variance)
+        else:
+            data, dmu, dvar, dnoise = data_term(noise, Yt, mu, var, scale * weights)
         partials = [None] * L
         for ell in range(L - 1, -1, -1):
             mcache, step, mm = tape[ell]
@@ -314,7 +333,7 @@ class _DSVI:
                 _, rule, sd = step
                 dmu, dvar = expand_points_vjp(mv.H.reshape(sd.shape[0], rule.n_points, -1),
                                               rule.nodes, sd)
-        return data, float(gv.noise_variance), tuple(partials)
+        return data, dnoise, tuple(partials)
 
     def _global_vjp(self, layer, prior, kl_cache, part):
         """Adjoints of a layer's q(u), Z and θ from its reduced chunk partials and its KL."""
@@ -336,7 +355,10 @@ class _DSVI:
         """Value and flat gradient from the reduced chunk partials and the global terms."""
         data, dnoise, parts = partials
         grads = self._layer_grads(G, parts)
-        grads["noise_variance"] = np.array([dnoise])
+        if self.likelihood is None:
+            grads["noise_variance"] = np.array([dnoise])
+        else:
+            grads["likelihood"] = dnoise
         return data - sum(kl for kl, _ in G.kls), self.packer.pack_grad(grads, G.values)
 
     def _layer_draws(self, n, n_samples, random_state):
@@ -389,22 +411,28 @@ class _DSVI:
         points); the last layer's features ``A`` and ``L_u`` at those inputs come from the tape.
         """
         layers, noise, _ = self.unpack(x)
-        _, _, w, _, tape = self.propagate(layers, X, n_samples, random_state, with_kl=False)
+        mu, var, w, _, tape = self.propagate(layers, X, n_samples, random_state, with_kl=False)
         _, prior, mcache, _ = tape[-1][0]
-        sums = self._natgrad_sums(layers[-1], mcache, Y, scale * w, noise)
+        sums = self._natgrad_sums(layers[-1], mcache, Y, scale * w, noise, mu, var)
         return self._natgrad_update(x, layers[-1], sums, gamma, prior.Lu)
 
-    def _natgrad_sums(self, last, mcache, Y, point_weights, noise):
-        """The data sums of the step (:func:`~sklearn_lvgp.variational.natgrad_statistics`)
-        at the last layer's stacked points of rows ``Y``."""
+    def _natgrad_sums(self, last, mcache, Y, point_weights, noise, mu, var):
+        """The data sums of the step (:func:`~sklearn_lvgp.variational.natgrad_statistics`,
+        or :func:`~sklearn_lvgp.bounds._dsvi_likelihood.natgrad_sums` for a likelihood object)
+        at the last layer's stacked points (marginals ``mu``, ``var``) of rows ``Y``."""
         reps = point_weights.size // Y.shape[0]
         Yt = np.repeat(Y, reps, axis=0) if self.expectation == "unscented" else np.tile(
             Y, (reps, 1))
+        if self.likelihood is not None:
+            return natgrad_sums(noise, mcache.A, last.q_mu, Yt, mu, var, point_weights)
         return natgrad_statistics(mcache.A, Yt - last.mean_function(mcache.H), point_weights,
                                   noise)
 
     def _natgrad_update(self, x, last, sums, gamma, Lu):
         """``x`` with the last layer's q(u) moved by the step of data sums ``sums``."""
+        if self.likelihood is not None:
+            prior_prec = np.eye(self.M) if self.whiten else cho_solve(Lu, np.eye(self.M))
+            gamma = safe_natgrad_gamma(last.q_sqrt, sums[1], gamma, prior_prec)
         q_mu, q_sqrt = natgrad_from_statistics(last.q_mu, last.q_sqrt, *sums, gamma, Lu,
                                                self.whiten)
         x = x.copy()
@@ -415,11 +443,11 @@ class _DSVI:
 
     def natgrad_chunk(self, G, rows, ctx):
         """One chunk's data sums of the natural-gradient step (rows as :meth:`bound`'s)."""
-        _, _, weights, tape = self._chunk_propagate(G.layers, G.priors, rows["X"], G.S,
-                                                    self.chunk_eps(rows, G.S),
-                                                    [None] * self.n_layers)
+        mu, var, weights, tape = self._chunk_propagate(G.layers, G.priors, rows["X"], G.S,
+                                                       self.chunk_eps(rows, G.S),
+                                                       [None] * self.n_layers)
         return self._natgrad_sums(G.layers[-1], tape[-1][0], rows["y"], G.scale * weights,
-                                  G.noise)
+                                  G.noise, mu, var)
 
     def natgrad_rows(self, x, source, scale, n_samples, gamma):
         """:meth:`natgrad` on the rows of a row source (``X``, ``y`` and the draws of
@@ -451,6 +479,11 @@ class _DSVI:
         return mu[None], var[None], noise
 
     # ------------------------------------------------------------------------ prediction
+    def _gaussian_only(self, what):
+        if self.likelihood is not None:
+            raise ValueError(f"{what} needs the default Gaussian likelihood (likelihood=None), "
+                             f"not {type(self.likelihood).__name__}.")
+
     def path_components(self, x, Xs, paths):
         """Last-layer means and variances along every path, ``(S, n, D)``, and the noise."""
         S, eps = paths
@@ -465,12 +498,15 @@ class _DSVI:
         """Mean log predictive density of standardised rows along fixed paths (early
         stopping)."""
         mu, var, noise = self.predict_components(x, X, *paths)
+        if self.likelihood is not None:
+            return float(np.mean(path_log_density(noise, mu, var, Y)))
         lp = gaussian_log_density(Y[None], mu, var + noise).sum(axis=2)
         return float(np.mean(logsumexp(lp, axis=0) - np.log(lp.shape[0])))
 
     def sample(self, x, Xs, n_samples, rs):
         """Draws of the (standardised) outputs at ``Xs``: Monte Carlo through the layers, noise
         included; shape ``(n, D, n_samples)``."""
+        self._gaussian_only("sampling the outputs")
         layers, noise, _ = self.unpack(x)
         mu, var, _, _, _ = self.propagate(layers, Xs, n_samples, rs, with_kl=False,
                                           expectation="monte_carlo")
@@ -490,6 +526,7 @@ class _DSVI:
         of total covariance), and the noise is added on the diagonal. With one layer it is
         exact.
         """
+        self._gaussian_only("the joint predictive covariance")
         layers, noise, _ = self.unpack(x)
         n = Xs.shape[0]
         means, covs = [], []

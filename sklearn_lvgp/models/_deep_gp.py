@@ -7,8 +7,6 @@ covariates :class:`sklearn_lvgp.bounds._iwvi.LatentDSVI`), its layers the SVGP e
 :mod:`sklearn_lvgp.variational`; the base class runs the optimiser.
 """
 
-from functools import partial
-
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
@@ -25,12 +23,12 @@ from .._core.validation import (
     check_natgrad_gamma,
     check_option,
 )
-from ..base import _BaseLVGPRegressor
-from ..bounds._dsvi_init import check_latent_options, hidden_widths, initial_model, layer_kernels
-from ..bounds._dsvi_model import kde_rows, mixture_log_density, prediction_paths
-from ..bounds._iwvi import LatentDSVI
+from ..base import _BaseDeepGP, _BaseLVGPRegressor
+from ..bounds._dsvi_init import check_latent_options, hidden_widths, layer_kernels
+from ..bounds._dsvi_likelihood import path_log_density, path_moments
+from ..bounds._dsvi_model import kde_rows, mixture_log_density
 from ..engine._dask import DaskRows, _dask, is_dask_collection
-from ..optim._adam import AdamState
+from ..likelihoods import Gaussian, Likelihood, StudentT
 
 __all__ = ["DeepGP"]
 
@@ -40,7 +38,7 @@ __all__ = ["DeepGP"]
 INIT_ROWS = 20_000
 
 
-class DeepGP(RegressorMixin, _BaseLVGPRegressor):
+class DeepGP(RegressorMixin, _BaseDeepGP, _BaseLVGPRegressor):
     """Deep Gaussian-process regression with doubly-stochastic variational inference.
 
     A composition of ``n_layers`` sparse variational GP layers, ``f^L(...f^1(x))``, trained by
@@ -71,7 +69,8 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
     whiten : bool, default=True
         Whitened ``q(u)`` (``u = L_u v``, prior ``N(0, I)``).
     noise_variance_init : float, default=0.05
-        Initial Gaussian noise variance (standardised units when ``normalize_y``).
+        Initial Gaussian noise variance (standardised units when ``normalize_y``); used by the
+        default likelihood only.
     n_samples : int, default=1
         Monte Carlo samples per data point in each training step.
     n_predict_samples : int, default=100
@@ -107,7 +106,9 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         If set, the last layer's ``q(u)`` is updated by natural-gradient steps of this size
         (alternating with the Adam steps, which then leave it alone); a tuple is a log-linear
         warm-up from ``gamma0`` to ``gamma1`` over ``K`` steps (Salimbeni 2020, ch. 3). Steps
-        must be in (0, 1] and ``K >= 1``. Adam only.
+        must be in (0, 1] and ``K >= 1``. Adam only. With a non-Gaussian ``likelihood`` the
+        step follows the gradient of the expected log-likelihood in ``q(u)``'s expectation
+        parameters (§3.2), halved while it would leave ``q(u)``'s covariance indefinite.
     early_stopping : bool, default=False
         Hold out ``validation_fraction`` of the rows and stop when their mean log predictive
         density has not improved for ``n_iter_no_change`` checks (every 100 steps). The fit
@@ -155,6 +156,14 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         sampled KL).
     encoder_hidden : sequence of int, default=(20, 20)
         Hidden widths of the recognition MLP (tanh; residual skip between equal widths).
+    likelihood : Likelihood or None, default=None
+        The last layer's likelihood, a regression likelihood of
+        :mod:`sklearn_lvgp.likelihoods` (e.g. ``StudentT`` for outliers, ``Poisson`` for
+        counts, ``Beta`` for targets in (0, 1)), its hyperparameters learned within their
+        bounds (``likelihood__scale`` ...). ``None``: Gaussian with ``noise_variance_init``
+        (the analytic expectation). ``normalize_y`` standardises the targets only for the
+        location-scale likelihoods (``Gaussian``, ``StudentT``). ``sample_y``,
+        ``return_cov`` and ``latent_dim`` need ``None``.
 
     Attributes
     ----------
@@ -162,8 +171,10 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         Fitted layers (kernel, inducing inputs ``Z``, ``q_mu``, ``q_sqrt``, mean function).
     inducing_inputs_ : list of ndarray of shape (n_inducing, layer input dimension)
         The inducing inputs of each layer (the ``Z`` of ``layers_``).
-    noise_variance_ : float
-        Fitted likelihood variance (standardised units).
+    noise_variance_ : float or None
+        Fitted likelihood variance (standardised units); ``None`` with a ``likelihood``.
+    likelihood_ : Likelihood
+        The fitted likelihood (only with a ``likelihood``).
     elbo_ : float
         Final ELBO estimate (exact for deterministic objectives; else the mean of the last 100
         minibatch estimates).
@@ -224,7 +235,8 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                  n_iter_no_change=5, normalize_y=True, positive_transform="softplus",
                  jitter=1e-6, random_state=None, n_jobs=None, verbose=0, callback=None,
                  warm_start=False,
-                 latent_dim=None, inference="vi", n_importance=5, encoder_hidden=(20, 20)):
+                 latent_dim=None, inference="vi", n_importance=5, encoder_hidden=(20, 20),
+                 likelihood=None):
         self.n_layers = n_layers
         self.hidden_dims = hidden_dims
         self.kernel = kernel
@@ -257,6 +269,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         self.inference = inference
         self.n_importance = n_importance
         self.encoder_hidden = encoder_hidden
+        self.likelihood = likelihood
 
     # ----------------------------------------------------------------------------- checks
     def _check_params(self, X, y):
@@ -289,6 +302,7 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                              "expectation='unscented' or n_layers=1 with Monte Carlo DSVI use "
                              "optimizer='adam'.")
         check_latent_options(self.get_params())
+        self._check_likelihood()
         check_n_inducing(self.n_inducing, X.shape[0], "DeepGP")  # after the data-free checks
 
     def _architecture(self, n_features, n_targets):
@@ -298,25 +312,53 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                 int(n_features), int(n_targets), int(self.n_inducing), bool(self.whiten),
                 self.expectation, self.positive_transform, float(self.jitter), repr(self.kernel),
                 self.inner_layer_init, self._latent(), self.inference, int(self.n_importance),
-                tuple(int(h) for h in self.encoder_hidden))
+                tuple(int(h) for h in self.encoder_hidden)) + (
+            () if self._likelihood_param() is None else (repr(self.likelihood),))
+
+    def _likelihood_param(self):
+        return getattr(self, "likelihood", None)  # None in pickles made before the parameter
+
+    def _check_likelihood(self):
+        lik = self._likelihood_param()
+        if lik is None:
+            return
+        if not isinstance(lik, Likelihood) or lik.is_classification:
+            raise ValueError(f"likelihood must be a regression likelihood of "
+                             f"sklearn_lvgp.likelihoods or None, got {lik!r}; use "
+                             "DeepGPClassifier for classes.")
+        if self._latent():
+            raise ValueError("latent_dim >= 1 needs the default Gaussian likelihood "
+                             "(likelihood=None).")
+
+    def _scaled_targets(self):
+        lik = self._likelihood_param()
+        return lik is None or isinstance(lik, (Gaussian, StudentT))
+
+    def _model_params(self):
+        return {**self.get_params(), "likelihood": getattr(self, "_likelihood", None)}
+
+    def _set_likelihood(self, fitted):
+        if self._model.likelihood is None:
+            self.noise_variance_ = fitted
+            self.__dict__.pop("likelihood_", None)
+        else:
+            self.noise_variance_, self.likelihood_ = None, fitted
 
     # -------------------------------------------------------------------------------- fit
     def _standardise(self, X, Y):
         self.X_mean_, self.X_scale_ = column_moments(X)
-        self.y_mean_, self.y_scale_ = self._target_moments(Y)
+        self._set_target_moments(*self._target_moments(Y))
+        self._initialise_likelihood((Y - self.y_mean_) / self.y_scale_)
 
-    def _latent(self):
-        return int(self.latent_dim or 0)
+    def _set_target_moments(self, mean, scale):
+        """``y_mean_``, ``y_scale_`` (none for a likelihood that is not location-scale)."""
+        if not self._scaled_targets():
+            mean, scale = np.zeros_like(mean), np.ones_like(scale)
+        self.y_mean_, self.y_scale_ = mean, scale
 
-    def _initialise(self, Xs, n_targets, random_state):
-        """The model and its initial parameters from standardised inputs ``Xs``
-        (:func:`~sklearn_lvgp.bounds._dsvi_model.initial_model`), a fresh optimiser state."""
-        self._arch = self._architecture(Xs.shape[1], n_targets)
-        self._model, self._x = initial_model(Xs, n_targets, self.get_params(), self._kernels,
-                                             random_state, LatentDSVI)
-        self._state = AdamState(self._x.size)
-        self.n_iter_ = 0
-        self._elbo_hist = []
+    def _initialise_likelihood(self, Ys):
+        lik = self._likelihood_param()
+        self._likelihood = None if lik is None else lik.initialize(Ys)
 
     def _fit(self, X, y, random_state):
         Y = self._targets_2d(y)
@@ -347,13 +389,14 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                              "on numpy arrays for these options.")
         dask, _ = _dask()
         self.X_mean_, self.X_scale_ = (np.asarray(a) for a in dask.compute(*column_moments(X_d)))
-        self.y_mean_, self.y_scale_ = (np.asarray(a)
-                                       for a in dask.compute(*self._target_moments(Y_d)))
+        self._set_target_moments(*(np.asarray(a)
+                                   for a in dask.compute(*self._target_moments(Y_d))))
         rows = DaskRows({"X": (X_d - self.X_mean_) / self.X_scale_,
                          "y": (Y_d - self.y_mean_) / self.y_scale_})
         N = rows.n_rows
         init = (np.arange(N) if N <= INIT_ROWS
                 else np.sort(random_state.choice(N, INIT_ROWS, replace=False)))
+        self._initialise_likelihood(np.asarray(rows.arrays["y"][init].compute()))
         self._initialise(np.asarray(rows.arrays["X"][init].compute()), Y_d.shape[1],
                          random_state)
         self._run(None, None, random_state, self.max_iter, False, n_total=N, rows=rows)
@@ -406,60 +449,9 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
                           force_adam=True)
         return self
 
-    def _batch_rows(self, n):
-        """Rows per Adam step: ``batch_size`` clipped to ``n`` (``None``: all ``n``)."""
-        return n if self.batch_size is None else min(int(self.batch_size), n)
-
-    def _run(self, Xs, Ys, rs, max_iter, early_stopping, n_total=None, force_adam=False,
-             rows=None):
-        """The optimisation and the fitted attributes. ``n_total`` is the bound's ``N`` when
-        it is not the number of rows (``partial_fit``); ``rows``, when given, holds the rows
-        elsewhere (a Dask fit: ``Xs`` and ``Ys`` are then ``None``)."""
-        model = self._model
-        self.validation_scores_ = None
-        if early_stopping:
-            Xs, Ys, Xv, Yv = self._validation_split(Xs, Ys, rs)
-        N = n_total if Xs is None else Xs.shape[0]
-        lbfgs = self.optimizer == "lbfgs" and not force_adam
-        if lbfgs and self.n_iter_ == 0:
-            # start the last layer at its optimal q(u) for the initial hyperparameters (one
-            # γ = 1 natural-gradient step, Salimbeni 2020, §3.4.1): from q(u) = p(u) the first
-            # line search of L-BFGS tends to jump to the all-noise optimum
-            self._x = model.natgrad(self._x, Xs, Ys, 1.0, self.n_samples, 1.0, rs)
-        full, minibatch, natgrad = model.objectives(Xs, Ys, N if n_total is None else n_total,
-                                                    self.n_samples, rs, rows)
-        use_ngd = self.natgrad_gamma is not None
-        validation = None
-        if early_stopping:
-            paths = self._draw_predict_eps(rs, min(10, self.n_predict_samples))
-            validation = partial(model.mean_log_density, X=Xv, Y=Yv, paths=paths)
-        adam = {} if lbfgs else {
-            "schedule": self.learning_rate_schedule, "horizon": self.max_iter,
-            "natgrad": natgrad if use_ngd else None, "gamma": self.natgrad_gamma,
-            "frozen": model.last_q_mask() if use_ngd else None, "validation": validation,
-            "n_iter_no_change": self.n_iter_no_change, "state": self._state,
-            "tol": 1e-4 if self.tol is None else self.tol}
-        self._x, hist, n_iter, self.validation_scores_ = self._optimise(
-            "lbfgs" if lbfgs else "adam", self._x, model.bounds(), full=full,
-            minibatch=minibatch, n_data=N, batch_size=self._batch_rows(N), random_state=rs,
-            max_iter=max_iter, **adam)
-        self.n_iter_ += n_iter
-        self._elbo_hist.extend(hist.tolist())
-        self.elbo_ = float(np.mean(hist[-(1 if lbfgs else 100):]))
-        self.elbo_history_ = np.asarray(self._elbo_hist)
-        layers, self.noise_variance_, _ = model.unpack(self._x)
-        self.layers_ = layers
-        self.inducing_inputs_ = [layer.Z for layer in layers]
-        self._predict_eps = self._draw_predict_eps(rs, self.n_predict_samples)
-
-    def _draw_predict_eps(self, rs, S):
-        return prediction_paths(self._model.dims, self._latent(), rs, S)
-
     # --------------------------------------------------------------------------- predict
     def _components(self, X):
-        Xs = self._standardised_inputs(X)
-        with threads(self.n_jobs):
-            return self._model.path_components(self._x, Xs, self._predict_eps)
+        return self._path_components(self._standardised_inputs(X))
 
     def predict(self, X, return_std=False, return_cov=False):
         """Predictive mean (and standard deviation or covariance) of the mixture over paths.
@@ -492,12 +484,16 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
         if is_dask_collection(X):
             return self._predict_on_partitions(X, return_std)
         mu, var, noise = self._components(X)
-        mean = mu.mean(axis=0)
+        if self._model.likelihood is not None:  # the likelihood's moments along each path
+            mean, v = path_moments(noise, mu, var)
+        else:
+            mean = mu.mean(axis=0)
         out = self._target_shape(self.y_mean_ + self.y_scale_ * mean)
         if not return_std:
             return out
-        v = np.mean(var + noise + mu * mu, axis=0) - mean * mean
-        v = np.maximum(v, 0.0)
+        if self._model.likelihood is None:
+            v = np.mean(var + noise + mu * mu, axis=0) - mean * mean
+            v = np.maximum(v, 0.0)
         return out, self._target_shape(self.y_scale_ * np.sqrt(v))
 
     def _predict_cov(self, X):
@@ -516,7 +512,8 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
 
         ``method="mixture"`` (default): ``logsumexp_s sum_d log N(y_d | mu_sd, v_sd + s2) - log
         S`` over the stored prediction paths (one Gaussian per point with
-        ``expectation="unscented"``), with the target standardisation undone.
+        ``expectation="unscented"``), with the target standardisation undone; with a
+        ``likelihood``, its predictive density along each path in place of the Gaussian.
 
         ``method="kde"``: the evaluation of Salimbeni (2020), Table 5.1 — ``n_kde_samples`` draws of
         ``y`` per row from :meth:`sample_y` and a Gaussian kernel density estimate with
@@ -548,6 +545,9 @@ class DeepGP(RegressorMixin, _BaseLVGPRegressor):
             return self._log_density_kde(X, y, n_kde_samples, random_state)
         mu, var, noise = self._components(X)
         Y = self._check_targets(y, *mu.shape[1:])
+        if self._model.likelihood is not None:
+            return (path_log_density(noise, mu, var, (Y - self.y_mean_) / self.y_scale_)
+                    - np.sum(np.log(self.y_scale_)))
         return mixture_log_density(mu, var, noise, Y, self.y_mean_, self.y_scale_)
 
     def _log_density_kde(self, X, y, n_kde_samples, random_state):

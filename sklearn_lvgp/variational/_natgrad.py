@@ -179,11 +179,15 @@ def natgrad_statistics(A, residuals, point_weights, noise_variance):
 
 def natgrad_from_statistics(q_mu, q_sqrt, AwR, AwA, gamma, Kuu_chol=None, whiten=True,
                             jitter=0.0):
-    """:func:`gaussian_natgrad_step` from the data sums of :func:`natgrad_statistics`."""
-    M = AwA.shape[0]
+    """:func:`gaussian_natgrad_step` from the data sums of :func:`natgrad_statistics`.
+
+    ``AwA`` may also hold one matrix per output, ``(D, M, M)``: the sums of a non-Gaussian
+    likelihood (:func:`sklearn_lvgp.bounds._dsvi_likelihood.natgrad_sums`).
+    """
+    M = AwA.shape[-1]
     prior_prec = np.eye(M) if whiten else cho_solve(Kuu_chol, np.eye(M))
     hat2 = -0.5 * (prior_prec + AwA)
     theta1, Theta2 = natural_params(q_mu, q_sqrt)
     new1 = (1.0 - gamma) * theta1 + gamma * AwR
-    new2 = (1.0 - gamma) * Theta2 + gamma * hat2[None]
+    new2 = (1.0 - gamma) * Theta2 + gamma * (hat2 if hat2.ndim == 3 else hat2[None])
     return from_natural_params(new1, new2, jitter)

@@ -19,6 +19,9 @@ from sklearn.base import clone
 
 HERE = Path(__file__).resolve().parent
 GOLDEN_FILE = HERE / "golden_outputs.npz"
+#: Estimators, and case ids of configurations, whose outputs are not recorded yet (added after
+#: the file was written); they join the cases when the file is regenerated.
+NOT_PINNED = {"DeepGPClassifier", "DeepGP-9"}
 
 
 def _data():
@@ -42,9 +45,13 @@ def cases():
     from sklearn_lvgp.utils.discovery import all_estimators
     out = []
     for name, cls in all_estimators():
+        if name in NOT_PINNED:
+            continue
         configs = [FAST_PARAMS.get(name, {})] + [
             {**FAST_PARAMS.get(name, {}), **v} for v in VARIANTS.get(name, [])]
         for i, params in enumerate(configs):
+            if f"{name}-{i}" in NOT_PINNED:
+                continue
             out.append((f"{name}-{i}", cls(**params)))
     return out
 
