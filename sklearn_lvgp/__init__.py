@@ -3,6 +3,7 @@
 from . import kernels
 from ._core.legacy import install as _install_legacy_modules
 from ._version import __version__
+from .impute import GPLVMImputer
 from .models._deep_gp import DeepGP
 from .models._dvmgp import DVMGP
 from .models._gpcde import GPCDE
@@ -12,5 +13,6 @@ from .models._unscented_gplvm import UnscentedGPLVM
 
 _install_legacy_modules()  # pickles written before the modules moved still load
 
-__all__ = ["DVMGP", "DeepGP", "GPCDE", "LDGD", "SparseGPRegressor", "UnscentedGPLVM",
+__all__ = ["DVMGP", "DeepGP", "GPCDE", "GPLVMImputer", "LDGD", "SparseGPRegressor",
+           "UnscentedGPLVM",
            "kernels", "__version__"]

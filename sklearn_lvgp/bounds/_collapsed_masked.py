@@ -155,7 +155,7 @@ def masked_posterior(posts, columns, D):
     M = L.shape[0]
     G = np.zeros((M, D))
     column_group = np.empty(D, dtype=np.intp)
-    for g, (post, cols) in enumerate(zip(posts, columns)):
+    for g, (post, cols) in enumerate(zip(posts, columns, strict=True)):
         G[:, cols] = post.G
         column_group[cols] = g
     Cs = np.stack([_sandwich(post.L, post.Binv) for post in posts])
@@ -272,7 +272,8 @@ class MaskedPsiBound:
     Parameters
     ----------
     Y : ndarray of shape (N, D)
-        Targets with NaN at the missing entries; every column observed at least once.
+        Targets with NaN at the missing entries; every column observed at least once. Kept
+        as ``Y`` (NaN included); the chunks read a copy with zeros at the missing entries.
     chunk_rows, n_threads
         As in :class:`~sklearn_lvgp.bounds._collapsed.CollapsedPsiBound`.
     """
@@ -280,16 +281,21 @@ class MaskedPsiBound:
     bound = MaskedPsi()
 
     def __init__(self, Y, *, chunk_rows=None, n_threads=None):
-        Y = np.asarray(Y, dtype=np.float64)
-        self.observed = ~np.isnan(Y)
+        self.Y = np.asarray(Y, dtype=np.float64)  # with its NaN (the local steps' rows)
+        self.observed = ~np.isnan(self.Y)
         self.groups = column_groups(self.observed)
-        self.Y = np.ascontiguousarray(np.where(self.observed, Y, 0.0))
-        self.rows = InMemoryRows({"Y": self.Y, "R": self.groups.member}, chunk_rows=chunk_rows,
+        self.rows = InMemoryRows({"Y": np.ascontiguousarray(np.where(self.observed, self.Y, 0.0)),
+                                  "R": self.groups.member}, chunk_rows=chunk_rows,
                                  n_threads=n_threads, prefix="collapsed-masked")
 
     @property
     def n_threads(self):
         return self.rows.n_threads
+
+    def plan(self, rule, M, Q):
+        """Chunks and keep decision for ``M`` inducing inputs and this rule's shape."""
+        return self.rows.chunks(self.bound, MaskedParams(None, np.empty((M, Q)), 0.0, rule,
+                                                         self.groups))
 
     def evaluate(self, kernel, Z, mu, S, noise_variance, rule, *, jitter=1e-6, max_tries=0,
                  need_S=True, need_local=True):

@@ -1,7 +1,6 @@
 """The masked collapsed bound (NaN entries of ``Y`` missing at random) in the conformance test."""
 
 import numpy as np
-
 from conformance import N, Problem
 
 from sklearn_lvgp.bounds._collapsed_masked import MaskedParams, MaskedPsi, column_groups
