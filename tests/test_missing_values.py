@@ -16,7 +16,8 @@ def _problem(seed=0, N=17, D=4, Q=2, M=5, missing=0.3):
     Y = r.standard_normal((N, D))
     Y[r.random((N, D)) < missing] = np.nan
     Y[3] = np.nan  # a row with every entry missing
-    Y[:, 1] = np.where(np.isnan(Y[:, 0]), np.nan, np.nan_to_num(Y[:, 1], nan=0.7))  # columns 0, 1 share a pattern
+    # columns 0 and 1 share a pattern
+    Y[:, 1] = np.where(np.isnan(Y[:, 0]), np.nan, np.nan_to_num(Y[:, 1], nan=0.7))
     Y[0, :2] = 0.5
     return Y, r.standard_normal((N, Q)), r.uniform(0.1, 0.6, (N, Q)), r.standard_normal((M, Q))
 
@@ -83,3 +84,117 @@ def test_column_without_observations_is_refused():
     Y[:, 1] = np.nan
     with pytest.raises(ValueError, match=r"Column\(s\) \[1\] of X have no observed value"):
         MaskedPsiBound(Y)
+
+
+def test_masked_rows_objective_matches_finite_differences():
+    from sklearn_lvgp.bounds._collapsed_masked import MaskedPsiBound
+    from sklearn_lvgp.optim._alternating import heldout_rows_objective
+
+    Y, mu, S, Z = _problem(seed=2)
+    kernel, rule = _kernel("unscented")
+    _, _, post = MaskedPsiBound(Y).evaluate(kernel, Z, mu, S, 0.3, rule)
+    fun = heldout_rows_objective(kernel, Z, rule, post, Y)
+    rows = np.arange(Y.shape[0])
+    X = np.hstack([mu, np.log(S)])
+    for n in (0, 3, 7):  # a complete row, an empty row, a partly observed one
+
+        def one(x, n=n):
+            Xn = X.copy()
+            Xn[n] = x
+            f, G = fun(rows, Xn)
+            return f[n], G[n]
+
+        check_grad(one, X[n], rtol=1e-5)
+
+
+# ------------------------------------------------------------------------- the estimator
+from sklearn_lvgp import UnscentedGPLVM  # noqa: E402
+
+
+def _curve(n=40, D=5, seed=0, missing=0.25):
+    r = np.random.default_rng(seed)
+    t = np.linspace(-2, 2, n)
+    W = r.standard_normal((2, D))
+    X = np.tanh(np.column_stack([t, np.sin(2 * t)]) @ W) + 0.05 * r.standard_normal((n, D))
+    Xm = X.copy()
+    Xm[r.random(X.shape) < missing] = np.nan
+    Xm[4] = np.nan
+    Xm[0] = X[0]
+    return X, Xm
+
+
+FAST = {"n_inducing": 8, "max_iter": 60, "transform_max_iter": 30, "random_state": 0}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_fit_transform_score_inverse_transform_accept_nan():
+    X, Xm = _curve()
+    model = UnscentedGPLVM(**FAST).fit(Xm)
+    assert np.isfinite(model.elbo_)
+    np.testing.assert_array_equal(model.latent_mean_[4], 0.0)  # no entry: the prior
+    np.testing.assert_array_equal(model.latent_variance_[4], 1.0)
+    np.testing.assert_array_equal(model.transform(Xm), model.latent_mean_)  # fitted rows
+    new = Xm[:10] + 0.01
+    mu, sd = model.transform(new, return_std=True)
+    assert np.all(np.isfinite(mu)) and np.all(sd > 0)
+    np.testing.assert_allclose(sd[4], 1.0, atol=1e-4)  # a new empty row: the prior
+    scores = model.score_samples(new)
+    assert np.all(np.isfinite(scores))
+    assert abs(scores[4]) < 1e-6  # no entry, KL 0 at the prior
+    out = model.inverse_transform(mu)
+    assert out.shape == X[:10].shape and np.all(np.isfinite(out))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_score_of_a_row_is_the_bound_over_its_observed_entries():
+    # a row with entries missing scores as the same row under a model whose q(u) of those
+    # columns is ignored: dropping a column of a complete-data fit's row lowers the count
+    X, _ = _curve(missing=0.0)
+    model = UnscentedGPLVM(**FAST).fit(X)
+    row = X[:1] + 0.05
+    part = row.copy()
+    part[0, 2] = np.nan
+    mu, sd = model.transform(row, return_std=True)
+    full = model._predictive(True).heldout_scores(model._normalized(row), mu, sd ** 2)
+    np.testing.assert_allclose(full, model._predictive().heldout_scores(
+        model._normalized(row), mu, sd ** 2), rtol=1e-10)
+    assert np.isfinite(model.score_samples(part)).all()
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("params", [{"optimizer": "alternating", "max_iter": 3},
+                                    {"optimizer": "adam", "learning_rate": 0.05},
+                                    {"expectation": "unscented", "kernel": Matern32()},
+                                    {"normalize_X": "standardize"}])
+def test_other_paths_accept_nan(params):
+    _, Xm = _curve(seed=1)
+    model = UnscentedGPLVM(**{**FAST, **params}).fit(Xm)
+    assert np.isfinite(model.elbo_) and np.all(np.isfinite(model.latent_mean_))
+    assert np.all(np.isfinite(model.transform(Xm[:5] * 1.01)))
+
+
+def test_complete_data_takes_the_complete_data_path():
+    from sklearn_lvgp.bounds._collapsed_global import CollapsedPosterior
+
+    X, _ = _curve(missing=0.0)
+    model = UnscentedGPLVM(**{**FAST, "max_iter": 5}).fit(X)
+    assert isinstance(model._post, CollapsedPosterior)
+
+
+def test_bad_missing_input_is_refused_by_name():
+    _, Xm = _curve()
+    empty_column = Xm.copy()
+    empty_column[:, 2] = np.nan
+    with pytest.raises(ValueError, match=r"column\(s\) \[2\] of X have no observed value"):
+        UnscentedGPLVM(**FAST).fit(empty_column)
+    with_inf = Xm.copy()
+    with_inf[1, 1] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        UnscentedGPLVM(**FAST).fit(with_inf)
+
+
+def test_dask_input_with_nan_is_refused_by_name():
+    da = pytest.importorskip("dask.array")
+    _, Xm = _curve()
+    with pytest.raises(ValueError, match="Missing values .NaN. are not taken from Dask input"):
+        UnscentedGPLVM(**FAST).fit(da.from_array(Xm, chunks=(20, 5)))

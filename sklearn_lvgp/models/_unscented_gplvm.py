@@ -353,9 +353,6 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         dask, da = _dask()
         rows = DaskRows({"X": X})
         X_d = rows.arrays["X"]
-        if bool(da.isnan(X_d).any().compute()):
-            raise ValueError(f"{type(self).__name__}: a Dask array with missing values (NaN) is "
-                             "not supported; fit a numpy array, or impute the NaN first.")
         self._set_dask_features(rows)
         self._check_params(X_d, None)
         if self.expectation == "monte_carlo":
