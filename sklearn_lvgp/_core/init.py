@@ -375,12 +375,14 @@ def principal_directions(X, k, random_state, scaled=True):
 
 def fill_missing(Y):
     """``Y`` with each missing (NaN) entry replaced by its column's observed mean, for the
-    initialisation, and the rows with every entry missing.
+    initialisation; the rows with every entry missing (a boolean mask); the mean column
+    variance of the observed entries.
 
-    Returns ``(Y, None)`` (``Y`` itself) when nothing is missing.
+    Returns ``Y`` itself (and no row) when nothing is missing.
     """
     missing = np.isnan(Y)
     if not missing.any():
-        return Y, None
-    return np.where(missing, np.nanmean(Y, axis=0), Y), missing.all(axis=1)
+        return Y, np.zeros(Y.shape[0], dtype=bool), float(np.mean(np.var(Y, axis=0)))
+    return (np.where(missing, np.nanmean(Y, axis=0), Y), missing.all(axis=1),
+            float(np.mean(np.nanvar(Y, axis=0))))
 

@@ -82,6 +82,16 @@ def normalization(A, rule):
     return np.nanmean(A, axis=0) if _has_nan(A) else A.mean(axis=0), np.ones(A.shape[1])
 
 
+def observed_log_scale(Y, scale):
+    """``Σ_d log scale_d`` over the observed (non-NaN) entries of each row of ``Y`` — the
+    log-Jacobian of the normalisation of a density of those entries; one number when ``Y`` has
+    no NaN."""
+    missing = np.isnan(Y)
+    if not missing.any():
+        return np.sum(np.log(scale))
+    return (~missing) @ np.log(scale)
+
+
 def _has_nan(A):
     """Whether the in-memory ``A`` has a NaN entry (a missing value; dask arrays: never)."""
     return isinstance(A, np.ndarray) and bool(np.isnan(A).any())

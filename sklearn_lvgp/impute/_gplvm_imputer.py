@@ -28,7 +28,9 @@ class GPLVMImputer(TransformerMixin, BaseEstimator):
         The model, cloned before fitting: every GPLVM option (``n_components``, ``kernel``,
         ``n_inducing``, ``max_iter``, ``random_state``, ...) is set on it, as
         :class:`~sklearn.impute.IterativeImputer` takes its regressor. ``None`` is
-        ``UnscentedGPLVM(normalize_X="standardize")``.
+        ``UnscentedGPLVM(n_components=min(5, d), n_inducing=min(20, n),
+        normalize_X="standardize")`` for ``n`` rows and ``d`` features with an observed
+        entry (its ARD kernel switches off the latent dimensions the data do not need).
     missing_values : float or int, default=np.nan
         The placeholder of the missing entries; ``X`` may contain NaN only when this is NaN.
     add_indicator : bool, default=False
@@ -114,9 +116,11 @@ class GPLVMImputer(TransformerMixin, BaseEstimator):
         self._valid = ~missing.all(axis=0)
         if not self._valid.any():
             raise ValueError("GPLVMImputer: every feature of X is missing in every row.")
-        model = (UnscentedGPLVM(normalize_X="standardize") if self.estimator is None
-                 else self.estimator)
-        self.estimator_ = clone(model).fit(X[:, self._valid])
+        X_fit = X[:, self._valid]
+        model = (UnscentedGPLVM(n_components=min(5, X_fit.shape[1]),
+                                n_inducing=min(20, X_fit.shape[0]), normalize_X="standardize")
+                 if self.estimator is None else self.estimator)
+        self.estimator_ = clone(model).fit(X_fit)
         self.indicator_ = (MissingIndicator(missing_values=np.nan, error_on_new=False).fit(
             np.where(missing, np.nan, 0.0)) if self.add_indicator else None)
         return self

@@ -12,7 +12,7 @@ from .._core.init import fill_missing, initial_latent_means, nearest_rows, selec
 from .._core.linalg import settled_jitter
 from .._core.parallel import threads
 from .._core.params import ParamPacker
-from .._core.scaling import NORMALIZE_OPTIONS, column_moments, column_scales, normalization
+from .._core.scaling import NORMALIZE_OPTIONS, column_scales, normalization, observed_log_scale
 from .._core.validation import (
     check_bool,
     check_data_scale,
@@ -21,7 +21,6 @@ from .._core.validation import (
     check_float,
     check_int,
     check_n_inducing,
-    check_observed_columns,
     check_option,
 )
 from .._core.warn import warn
@@ -47,6 +46,8 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
     Titsias & Lawrence (2010). The kernel expectations (Ψ-statistics) are computed in closed form
     where one exists (RBF, linear and their sums) or with a point-set rule — the unscented
     transform (2Q points; Souza et al. 2021), Gauss–Hermite or Monte Carlo — for any kernel.
+    ``NaN`` entries of ``X`` are missing at random: the bound sums over the observed entries
+    and a row with none keeps the prior (user guide, "Missing values", with the cost).
 
     Parameters
     ----------
@@ -206,11 +207,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         self.callback = callback
         self.warm_start = warm_start
 
-    def _validate_fit_data(self, X, y):
-        return validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan"), None
-
     def _check_params(self, X, y):
-        check_observed_columns(X, type(self).__name__)
         check_int("n_components", self.n_components, min_value=1)
         check_option("expectation", self.expectation, EXPECTATIONS)
         check_n_inducing(self.n_inducing, X.shape[0], type(self).__name__)
@@ -284,16 +281,13 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         rows = slice(None) if train is None else train
         Y = Y_all[rows]
         N = Y.shape[0]
-        Y_init, empty = fill_missing(Y)  # NaN: the column means, and the rows with no entry
+        Y_init, empty, var_y = fill_missing(Y)  # NaN: column means; rows with no entry
         mu0 = initial_latent_means(Y_init, Q, self.init, random_state)
         kernel, name, rule, optimizer, Z0, noise0, jitter, noise_box = self._initial_model(
-            mu0, column_scales(mu0) if self._kernel is None else None,
-            float(np.mean(np.var(Y, axis=0) if empty is None else np.nanvar(Y, axis=0))),
-            random_state)
+            mu0, column_scales(mu0) if self._kernel is None else None, var_y, random_state)
         stochastic = name == "monte_carlo"
         S0 = np.full((N, Q), float(self.latent_variance_init))
-        if empty is not None:  # a row with no observed entry: its optimum is the prior
-            mu0[empty], S0[empty] = 0.0, 1.0
+        mu0[empty], S0[empty] = 0.0, 1.0  # a row with no observed entry: the prior, its optimum
         if continuing:  # the previous solution
             mu0, S0 = self.latent_mean_[rows], self.latent_variance_[rows]
             Z0, kernel, noise0 = self.inducing_inputs_, self.kernel_.clone(), self.noise_variance_
@@ -365,7 +359,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         rows = DaskRows({"Y": (X_d - mean) / scale})
         Y = rows.arrays["Y"]
         mu0 = initial_latent_means(Y, self.n_components, self.init, random_state).persist()
-        var_y, scales = dask.compute(Y.var(axis=0).mean(), column_moments(mu0)[1])
+        var_y, scales = dask.compute(Y.var(axis=0).mean(), column_scales(mu0))
         kernel, name, rule, _, Z0, noise0, jitter, noise_box = self._initial_model(
             mu0, np.asarray(scales) if self._kernel is None else None, float(var_y), random_state)
         random_state.randint(np.iinfo(np.int32).max)  # the in-memory fit's Monte Carlo seed draw
@@ -447,8 +441,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         return (X - self.X_mean_) / self.X_scale_
 
     def _predictive(self, masked=False):
-        """The fitted model for new rows (``masked``: with NaN entries) and latent points
-        (Monte Carlo: one shared draw)."""
+        """The fitted model for new rows (``masked``: with NaN) and latent points (MC: one draw)."""
         rule = self._rule
         if isinstance(rule, PointRule) and rule.nodes.ndim == 3:
             rule = monte_carlo_rule(self.n_samples, self.n_components,
@@ -489,11 +482,9 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         """Per-row held-out bound (KL included) of validated rows ``X`` at their ``q(x*)``, as
         a density of ``X`` (the normalisation's log-Jacobian subtracted)."""
         Ystar = self._normalized(X)
-        missing = np.isnan(Ystar)
         with threads(self.n_jobs):
-            out = self._predictive(missing.any()).heldout_scores(Ystar, mu, S)
-        log_scale = np.log(self.X_scale_)  # over each row's observed entries
-        return out - ((~missing) @ log_scale if missing.any() else np.sum(log_scale))
+            out = self._predictive(np.isnan(Ystar).any()).heldout_scores(Ystar, mu, S)
+        return out - observed_log_scale(Ystar, self.X_scale_)
 
     def transform(self, X, return_std=False):
         """Posterior latent means (and standard deviations) of rows of data.

@@ -34,6 +34,11 @@ def _data():
     return X_reg, y_reg, X_lv, X_cls, y_cls
 
 
+#: Public estimators without recorded outputs: the imputer composes an UnscentedGPLVM, whose
+#: outputs (``transform``, ``inverse_transform``) are pinned by that estimator's cases.
+NOT_PINNED = ("GPLVMImputer",)
+
+
 def cases():
     """``(case id, estimator)`` for every fast configuration of the common checks."""
     sys.path.insert(0, str(HERE.parent))
@@ -42,6 +47,8 @@ def cases():
     from sklearn_lvgp.utils.discovery import all_estimators
     out = []
     for name, cls in all_estimators():
+        if name in NOT_PINNED:
+            continue
         configs = [FAST_PARAMS.get(name, {})] + [
             {**FAST_PARAMS.get(name, {}), **v} for v in VARIANTS.get(name, [])]
         for i, params in enumerate(configs):
