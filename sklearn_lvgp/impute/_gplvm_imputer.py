@@ -49,7 +49,7 @@ class GPLVMImputer(TransformerMixin, BaseEstimator):
         The indicator of ``add_indicator=True``.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of the features seen during ``fit`` (string column names only).
 
     See Also
@@ -105,6 +105,7 @@ class GPLVMImputer(TransformerMixin, BaseEstimator):
         Returns
         -------
         self : GPLVMImputer
+            The fitted imputer.
         """
         if not isinstance(self.add_indicator, (bool, np.bool_)) or \
                 not isinstance(self.keep_empty_features, (bool, np.bool_)):
@@ -190,7 +191,7 @@ class GPLVMImputer(TransformerMixin, BaseEstimator):
         return self._columns(std, 0.0)
 
     def get_feature_names_out(self, input_features=None):
-        """Names of the output features.
+        """Get the names of the output features.
 
         Parameters
         ----------
