@@ -203,3 +203,20 @@ def test_dask_input_with_nan_is_refused_by_fit_and_taken_by_transform():
     new = Xm[:12] + 0.01
     got = model.transform(da.from_array(new, chunks=(6, 5))).compute(scheduler="sync")
     np.testing.assert_allclose(got, model.transform(new), rtol=1e-12)
+
+
+def test_masked_bound_same_with_and_without_kept_caches(monkeypatch):
+    import sklearn_lvgp.engine._rows as rows_module
+
+    Y, mu, S, Z = _problem(seed=3)
+    kernel, rule = _kernel("analytic")
+    bound = MaskedPsiBound(Y, chunk_rows=6)
+    assert bound.plan(rule, *Z.shape)[1]
+    kept = bound.evaluate(kernel, Z, mu, S, 0.3, rule)
+    monkeypatch.setattr(rows_module, "KEEP_TOTAL", 0)
+    bound = MaskedPsiBound(Y, chunk_rows=6)
+    assert not bound.plan(rule, *Z.shape)[1]
+    recomputed = bound.evaluate(kernel, Z, mu, S, 0.3, rule)
+    assert kept[0] == recomputed[0]
+    for k in ("mu", "S", "Z", "theta", "noise"):
+        np.testing.assert_array_equal(kept[1][k], recomputed[1][k])

@@ -200,8 +200,9 @@ class MaskedPsi(ChunkedBound):
 
     def chunk_cost(self, G):
         M, Q = G.Z.shape
-        work, _, _ = psi_row_cost(G.rule, M, Q)
-        return work + len(G.groups.columns) * M * M, max(1, CHUNK_PSI2_ELEMENTS // (M * M)), 0
+        work, kept, _ = psi_row_cost(G.rule, M, Q)
+        return (work + len(G.groups.columns) * M * M, max(1, CHUNK_PSI2_ELEMENTS // (M * M)),
+                kept + M * M)
 
     def plan_key(self, G):
         return ("masked", G.rule.weights.shape[0] if hasattr(G.rule, "weights") else 0) + G.Z.shape
@@ -212,8 +213,10 @@ class MaskedPsi(ChunkedBound):
 
     def chunk_stats(self, G, rows, ctx):
         Y, R = rows["Y"], rows["R"]
-        stats, _ = psi_statistics(G.kernel, G.Z, rows["mu"], rows["S"], self._rule(G, ctx),
-                                  per_point=True, need_cache=False)
+        stats, cache = psi_statistics(G.kernel, G.Z, rows["mu"], rows["S"], self._rule(G, ctx),
+                                      per_point=True, need_cache=ctx.keep)
+        if ctx.cache is not None:
+            ctx.cache[ctx.index] = cache if ctx.keep else None
         M = G.Z.shape[0]
         Psi2 = R.T @ stats.Psi2.reshape(Y.shape[0], M * M)
         return (R.T @ stats.psi0, stats.Psi1.T @ Y, Psi2, np.einsum("nd,nd->d", Y, Y))
@@ -248,8 +251,10 @@ class MaskedPsi(ChunkedBound):
     def chunk_backward(self, G, step, rows, ctx, need_local=True):
         Y, R = rows["Y"], rows["R"]
         n, M = Y.shape[0], G.Z.shape[0]
-        _, cache = psi_statistics(G.kernel, G.Z, rows["mu"], rows["S"], self._rule(G, ctx),
-                                  per_point=True)
+        cache = None if ctx.cache is None else ctx.cache[ctx.index]
+        if cache is None:  # not kept from the forward pass: recomputed
+            _, cache = psi_statistics(G.kernel, G.Z, rows["mu"], rows["S"], self._rule(G, ctx),
+                                      per_point=True)
         with np.errstate(divide="ignore", invalid="ignore"):  # dS of S = 0 rows (S as data)
             pv = psi_vjp(R @ step.dpsi0, Y @ step.dPY_T, (R @ step.dPsi2).reshape(n, M, M),
                          cache)
