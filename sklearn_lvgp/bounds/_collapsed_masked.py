@@ -48,7 +48,8 @@ from ._collapsed_global import (
 )
 
 __all__ = ["ColumnGroups", "MaskedParams", "MaskedPosterior", "MaskedPredictive", "MaskedPsi",
-           "MaskedPsiBound", "collapsed_psi_bound", "column_groups", "masked_posterior",
+           "MaskedPsiBound", "as_masked", "collapsed_psi_bound", "column_groups",
+           "masked_heldout_bound", "masked_posterior", "masked_predictive_moments",
            "predictive_for"]
 
 #: Largest ``rows · M²`` of one chunk's per-point Ψ2.
@@ -334,7 +335,7 @@ def collapsed_psi_bound(Y):
     return MaskedPsiBound(Y) if np.isnan(Y).any() else CollapsedPsiBound(Y)
 
 
-def masked_heldout_bound(Y, observed, psi0, Psi1, Psi2, post):
+def masked_heldout_bound(Y, observed, psi0, Psi1, Psi2, post, weights=None):
     """Per-row held-out bound over each row's observed entries, and its per-row adjoints.
 
     The held-out bound (Titsias & Lawrence 2010, eq. 27) of row n is the sum over its observed
@@ -350,6 +351,8 @@ def masked_heldout_bound(Y, observed, psi0, Psi1, Psi2, post):
     psi0, Psi1, Psi2 : ndarray of shape (n,), (n, M), (n, M, M)
         Per-point Ψ-statistics.
     post : MaskedPosterior
+    weights : ndarray of shape (D, M²), default=None
+        ``post.column_weights()``, when the caller has it (it does not depend on the rows).
 
     Returns
     -------
@@ -361,7 +364,7 @@ def masked_heldout_bound(Y, observed, psi0, Psi1, Psi2, post):
     n, M = Psi1.shape
     m = np.asarray(observed, dtype=np.float64)
     k = m.sum(axis=1)
-    W = (m @ post.column_weights()).reshape(n, M, M)
+    W = (m @ (post.column_weights() if weights is None else weights)).reshape(n, M, M)
     quad = (np.einsum("nd,nd->n", Y, Y) - 2.0 * np.einsum("nd,nd->n", Psi1 @ post.G, Y)
             + np.einsum("nml,nml->n", W, Psi2) + k * psi0)
     values = -0.5 * k * math.log(2.0 * math.pi * s2) - quad / (2.0 * s2)
@@ -408,11 +411,12 @@ class MaskedPredictive(NamedTuple):
         out = np.empty(Y.shape[0])
         observed = ~np.isnan(Y)
         Y0 = np.where(observed, Y, 0.0)
+        weights = self.post.column_weights()
         for rows in row_blocks(Y.shape[0], 1, PREDICT_CHUNK_ROWS):
             a, b = rows.start, rows.stop
             st = self._stats(mu[a:b], S[a:b])
             values, _ = masked_heldout_bound(Y0[a:b], observed[a:b], st.psi0, st.Psi1, st.Psi2,
-                                             self.post)
+                                             self.post, weights)
             out[a:b] = values - gaussian_kl(mu[a:b], S[a:b], per_row=True)
         return out
 

@@ -161,6 +161,7 @@ def masked_rows_objective(kernel, Z, rule, post, Y):
     observed = ~np.isnan(Y)
     Y0 = np.where(observed, Y, 0.0)
     block = block_rows(Z.shape[0])
+    weights = post.column_weights()
 
     def fun(rows, X):
         k, P = X.shape
@@ -180,7 +181,7 @@ def masked_rows_objective(kernel, Z, rule, post, Y):
             S = S_all[at_full]
             stats, cache = psi_statistics(kernel, Z, mu, S, _rule_of(rule, idx), per_point=True)
             ell, adj = masked_heldout_bound(Y0[idx], observed[idx], stats.psi0, stats.Psi1,
-                                            stats.Psi2, post)
+                                            stats.Psi2, post, weights)
             f[at] = (gaussian_kl(mu, S, per_row=True) - ell)[:n]
             pv = psi_vjp(*adj, cache)
             dkl_mu, dkl_S = gaussian_kl_vjp(mu, S)
