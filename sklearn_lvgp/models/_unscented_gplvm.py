@@ -46,8 +46,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
     Titsias & Lawrence (2010). The kernel expectations (Ψ-statistics) are computed in closed form
     where one exists (RBF, linear and their sums) or with a point-set rule — the unscented
     transform (2Q points; Souza et al. 2021), Gauss–Hermite or Monte Carlo — for any kernel.
-    ``NaN`` entries of ``X`` are missing at random: the bound sums over the observed entries
-    and a row with none keeps the prior (user guide, "Missing values", with the cost).
+    ``NaN`` entries of ``X`` are missing values the bound skips (user guide: "Missing values").
 
     Parameters
     ----------
