@@ -128,12 +128,15 @@ class GPLVMImputer(TransformerMixin, BaseEstimator):
 
     def _moments(self, X):
         """Validated ``X``, its missing mask, and the predictive mean and variance of the
-        fitted features at each row's q(x_n)."""
+        fitted features at the q(x_n) of each row with a missing entry (zeros elsewhere)."""
         check_is_fitted(self)
         X, missing = self._validate(X, reset=False)
-        gplvm = self.estimator_
-        mu, sd = gplvm.transform(X[:, self._valid], return_std=True)
-        mean, var = gplvm.predict_uncertain(mu, sd ** 2)
+        mean = np.zeros((X.shape[0], int(self._valid.sum())))
+        var = np.zeros_like(mean)
+        rows = missing[:, self._valid].any(axis=1)
+        if rows.any():
+            mu, sd = self.estimator_.transform(X[rows][:, self._valid], return_std=True)
+            mean[rows], var[rows] = self.estimator_.predict_uncertain(mu, sd ** 2)
         return X, missing, mean, var
 
     def _columns(self, A, empty_value):
