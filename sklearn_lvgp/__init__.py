@@ -3,6 +3,7 @@
 from . import kernels
 from ._core.legacy import install as _install_legacy_modules
 from ._version import __version__
+from .impute import GPLVMImputer
 from .models._deep_gp import DeepGP
 from .models._deep_gp_classifier import DeepGPClassifier
 from .models._dvmgp import DVMGP
@@ -13,5 +14,5 @@ from .models._unscented_gplvm import UnscentedGPLVM
 
 _install_legacy_modules()  # pickles written before the modules moved still load
 
-__all__ = ["DVMGP", "DeepGP", "DeepGPClassifier", "GPCDE", "LDGD", "SparseGPRegressor",
-           "UnscentedGPLVM", "kernels", "__version__"]
+__all__ = ["DVMGP", "DeepGP", "DeepGPClassifier", "GPCDE", "GPLVMImputer", "LDGD",
+           "SparseGPRegressor", "UnscentedGPLVM", "kernels", "__version__"]

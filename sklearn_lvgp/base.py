@@ -17,7 +17,12 @@ from ._compile.report import compile_report
 from ._core.parallel import threads
 from ._core.progress import check_callback, fit_progress
 from ._core.scaling import normalization
-from ._core.validation import check_early_stopping, check_int, check_numeric_targets
+from ._core.validation import (
+    check_early_stopping,
+    check_int,
+    check_numeric_targets,
+    check_observed_columns,
+)
 from ._core.warn import InconsistentVersionWarning, warn
 from ._version import __version__
 from .bounds._dsvi_init import initial_model
@@ -53,8 +58,16 @@ class _BaseLVGP(BaseEstimator):
     """
 
     def _validate_fit_data(self, X, y):
-        """Validated float64 ``X`` (and ``y``); unsupervised here, supervised models override."""
-        return validate_data(self, X, dtype=np.float64), None
+        """Validated float64 ``X`` (and ``y``); unsupervised here, supervised models override.
+
+        A model whose ``allow_nan`` input tag is set takes NaN entries (missing values; a
+        column with none observed is refused by name), never infinite ones.
+        """
+        if not self.__sklearn_tags__().input_tags.allow_nan:
+            return validate_data(self, X, dtype=np.float64), None
+        X = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan")
+        check_observed_columns(X, type(self).__name__)
+        return X, None
 
     def fit(self, X, y=None):
         """Fit the model.

@@ -6,6 +6,7 @@ import scipy.sparse as sp
 from sklearn.base import RegressorMixin, TransformerMixin, clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from sklearn_lvgp import UnscentedGPLVM
 from sklearn_lvgp.kernels import Matern32
 from sklearn_lvgp.likelihoods import Softmax, StudentT
 from sklearn_lvgp.utils.discovery import all_estimators
@@ -20,6 +21,8 @@ FAST_PARAMS = {
                          "n_predict_samples": 10, "random_state": 0},
     "GPCDE": {"n_inducing": 5, "gh_order": 10, "max_iter": 30, "learning_rate": 0.05,
               "random_state": 0},
+    "GPLVMImputer": {"estimator": UnscentedGPLVM(n_inducing=5, max_iter=30,
+                                                 transform_max_iter=20, random_state=0)},
     "LDGD": {"n_components": 2, "n_inducing": 5, "expectation": "unscented", "max_iter": 20,
              "transform_max_iter": 20, "random_state": 0},
     "SparseGPRegressor": {"n_inducing": 5, "max_iter": 30, "random_state": 0},
@@ -79,6 +82,8 @@ VARIANTS = {
         {"n_inducing": "all"},
         {"expectation": "unscented", "optimize_inducing": False},
     ],
+    "GPLVMImputer": [{"add_indicator": True, "keep_empty_features": True},
+                     {"missing_values": -1.0}],
     "UnscentedGPLVM": [
         {"expectation": "unscented", "kernel": Matern32()},
         {"expectation": "monte_carlo", "n_samples": 4},
@@ -99,7 +104,7 @@ def _instances():
 
 
 #: The public estimators: one dropped from ``sklearn_lvgp/__init__.py`` loses its checks.
-PUBLIC_ESTIMATORS = {"DVMGP", "DeepGP", "DeepGPClassifier", "GPCDE", "LDGD",
+PUBLIC_ESTIMATORS = {"DVMGP", "DeepGP", "DeepGPClassifier", "GPCDE", "GPLVMImputer", "LDGD",
                      "SparseGPRegressor", "UnscentedGPLVM"}
 
 

@@ -29,7 +29,7 @@ from .validation import check_finite_array
 
 __all__ = ["initial_latent_means", "kmeans_centres", "kmeans_inducing", "nearest_rows",
            "pca_components", "pca_components_of_scatter", "pca_latents", "principal_axes",
-           "principal_directions", "select_inducing"]
+           "principal_directions", "select_inducing", "fill_missing"]
 
 #: K-means restarts of :func:`kmeans_centres` (K-means as in de Souza 2020, §4.4).
 KMEANS_N_INIT = 100
@@ -371,3 +371,18 @@ def principal_directions(X, k, random_state, scaled=True):
     if scaled:
         out[:, :m] *= np.sqrt(np.where(vals[:m] > 0, vals[:m], 1.0))
     return out
+
+
+def fill_missing(Y):
+    """``Y`` with each missing (NaN) entry replaced by its column's observed mean, for the
+    initialisation; the rows with every entry missing (a boolean mask); the mean column
+    variance of the observed entries.
+
+    Returns ``Y`` itself (and no row) when nothing is missing.
+    """
+    missing = np.isnan(Y)
+    if not missing.any():
+        return Y, np.zeros(Y.shape[0], dtype=bool), float(np.mean(np.var(Y, axis=0)))
+    return (np.where(missing, np.nanmean(Y, axis=0), Y), missing.all(axis=1),
+            float(np.mean(np.nanvar(Y, axis=0))))
+

@@ -21,7 +21,7 @@ def column_moments(A):
     Parameters
     ----------
     A : ndarray of shape (n_samples, n_columns)
-        Data, float64.
+        Data, float64; NaN entries are missing (the moments are the observed entries').
 
     Returns
     -------
@@ -30,8 +30,16 @@ def column_moments(A):
     scale : ndarray of shape (n_columns,)
         Positive scales.
     """
-    n = A.shape[0]
     eps = np.finfo(np.float64).eps
+    if _has_nan(A):  # NaN = missing: the moments of each column's observed entries
+        n = np.sum(~np.isnan(A), axis=0)
+        big = np.nanmax(np.abs(A), axis=0)
+        big = np.where(np.isfinite(big) & (big > 0), big, 1.0)
+        U = A / big
+        mean, var = np.nanmean(U, axis=0), np.nanvar(U, axis=0)
+        constant = var <= n * eps * var + (n * mean * eps) ** 2
+        return mean * big, np.where(constant, 1.0, np.sqrt(var) * big)
+    n = A.shape[0]
     # moments of A / max|A| per column: squares of 1e160 overflow and of 1e-200 underflow
     # (a constant column to the test below, and kmeans on unscaled 1e160 crashes in scipy)
     big = np.max(np.abs(A), axis=0) if n else np.ones(A.shape[1])
@@ -69,5 +77,21 @@ def normalization(A, rule):
     """
     if rule == "standardize":
         return column_moments(A)
-    mean = A.mean(axis=0) if rule == "center" else np.zeros(A.shape[1])
-    return mean, np.ones(A.shape[1])
+    if rule != "center":
+        return np.zeros(A.shape[1]), np.ones(A.shape[1])
+    return np.nanmean(A, axis=0) if _has_nan(A) else A.mean(axis=0), np.ones(A.shape[1])
+
+
+def observed_log_scale(Y, scale):
+    """``Σ_d log scale_d`` over the observed (non-NaN) entries of each row of ``Y`` — the
+    log-Jacobian of the normalisation of a density of those entries; one number when ``Y`` has
+    no NaN."""
+    missing = np.isnan(Y)
+    if not missing.any():
+        return np.sum(np.log(scale))
+    return (~missing) @ np.log(scale)
+
+
+def _has_nan(A):
+    """Whether the in-memory ``A`` has a NaN entry (a missing value; dask arrays: never)."""
+    return isinstance(A, np.ndarray) and bool(np.isnan(A).any())

@@ -1,11 +1,13 @@
 """Hand-written parameter checks (public sklearn API only) and input checks shared by estimators."""
 
 import numbers
+import warnings
 
 import numpy as np
 
 __all__ = ["check_int", "check_float", "check_option", "check_bool", "check_n_inducing",
-           "check_natgrad_gamma", "check_finite_array", "check_early_stopping"]
+           "check_natgrad_gamma", "check_finite_array", "check_early_stopping",
+           "check_observed_columns"]
 
 
 def check_int(name, value, min_value=None, allow_none=False):
@@ -150,8 +152,15 @@ def check_data_scale(name, A, spread=True):
     """
     if A.size == 0:
         return
-    peak = float(np.max(np.abs(A)))
-    ranges = np.ptp(A, axis=0) if spread else np.zeros(0)
+    if np.isnan(A).any():  # missing values: the observed entries (an empty column: none)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            peak = float(np.nan_to_num(np.nanmax(np.abs(A))))
+            ranges = np.nan_to_num(np.nanmax(A, axis=0) - np.nanmin(A, axis=0)) if spread \
+                else np.zeros(0)
+    else:
+        peak = float(np.max(np.abs(A)))
+        ranges = np.ptp(A, axis=0) if spread else np.zeros(0)
     ranges = ranges[ranges > 0]
     narrowest = float(ranges.min()) if ranges.size else np.inf
     if peak > _SQUARE_LIMIT or narrowest < 1.0 / _SQUARE_LIMIT:
@@ -195,4 +204,21 @@ def check_layer_widths(name, widths, allow_empty=False):
         raise ValueError(f"{name} must be a non-empty sequence of positive ints (layer widths), "
                          f"got {widths!r}.")
     return tuple(int(h) for h in widths)
+
+
+def check_observed_columns(X, estimator_name):
+    """Refuse an in-memory ``X`` with a column whose every entry is missing (NaN).
+
+    Returns whether ``X`` has missing entries (``False`` for a dask array, checked elsewhere).
+    """
+    if not isinstance(X, np.ndarray):
+        return False
+    missing = np.isnan(X)
+    if not missing.any():
+        return False
+    empty = np.flatnonzero(missing.all(axis=0))
+    if empty.size:
+        raise ValueError(f"{estimator_name}: column(s) {empty.tolist()} of X have no observed "
+                         "value (every entry is NaN); drop them, or impute them first.")
+    return True
 

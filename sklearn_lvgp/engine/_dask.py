@@ -98,7 +98,9 @@ class DaskRows:
         ok = dask.compute(*[da.isfinite(A).all() for A in persisted])
         for name, good in zip(names, ok, strict=True):
             if not good:
-                raise ValueError(f"Input {name} contains NaN or infinity.")
+                raise ValueError(f"Input {name} contains NaN or infinity. Missing values (NaN) "
+                                 "are not taken from Dask input: fit a numpy array, or impute "
+                                 "them first.")
         self.arrays = dict(zip(names, persisted, strict=True))
         self.n_rows = int(sum(row_chunks))
         self.shapes = {k: v.shape for k, v in self.arrays.items()}

@@ -15,7 +15,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._core.scaling import column_moments
 from .._core.validation import (
     check_bool,
-    check_early_stopping,
     check_float,
     check_int,
     check_n_inducing,
@@ -224,7 +223,7 @@ class DeepGPClassifier(ClassifierMixin, _BaseDeepGP):
         if check_natgrad_gamma(self.natgrad_gamma) is not None and self.optimizer != "adam":
             raise ValueError("natgrad_gamma is used with optimizer='adam' only.")
         check_float("tol", self.tol, 0.0, allow_none=True)
-        check_early_stopping(self, X.shape[0])
+        self._check_early_stopping(X.shape[0])
         check_option("positive_transform", self.positive_transform, ("softplus", "log"))
         check_float("jitter", self.jitter, 0.0)
         check_bool("warm_start", self.warm_start)

@@ -8,11 +8,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._core.init import initial_latent_means, nearest_rows, select_inducing
+from .._core.init import fill_missing, initial_latent_means, nearest_rows, select_inducing
 from .._core.linalg import settled_jitter
 from .._core.parallel import threads
 from .._core.params import ParamPacker
-from .._core.scaling import NORMALIZE_OPTIONS, column_moments, column_scales, normalization
+from .._core.scaling import NORMALIZE_OPTIONS, column_scales, normalization, observed_log_scale
 from .._core.validation import (
     check_bool,
     check_data_scale,
@@ -24,8 +24,7 @@ from .._core.validation import (
 )
 from .._core.warn import warn
 from ..base import _BaseLVGP
-from ..bounds._collapsed import CollapsedPsiBound
-from ..bounds._collapsed_global import CollapsedPredictive
+from ..bounds._collapsed_masked import collapsed_psi_bound, predictive_for
 from ..engine._dask import DaskRows, _dask, is_dask_collection, map_row_blocks
 from ..expectations import EXPECTATIONS, PointRule, make_rule, monte_carlo_rule
 from ..kernels import as_lvgp_kernel
@@ -46,6 +45,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
     Titsias & Lawrence (2010). The kernel expectations (Ψ-statistics) are computed in closed form
     where one exists (RBF, linear and their sums) or with a point-set rule — the unscented
     transform (2Q points; Souza et al. 2021), Gauss–Hermite or Monte Carlo — for any kernel.
+    ``NaN`` entries of ``X`` are missing values the bound skips (user guide: "Missing values").
 
     Parameters
     ----------
@@ -253,7 +253,6 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         be a dask array; ``latent_scales``, its column scales, set the default kernel)."""
         N, Q = mu0.shape
         var_y = var_y if var_y > 0 else 1.0
-        # default: ARD RBF matched to the data scale and the spread of the initial latents
         kernel = default_rbf(latent_scales, var_y) if self._kernel is None else self._kernel
         kernel = kernel.initialize(Q, random_state)
         name, rule = make_rule(self.expectation, kernel, Q, gh_order=self.gh_order,
@@ -279,12 +278,13 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         rows = slice(None) if train is None else train
         Y = Y_all[rows]
         N = Y.shape[0]
-        mu0 = initial_latent_means(Y, Q, self.init, random_state)
+        Y_init, empty, var_y = fill_missing(Y)  # NaN: column means; rows with no entry
+        mu0 = initial_latent_means(Y_init, Q, self.init, random_state)
         kernel, name, rule, optimizer, Z0, noise0, jitter, noise_box = self._initial_model(
-            mu0, column_scales(mu0) if self._kernel is None else None,
-            float(np.mean(np.var(Y, axis=0))), random_state)
+            mu0, column_scales(mu0) if self._kernel is None else None, var_y, random_state)
         stochastic = name == "monte_carlo"
         S0 = np.full((N, Q), float(self.latent_variance_init))
+        mu0[empty], S0[empty] = 0.0, 1.0  # a row with no observed entry: the prior, its optimum
         if continuing:  # the previous solution
             mu0, S0 = self.latent_mean_[rows], self.latent_variance_[rows]
             Z0, kernel, noise0 = self.inducing_inputs_, self.kernel_.clone(), self.noise_variance_
@@ -293,7 +293,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
                               ("theta", (kernel.n_theta,)), ("noise", (), "log")])
         work = kernel.clone()
         mc_state = check_random_state(random_state.randint(np.iinfo(np.int32).max))
-        bound = CollapsedPsiBound(Y)  # chunked map-reduce; keeps its buffers across evaluations
+        bound = collapsed_psi_bound(Y)  # chunked map-reduce (masked where Y has NaN)
         if optimizer == "alternating":
             out = self._alternate(InMemoryLocals(bound, mu0.copy(), S0.copy()), work, Z0, noise0,
                                   rule, jitter, noise_box)
@@ -356,7 +356,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         rows = DaskRows({"Y": (X_d - mean) / scale})
         Y = rows.arrays["Y"]
         mu0 = initial_latent_means(Y, self.n_components, self.init, random_state).persist()
-        var_y, scales = dask.compute(Y.var(axis=0).mean(), column_moments(mu0)[1])
+        var_y, scales = dask.compute(Y.var(axis=0).mean(), column_scales(mu0))
         kernel, name, rule, _, Z0, noise0, jitter, noise_box = self._initial_model(
             mu0, np.asarray(scales) if self._kernel is None else None, float(var_y), random_state)
         random_state.randint(np.iinfo(np.int32).max)  # the in-memory fit's Monte Carlo seed draw
@@ -420,7 +420,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
     def _elbo_and_grads(kernel, Y, p, rule, jitter, max_tries=0, bound=None):
         """ELBO, its gradient wrt each constrained block and q(u); ``bound``: the fit's
         :class:`~sklearn_lvgp.bounds._collapsed.CollapsedPsiBound` of ``Y`` (or a new one)."""
-        bound = CollapsedPsiBound(Y) if bound is None else bound
+        bound = collapsed_psi_bound(Y) if bound is None else bound
         return bound.elbo(kernel, p["Z"], p["mu"], p["S"], float(p["noise"]), rule,
                           jitter=jitter, max_tries=max_tries)
 
@@ -437,13 +437,13 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
     def _normalized(self, X):
         return (X - self.X_mean_) / self.X_scale_
 
-    def _predictive(self):
-        """The fitted model for new rows and latent points (Monte Carlo: one shared draw)."""
+    def _predictive(self, masked=False):
+        """The fitted model for new rows (``masked``: with NaN) and latent points (MC: one draw)."""
         rule = self._rule
         if isinstance(rule, PointRule) and rule.nodes.ndim == 3:
             rule = monte_carlo_rule(self.n_samples, self.n_components,
                                     check_random_state(self._transform_seed))
-        return CollapsedPredictive(self.kernel_, self.inducing_inputs_, rule, self._post)
+        return predictive_for(self.kernel_, self.inducing_inputs_, rule, self._post, masked)
 
     def _infer_latents(self, Ystar):
         """``(mu, S)`` of unseen normalised rows with the model fixed, each row its own L-BFGS
@@ -454,7 +454,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             ref_mu = self.inducing_inputs_
             refs = self._normalized(self.inverse_transform(ref_mu))
             ref_S = np.full_like(ref_mu, float(self.latent_variance_init))
-        nearest = nearest_rows(Ystar, refs)
+        nearest = nearest_rows(np.nan_to_num(Ystar), np.nan_to_num(refs))  # NaN: the mean
         return heldout_latents(  # the fitted (kernel, Z, rule, post)
             *self._predictive(), Ystar, ref_mu[nearest], ref_S[nearest],
             max_iter=self.transform_max_iter, tol=self.tol, verbose=self.verbose,
@@ -480,8 +480,8 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         a density of ``X`` (the normalisation's log-Jacobian subtracted)."""
         Ystar = self._normalized(X)
         with threads(self.n_jobs):
-            out = self._predictive().heldout_scores(Ystar, mu, S)
-        return out - np.sum(np.log(self.X_scale_))
+            out = self._predictive(np.isnan(Ystar).any()).heldout_scores(Ystar, mu, S)
+        return out - observed_log_scale(Ystar, self.X_scale_)
 
     def transform(self, X, return_std=False):
         """Posterior latent means (and standard deviations) of rows of data.
@@ -507,7 +507,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         if is_dask_collection(X):
             return map_row_blocks(lambda b: self.transform(b, return_std=return_std),
                                   X, self.n_components, 2 if return_std else 1)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite="allow-nan")
         mu, S = self._latents(X)
         return (mu, np.sqrt(S)) if return_std else mu
 
@@ -542,7 +542,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             Per-row bound at the inferred q(x*), KL included.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite="allow-nan")
         return self._held_out_scores(X, *self._latents(X))
 
     def score(self, X, y=None):
@@ -644,6 +644,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64"]
+        tags.input_tags.allow_nan = True  # missing at random: the bound skips NaN entries
         # Monte Carlo nodes come from random_state, so every rule is reproducible: no
         # non_deterministic tag (the checks it would skip pass).
         return tags

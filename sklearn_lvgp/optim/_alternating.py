@@ -25,6 +25,7 @@ from .._core.progress import progress
 from .._core.warn import warn
 from ..bounds._collapsed import CollapsedPsi, PsiParams, psi_row_cost, rule_rows
 from ..bounds._collapsed_global import heldout_bound
+from ..bounds._collapsed_masked import MaskedPosterior, as_masked, masked_heldout_bound
 from ..engine._executor import ChunkExecutor, plan_chunks
 from ..engine._protocol import evaluate_bound
 from ..expectations import PointRule, psi_statistics, psi_vjp
@@ -34,7 +35,7 @@ from ._rowwise import minimize_rowwise
 
 __all__ = ["AlternatingResult", "InMemoryLocals", "DaskLocals", "LocalStepResult",
            "fit_alternating", "heldout_latents", "heldout_objective", "heldout_rows_objective",
-           "local_step"]
+           "local_step", "masked_rows_objective"]
 
 #: L-BFGS iterations of each row in a local step, and L-BFGS-B iterations of the global step,
 #: in one round.
@@ -104,6 +105,8 @@ def heldout_rows_objective(kernel, Z, rule, post, Y):
     of the Ψ-statistics and of BLAS has the same shape, so a row's value and gradient do not
     depend on the other rows of the call or on its place among them.
     """
+    if isinstance(post, MaskedPosterior) or np.isnan(Y).any():
+        return masked_rows_objective(kernel, Z, rule, as_masked(post), Y)
     M = Z.shape[0]
     block = block_rows(M)
     zeros1, zeros2 = np.zeros((block, M)), np.zeros((M, M))
@@ -140,6 +143,50 @@ def heldout_rows_objective(kernel, Z, rule, post, Y):
             dkl_mu, dkl_S = gaussian_kl_vjp(mu, S)
             G[at, :Q] = (dkl_mu - pv.mu)[:n]
             G[at, Q:] = ((dkl_S - pv.S) * S)[:n]  # d/d log S
+        return f, G
+
+    return fun
+
+
+def masked_rows_objective(kernel, Z, rule, post, Y):
+    """:func:`heldout_rows_objective` of rows ``Y`` with NaN at their missing entries.
+
+    Row n's held-out bound is the sum over its observed columns
+    (:func:`~sklearn_lvgp.bounds._collapsed_masked.masked_heldout_bound`, under the per-group
+    q(u) of ``post``, a :class:`~sklearn_lvgp.bounds._collapsed_masked.MaskedPosterior`); its
+    adjoints differ from row to row, so the gradients come from the per-point backward pass. A
+    row with every entry missing has the KL term only (its optimum is the prior). Rows are
+    evaluated in fixed-shape blocks as there.
+    """
+    observed = ~np.isnan(Y)
+    Y0 = np.where(observed, Y, 0.0)
+    block = block_rows(Z.shape[0])
+    weights = post.column_weights()
+
+    def fun(rows, X):
+        k, P = X.shape
+        Q = P // 2
+        f = np.full(k, np.inf)
+        G = np.zeros((k, P))
+        with np.errstate(over="ignore"):
+            S_all = np.exp(X[:, Q:])
+        ok = np.flatnonzero(np.all(np.isfinite(X[:, :Q]), axis=1)
+                            & np.all(np.isfinite(S_all) & (S_all >= _TINY), axis=1))
+        for a in range(0, ok.size, block):
+            at = ok[a:a + block]
+            n = at.size
+            at_full = np.concatenate([at, np.full(block - n, at[0])])
+            idx = rows[at_full]
+            mu = np.ascontiguousarray(X[at_full, :Q])
+            S = S_all[at_full]
+            stats, cache = psi_statistics(kernel, Z, mu, S, _rule_of(rule, idx), per_point=True)
+            ell, adj = masked_heldout_bound(Y0[idx], observed[idx], stats.psi0, stats.Psi1,
+                                            stats.Psi2, post, weights)
+            f[at] = (gaussian_kl(mu, S, per_row=True) - ell)[:n]
+            pv = psi_vjp(*adj, cache)
+            dkl_mu, dkl_S = gaussian_kl_vjp(mu, S)
+            G[at, :Q] = (dkl_mu - pv.mu)[:n]
+            G[at, Q:] = ((dkl_S - pv.S) * S)[:n]
         return f, G
 
     return fun

@@ -268,7 +268,9 @@ def test_inputs_are_never_modified(tiny_gplvm_data):
 
 
 BAD_FIT = [
-    ({}, np.array([[1.0, np.nan], [0.0, 1.0]] * 8), ValueError, "NaN"),
+    # NaN is a missing value (tests/test_missing_values.py); a column of nothing else is refused
+    ({}, np.array([[1.0, np.nan], [0.0, np.nan]] * 8), ValueError, "no observed value"),
+    ({}, np.array([[np.nan, np.inf], [0.0, 1.0]] * 8), ValueError, "infinity"),
     ({}, np.array([[1.0, np.inf], [0.0, 1.0]] * 8), ValueError, "infinity"),
     ({}, np.arange(16.0), ValueError, "2D array"),
     ({}, np.empty((0, 3)), ValueError, "0 sample"),
@@ -303,8 +305,8 @@ def test_bad_input_at_prediction_time(fitted):
     model, Y = fitted
     with pytest.raises(ValueError, match="features"):
         model.transform(Y[:, :3])
-    with pytest.raises(ValueError, match="NaN"):
-        model.transform(np.where(np.eye(4, dtype=bool)[:1], np.nan, Y[:1]))
+    with pytest.raises(ValueError, match="infinity"):  # NaN is a missing value; inf is not
+        model.transform(np.where(np.eye(4, dtype=bool)[:1], np.inf, Y[:1]))
     with pytest.raises(ValueError, match="non-negative"):
         model.predict_uncertain(np.zeros((2, 2)), -np.ones((2, 2)))
     with pytest.raises(ValueError, match=r"var must have shape \(2, 2\)"):
