@@ -21,8 +21,8 @@ from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
-__all__ = ["kmeans_centres", "kmeans_inducing", "pca_components", "pca_latents",
-           "principal_axes", "principal_directions", "select_inducing"]
+__all__ = ["kmeans_centres", "kmeans_inducing", "pairwise_pca_latents", "pca_components",
+           "pca_latents", "principal_axes", "principal_directions", "select_inducing"]
 
 #: K-means restarts of :func:`kmeans_centres` (K-means as in de Souza 2020, §4.4).
 KMEANS_N_INIT = 100
@@ -239,3 +239,104 @@ def principal_directions(X, k, random_state, scaled=True):
     if scaled:
         out[:, :m] *= np.sqrt(np.where(vals[:m] > 0, vals[:m], 1.0))
     return out
+
+
+def pairwise_pca_latents(rows, n_components, scaled=False):
+    """:func:`pca_latents` with its sums over the rows on the pairwise tree of the row index.
+
+    The principal axes are the eigenvectors of the Gram matrix of the centred rows (summed on
+    the tree), the scores are formed row by row in a fixed order, and the padding columns
+    beyond the data's rank from the row index: every row's result is the same whichever rows
+    it is stored with, so an ndarray and any partitioning of a dask array give the same bits.
+
+    Parameters
+    ----------
+    rows : PairwiseRows or DaskPairwiseRows
+        The data ``(N, D)`` (:class:`~sklearn_lvgp._core.pairwise.PairwiseRows`, or
+        :class:`~sklearn_lvgp.engine._dask.DaskPairwiseRows` of a dask array).
+    n_components : int
+        Latent dimension ``Q``.
+    scaled : bool, default=False
+        Divide the scores by the standard deviation of the first one (a GPLVM's ``"pca"``
+        start).
+
+    Returns
+    -------
+    X : ndarray or dask array of shape (N, Q)
+        Initial latent means, of the kind ``rows`` holds.
+    """
+    from .scaling import pairwise_column_variances
+
+    N, D = rows.n_rows, rows.n_columns
+    q = min(n_components, D, max(N - 1, 1))
+    mean = rows.sum(lambda B: B) / N
+    gram = rows.sum(lambda B: _outer_rows(B - mean))
+    evals, evecs = np.linalg.eigh(gram)
+    V = evecs[:, np.argsort(evals)[::-1]].T  # rows: principal axes, largest first
+    signs = np.sign(V[np.arange(D), np.argmax(np.abs(V), axis=1)])
+    signs[signs == 0] = 1.0
+    W = V[:q] * signs[:q, None]
+    X = rows.map(_Scores(mean, W, n_components), n_components)
+    if q < n_components:
+        flat = rows.like(X).sum(lambda B: _row_sums(B[:, :q])) / (N * q)
+        spread = rows.like(X).sum(lambda B: _row_sums(_square(B[:, :q] - flat))) / (N * q)
+        scale = float(np.sqrt(spread)) if q > 0 and spread > 0 else 1.0
+        X = rows.like(X).map(_Padding(q, scale, N), n_components)
+    if scaled:
+        top = float(np.sqrt(pairwise_column_variances(rows.like(X))[1][0]))
+        if top > 0:
+            X = X / top
+    return X
+
+
+def _outer_rows(C):
+    """Per-row outer products ``c_n c_nᵀ``."""
+    return C[:, :, None] * C[:, None, :]
+
+
+def _square(x):
+    return x * x
+
+
+def _row_sums(B):
+    """Each row's sum over its columns, left to right (the same bits for every block)."""
+    out = np.zeros(B.shape[0])
+    for j in range(B.shape[1]):
+        out += B[:, j]
+    return out
+
+
+class _Scores:
+    """Rows' PCA scores ``(y_n − mean) Wᵀ``, each a sum over the columns in a fixed order (a
+    matrix product's rounding may depend on the other rows of the block), and zeros beyond
+    the axes."""
+
+    def __init__(self, mean, W, n_components):
+        self.mean, self.W, self.n_components = mean, W, n_components
+
+    def __call__(self, block, first):
+        C = block - self.mean
+        X = np.zeros((block.shape[0], self.n_components))
+        q = self.W.shape[0]
+        for d in range(C.shape[1]):
+            X[:, :q] += C[:, d:d + 1] * self.W[:, d]
+        return X
+
+
+class _Padding:
+    """Scores with the columns beyond the rank set to ``1e-2 · scale · sin((j + 1) π t_n)``,
+    ``t`` the ``N`` points ``np.linspace(-1, 1, N)`` computes, formed from each row's index."""
+
+    def __init__(self, q, scale, n_rows):
+        self.q, self.scale, self.n_rows = q, scale, n_rows
+
+    def __call__(self, block, first):
+        X = np.array(block)
+        index = np.arange(first, first + block.shape[0], dtype=np.float64)
+        N = self.n_rows
+        t = index * (2.0 / (N - 1)) + -1.0 if N > 1 else np.full(block.shape[0], -1.0)
+        if N > 1 and first + block.shape[0] == N:
+            t[-1] = 1.0
+        for j in range(self.q, X.shape[1]):
+            X[:, j] = 1e-2 * self.scale * np.sin((j + 1) * np.pi * t)
+        return X

@@ -71,3 +71,59 @@ def normalization(A, rule):
         return column_moments(A)
     mean = A.mean(axis=0) if rule == "center" else np.zeros(A.shape[1])
     return mean, np.ones(A.shape[1])
+
+
+# ------------------------------------------- the same on the pairwise tree of the row index
+
+def pairwise_column_moments(rows):
+    """:func:`column_moments` with its sums over the rows taken on the pairwise tree of the row
+    index.
+
+    Parameters
+    ----------
+    rows : PairwiseRows or DaskPairwiseRows
+        The rows (:class:`~sklearn_lvgp._core.pairwise.PairwiseRows` of an ndarray, or
+        :class:`~sklearn_lvgp.engine._dask.DaskPairwiseRows` of a dask array: the same bits for
+        any partitioning).
+
+    Returns
+    -------
+    mean, scale : ndarray of shape (n_columns,)
+    """
+    n = rows.n_rows
+    eps = np.finfo(np.float64).eps
+    big = rows.max(np.abs) if n else np.ones(rows.n_columns)
+    big = np.where(np.isfinite(big) & (big > 0), big, 1.0)
+    mean, var = _mean_and_variance(rows, big)
+    constant = var <= n * eps * var + (n * mean * eps) ** 2
+    return mean * big, np.where(constant, 1.0, np.sqrt(var) * big)
+
+
+def _mean_and_variance(rows, big=None):
+    """Column means and (population) variances of the rows, of ``rows / big`` when given."""
+    n = rows.n_rows
+    if big is None:
+        mean = rows.sum(lambda B: B) / n
+        return mean, rows.sum(lambda B: _square(B - mean)) / n
+    mean = rows.sum(lambda B: B / big) / n
+    return mean, rows.sum(lambda B: _square(B / big - mean)) / n
+
+
+def _square(x):
+    return x * x
+
+
+def pairwise_column_variances(rows):
+    """Column means and variances (``ddof=0``) of the rows, on the pairwise tree of the row
+    index (``rows`` as in :func:`pairwise_column_moments`)."""
+    return _mean_and_variance(rows)
+
+
+def pairwise_normalization(rows, rule):
+    """:func:`normalization` with its sums on the pairwise tree of the row index (``rows`` as
+    in :func:`pairwise_column_moments`)."""
+    if rule == "standardize":
+        return pairwise_column_moments(rows)
+    mean = (rows.sum(lambda B: B) / rows.n_rows if rule == "center"
+            else np.zeros(rows.n_columns))
+    return mean, np.ones(rows.n_columns)

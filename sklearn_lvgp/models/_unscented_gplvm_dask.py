@@ -4,37 +4,25 @@ The fit is the alternating optimiser of :mod:`sklearn_lvgp.optim._alternating` r
 :class:`~sklearn_lvgp.optim._alternating.DaskLocals`: the local steps run where the partitions
 live, each global-step evaluation moves only M × M-sized messages, and the initial PCA needs
 only the D × D Gram matrix of the data. It makes the same random draws, in the same order, as
-the in-memory fit with ``optimizer="alternating"``, so both give the same model up to rounding.
+the in-memory fit with ``optimizer="alternating"``, takes its data-derived defaults (centring,
+PCA start, scales) from the same sums on the pairwise tree of the row index, and the engine's
+sums do not depend on the partitions: both fits give the same model, bit for bit (``elbo_``
+up to the rounding of its final KL sum).
 """
 
 import numpy as np
 
-from .._core.scaling import column_moments, normalization
-from ..engine._dask import DaskRows, _dask
+from .._core.init import pairwise_pca_latents
+from .._core.scaling import (
+    pairwise_column_moments,
+    pairwise_column_variances,
+    pairwise_normalization,
+)
+from ..engine._dask import DaskPairwiseRows, DaskRows, _dask
 from ..optim._alternating import DaskLocals
 from ._unscented_gplvm_setup import initial_model, run_alternating, warn_if_not_ard
 
 __all__ = ["fit_gplvm_dask"]
-
-
-def _pca_latents(Y, Q):
-    """:func:`sklearn_lvgp._core.init.pca_latents` of a dask array, from its D × D Gram matrix."""
-    dask, da = _dask()
-    N, D = Y.shape
-    Yc = Y - Y.mean(axis=0)
-    q = min(Q, D, max(N - 1, 1))
-    gram = np.asarray((Yc.T @ Yc).compute())
-    evals, evecs = np.linalg.eigh(gram)
-    V = evecs[:, np.argsort(evals)[::-1]].T  # rows: right singular vectors, largest first
-    signs = np.sign(V[np.arange(D), np.argmax(np.abs(V), axis=1)])
-    signs[signs == 0] = 1.0
-    cols = [Yc @ (V[:q] * signs[:q, None]).T]
-    if q < Q:
-        scale = float(cols[0].std().compute()) if q > 0 else 1.0
-        scale = scale if scale > 0 else 1.0
-        t = da.linspace(-1.0, 1.0, N, chunks=(Y.chunks[0],))
-        cols += [1e-2 * scale * da.sin((j + 1) * np.pi * t)[:, None] for j in range(q, Q)]
-    return da.concatenate(cols, axis=1).rechunk({0: Y.chunks[0], 1: -1})
 
 
 def _initial_means(est, Y, Q, random_state):
@@ -44,11 +32,7 @@ def _initial_means(est, Y, Q, random_state):
         if est.init == "random":
             mu = 0.1 * random_state.standard_normal((Y.shape[0], Q))
             return da.from_array(mu, chunks=(Y.chunks[0], Q))
-        X = _pca_latents(Y, Q)
-        if est.init == "pca":
-            top = float(X[:, 0].std().compute())
-            X = X / top if top > 0 else X
-        return X
+        return pairwise_pca_latents(DaskPairwiseRows(Y), Q, scaled=est.init == "pca")
     mu = est._check_latent("init", est.init, Y.shape[0])
     return da.from_array(mu, chunks=(Y.chunks[0], Q))
 
@@ -67,13 +51,15 @@ def fit_gplvm_dask(est, X, random_state):
         raise ValueError("A fit on dask input uses optimizer='alternating' (or 'auto'); got "
                          f"optimizer={est.optimizer!r}.")
     Q = est.n_components
-    mean, scale = (np.asarray(a) for a in dask.compute(*normalization(X_d, est.normalize_X)))
+    mean, scale = pairwise_normalization(DaskPairwiseRows(X_d), est.normalize_X)
     rows = DaskRows({"Y": (X_d - mean) / scale})
     Y = rows.arrays["Y"]
     mu0 = _initial_means(est, Y, Q, random_state).persist()
-    var_y, scales = dask.compute(Y.var(axis=0).mean(), column_moments(mu0)[1])
-    kernel, name, rule, _, Z0, noise0, jitter, var_y = initial_model(est,
-        mu0, np.asarray(scales) if est._kernel is None else None, float(var_y), random_state)
+    var_y = float(np.mean(pairwise_column_variances(DaskPairwiseRows(Y))[1]))
+    scales = (pairwise_column_moments(DaskPairwiseRows(mu0))[1] if est._kernel is None
+              else None)
+    kernel, name, rule, _, Z0, noise0, jitter, var_y = initial_model(est, mu0, scales, var_y,
+                                                                     random_state)
     random_state.randint(np.iinfo(np.int32).max)  # the in-memory fit's Monte Carlo seed draw
     state = DaskLocals(rows)
     state.set_locals(mu0, da.full(mu0.shape, float(est.latent_variance_init),

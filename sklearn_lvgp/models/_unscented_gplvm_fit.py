@@ -10,13 +10,21 @@ from types import SimpleNamespace
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._core.scaling import column_scales, normalization
+from .._core.pairwise import PairwiseRows
+from .._core.scaling import (
+    column_scales,
+    normalization,
+    pairwise_column_moments,
+    pairwise_column_variances,
+    pairwise_normalization,
+)
 from .._core.validation import check_data_scale
 from ..bounds._collapsed import CollapsedPsiBound
 from ..expectations import monte_carlo_rule
 from ..optim._alternating import InMemoryLocals
 from ._unscented_gplvm_early_stopping import fill_held_out_rows, held_out_score
 from ._unscented_gplvm_setup import (
+    alternates,
     initial_model,
     joint_objective,
     joint_packer,
@@ -34,17 +42,24 @@ def fit_in_memory(est, X, random_state):
     """Fit ``est`` on the validated numpy rows ``X``; returns ``est``."""
     Q = est.n_components
     continuing = est._continues_fit(warm_start_key(est, X))
+    pairwise = alternates(est, X.shape[0])  # defaults summed as a Dask fit sums them
     if not continuing:
-        est.X_mean_, est.X_scale_ = normalization(X, est.normalize_X)
+        est.X_mean_, est.X_scale_ = (
+            pairwise_normalization(PairwiseRows(X), est.normalize_X) if pairwise
+            else normalization(X, est.normalize_X))
     Y_all = est._normalized(X)
     check_data_scale("X (after normalize_X)", Y_all)
     train, held_out = est._held_out_rows(X.shape[0], random_state)
     Y = Y_all if train is None else Y_all[train]
     N, D = Y.shape
     mu0 = est._initial_means(Y, Q, random_state)
-    var_y = float(np.mean(np.var(Y, axis=0)))
-    kernel, name, rule, optimizer, Z0, noise0, jitter, var_y = initial_model(est,
-        mu0, column_scales(mu0) if est._kernel is None else None, var_y, random_state)
+    var_y = float(np.mean(pairwise_column_variances(PairwiseRows(Y))[1] if pairwise
+                          else np.var(Y, axis=0)))
+    scales = (None if est._kernel is not None
+              else pairwise_column_moments(PairwiseRows(mu0))[1] if pairwise
+              else column_scales(mu0))
+    kernel, name, rule, optimizer, Z0, noise0, jitter, var_y = initial_model(est, mu0, scales,
+                                                                             var_y, random_state)
     stochastic = name == "monte_carlo"
     S0 = np.full((N, Q), float(est.latent_variance_init))
     if continuing:

@@ -8,8 +8,9 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .._core.init import pca_latents, select_inducing
+from .._core.init import pairwise_pca_latents, pca_latents, select_inducing
 from .._core.linalg import settled_jitter
+from .._core.pairwise import PairwiseRows
 from .._core.params import ParamPacker
 from .._core.scaling import NORMALIZE_OPTIONS
 from .._core.validation import (
@@ -30,8 +31,8 @@ from ..optim._alternating import fit_alternating
 from ..optim._lbfgsb import minimize_adam, minimize_lbfgsb
 from ..variational._kl import standard_normal_kl_and_vjp
 
-__all__ = ["ALTERNATING_MIN_ROWS", "check_params", "initial_means", "previous_solution",
-           "warm_start_key", "elbo_and_grads", "global_bounds",
+__all__ = ["ALTERNATING_MIN_ROWS", "alternates", "check_params", "initial_means",
+           "previous_solution", "warm_start_key", "elbo_and_grads", "global_bounds",
            "initial_model", "joint_objective", "joint_packer", "optimise_joint",
            "run_alternating", "warn_if_not_ard"]
 
@@ -208,11 +209,24 @@ def warn_if_not_ard(est):
              "the dimensions.", UserWarning)
 
 
+def alternates(est, n_rows):
+    """Whether a fit of ``n_rows`` rows alternates local and global steps, as every Dask fit
+    does. Its data-derived defaults (centring, PCA start, scales) are then sums on the pairwise
+    tree of the row index (:mod:`sklearn_lvgp._core.pairwise`), which a Dask fit forms to the
+    same bits; the other fits keep numpy's sums and the SVD."""
+    if est.optimizer == "auto":
+        return (n_rows >= ALTERNATING_MIN_ROWS and est.expectation != "monte_carlo"
+                and not est.early_stopping)
+    return est.optimizer == "alternating"
+
+
 def initial_means(est, Y, Q, random_state):
     """Initial latent means ``(N, Q)`` of ``est.init`` on the normalised data ``Y``."""
     if isinstance(est.init, str):
         if est.init == "random":
             return 0.1 * random_state.standard_normal((Y.shape[0], Q))
+        if alternates(est, Y.shape[0]):  # the sums a Dask fit forms too
+            return pairwise_pca_latents(PairwiseRows(Y), Q, scaled=est.init == "pca")
         X = pca_latents(Y, Q)
         if est.init == "pca":
             top = float(np.std(X[:, 0]))

@@ -161,6 +161,43 @@ def test_gplvm_dask_fit_equals_in_memory_alternating_fit(client):
     assert isinstance(T, da.Array) and T.compute().shape == (10, 2)
 
 
+@pytest.mark.parametrize("rows_per_partition", [7, 64, 300])
+def test_pairwise_defaults_have_the_in_memory_bits_on_dask(client, rows_per_partition):
+    """Column moments, the normalisations and the PCA start (padded beyond the data's rank,
+    scaled or not) of a dask array equal the in-memory ones to the last bit, and the in-memory
+    ones equal the plain numpy ones up to rounding."""
+    from sklearn_lvgp._core.init import pairwise_pca_latents, pca_latents
+    from sklearn_lvgp._core.pairwise import PairwiseRows
+    from sklearn_lvgp._core.scaling import (
+        column_moments,
+        pairwise_column_moments,
+        pairwise_column_variances,
+        pairwise_normalization,
+    )
+    from sklearn_lvgp.engine._dask import DaskPairwiseRows
+
+    Y = _latent_data() + np.array([1e3, -2.0, 0.0, 5.0, 1e-3])
+    mem = PairwiseRows(Y)
+    dsk = DaskPairwiseRows(da.from_array(Y, chunks=(rows_per_partition, 5)))
+    for a, b in zip(pairwise_column_moments(mem), pairwise_column_moments(dsk), strict=True):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(pairwise_column_moments(mem), column_moments(Y), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    for rule in ("standardize", "center", "none"):
+        for a, b in zip(pairwise_normalization(mem, rule), pairwise_normalization(dsk, rule),
+                        strict=True):
+            np.testing.assert_array_equal(a, b)
+    for a, b in zip(pairwise_column_variances(mem), pairwise_column_variances(dsk), strict=True):
+        np.testing.assert_array_equal(a, b)
+    for Q, scaled in ((2, True), (2, False), (7, True)):
+        X = pairwise_pca_latents(mem, Q, scaled=scaled)
+        np.testing.assert_array_equal(pairwise_pca_latents(dsk, Q, scaled=scaled).compute(), X)
+        ref = pca_latents(Y, Q)
+        if scaled:
+            ref = ref / np.std(ref[:, 0])
+        np.testing.assert_allclose(X, ref, rtol=1e-9, atol=1e-9 * np.max(np.abs(ref)))
+
+
 def test_dask_input_errors_are_clear(client):
     X, y = _regression(40)
     bad = X.copy()
