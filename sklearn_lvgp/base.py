@@ -251,6 +251,14 @@ class _BaseLVGP(BaseEstimator):
     def _fit(self, X, y, random_state):
         raise NotImplementedError
 
+    def _refuse_on_dask(self, *options):
+        """A clear error for the first of ``options``, each ``(is_set, setting, why)``, that a
+        fit on dask input does not support."""
+        for is_set, setting, why in options:
+            if is_set:
+                raise ValueError(f"{type(self).__name__} on dask input does not support "
+                                 f"{setting} ({why}); fit on numpy arrays for this setting.")
+
     def _check_early_stopping(self, n_samples):
         """The early-stopping parameters, and enough of the ``n_samples`` rows to hold out."""
         check_early_stopping(self.early_stopping, self.validation_fraction,

@@ -27,9 +27,10 @@ from threadpoolctl import threadpool_limits
 
 from .validation import check_finite_array
 
-__all__ = ["initial_latent_means", "kmeans_centres", "kmeans_inducing", "nearest_rows",
-           "pca_components", "pca_components_of_scatter", "pca_latents", "principal_axes",
-           "principal_directions", "select_inducing", "fill_missing"]
+__all__ = ["fill_missing", "initial_latent_means", "initial_latent_start", "kmeans_centres",
+           "kmeans_inducing", "nearest_rows", "pairwise_pca_latents", "pca_components",
+           "pca_components_of_scatter", "pca_latents", "principal_axes", "principal_directions",
+           "select_inducing"]
 
 #: K-means restarts of :func:`kmeans_centres` (K-means as in de Souza 2020, §4.4).
 KMEANS_N_INIT = 100
@@ -223,6 +224,47 @@ def initial_latent_means(Y, n_components, init, random_state):
     return da.from_array(mu, chunks=(Y.chunks[0], Q))
 
 
+def initial_latent_start(Y, n_components, init, random_state, *, var_y, scales=True,
+                         rows_of=None):
+    """The data-derived start of a GPLVM: latent means (:func:`initial_latent_means`), their
+    column scales (which set a default kernel) and the mean column variance of ``Y``.
+
+    Parameters
+    ----------
+    Y : ndarray or dask array of shape (N, D)
+        The normalised data (no missing entries).
+    n_components, init, random_state
+        As in :func:`initial_latent_means`.
+    var_y : float
+        The mean column variance of ``Y``, returned as it is without ``rows_of``.
+    scales : bool, default=True
+        Whether the column scales are needed (else ``None`` is returned for them).
+    rows_of : callable or None, default=None
+        ``PairwiseRows`` (ndarray) or ``DaskPairwiseRows`` (dask array): the PCA start, the
+        scales and the variance are then sums on the pairwise tree of the row index
+        (:mod:`sklearn_lvgp._core.pairwise`), the same bits for an ndarray and any partitioning.
+
+    Returns
+    -------
+    mu : ndarray or dask array of shape (N, Q)
+        A dask array is persisted.
+    scales : ndarray of shape (Q,) or None
+    var_y : float
+    """
+    from .scaling import column_scales, pairwise_column_moments, pairwise_column_variances
+
+    if rows_of is None:
+        mu = initial_latent_means(Y, n_components, init, random_state)
+        return mu, column_scales(mu) if scales else None, var_y
+    if isinstance(init, str) and init != "random":
+        mu = pairwise_pca_latents(rows_of(Y), n_components, scaled=init == "pca")
+    else:
+        mu = initial_latent_means(Y, n_components, init, random_state)
+    mu = mu.persist() if hasattr(mu, "persist") else mu
+    var_y = float(np.mean(pairwise_column_variances(rows_of(Y))[1]))
+    return mu, pairwise_column_moments(rows_of(mu))[1] if scales else None, var_y
+
+
 def nearest_rows(Y, refs):
     """Index of the nearest row of ``refs`` (Euclidean) for each row of ``Y``.
 
@@ -386,3 +428,102 @@ def fill_missing(Y):
     return (np.where(missing, np.nanmean(Y, axis=0), Y), missing.all(axis=1),
             float(np.mean(np.nanvar(Y, axis=0))))
 
+def pairwise_pca_latents(rows, n_components, scaled=False):
+    """:func:`pca_latents` with its sums over the rows on the pairwise tree of the row index.
+
+    The principal axes are the eigenvectors of the Gram matrix of the centred rows (summed on
+    the tree), the scores are formed row by row in a fixed order, and the padding columns
+    beyond the data's rank from the row index: every row's result is the same whichever rows
+    it is stored with, so an ndarray and any partitioning of a dask array give the same bits.
+
+    Parameters
+    ----------
+    rows : PairwiseRows or DaskPairwiseRows
+        The data ``(N, D)`` (:class:`~sklearn_lvgp._core.pairwise.PairwiseRows`, or
+        :class:`~sklearn_lvgp.engine._dask.DaskPairwiseRows` of a dask array).
+    n_components : int
+        Latent dimension ``Q``.
+    scaled : bool, default=False
+        Divide the scores by the standard deviation of the first one (a GPLVM's ``"pca"``
+        start).
+
+    Returns
+    -------
+    X : ndarray or dask array of shape (N, Q)
+        Initial latent means, of the kind ``rows`` holds.
+    """
+    from .scaling import pairwise_column_variances
+
+    N, D = rows.n_rows, rows.n_columns
+    q = min(n_components, D, max(N - 1, 1))
+    mean = rows.sum(lambda B: B) / N
+    gram = rows.sum(lambda B: _outer_rows(B - mean))
+    evals, evecs = np.linalg.eigh(gram)
+    V = evecs[:, np.argsort(evals)[::-1]].T  # rows: principal axes, largest first
+    signs = np.sign(V[np.arange(D), np.argmax(np.abs(V), axis=1)])
+    signs[signs == 0] = 1.0
+    W = V[:q] * signs[:q, None]
+    X = rows.map(_Scores(mean, W, n_components), n_components)
+    if q < n_components:
+        flat = rows.like(X).sum(lambda B: _row_sums(B[:, :q])) / (N * q)
+        spread = rows.like(X).sum(lambda B: _row_sums(_square(B[:, :q] - flat))) / (N * q)
+        scale = float(np.sqrt(spread)) if q > 0 and spread > 0 else 1.0
+        X = rows.like(X).map(_Padding(q, scale, N), n_components)
+    if scaled:
+        top = float(np.sqrt(pairwise_column_variances(rows.like(X))[1][0]))
+        if top > 0:
+            X = X / top
+    return X
+
+
+def _outer_rows(C):
+    """Per-row outer products ``c_n c_nᵀ``."""
+    return C[:, :, None] * C[:, None, :]
+
+
+def _square(x):
+    return x * x
+
+
+def _row_sums(B):
+    """Each row's sum over its columns, left to right (the same bits for every block)."""
+    out = np.zeros(B.shape[0])
+    for j in range(B.shape[1]):
+        out += B[:, j]
+    return out
+
+
+class _Scores:
+    """Rows' PCA scores ``(y_n − mean) Wᵀ``, each a sum over the columns in a fixed order (a
+    matrix product's rounding may depend on the other rows of the block), and zeros beyond
+    the axes."""
+
+    def __init__(self, mean, W, n_components):
+        self.mean, self.W, self.n_components = mean, W, n_components
+
+    def __call__(self, block, first):
+        C = block - self.mean
+        X = np.zeros((block.shape[0], self.n_components))
+        q = self.W.shape[0]
+        for d in range(C.shape[1]):
+            X[:, :q] += C[:, d:d + 1] * self.W[:, d]
+        return X
+
+
+class _Padding:
+    """Scores with the columns beyond the rank set to ``1e-2 · scale · sin((j + 1) π t_n)``,
+    ``t`` the ``N`` points ``np.linspace(-1, 1, N)`` computes, formed from each row's index."""
+
+    def __init__(self, q, scale, n_rows):
+        self.q, self.scale, self.n_rows = q, scale, n_rows
+
+    def __call__(self, block, first):
+        X = np.array(block)
+        index = np.arange(first, first + block.shape[0], dtype=np.float64)
+        N = self.n_rows
+        t = index * (2.0 / (N - 1)) + -1.0 if N > 1 else np.full(block.shape[0], -1.0)
+        if N > 1 and first + block.shape[0] == N:
+            t[-1] = 1.0
+        for j in range(self.q, X.shape[1]):
+            X[:, j] = 1e-2 * self.scale * np.sin((j + 1) * np.pi * t)
+        return X

@@ -60,7 +60,7 @@ def column_scales(A):
 NORMALIZE_OPTIONS = ("standardize", "center", "none")
 
 
-def normalization(A, rule):
+def normalization(A, rule, rows_of=None):
     """``(mean, scale)`` of the ``normalize_X`` rule: standardise, only centre, or leave as is.
 
     Parameters
@@ -70,11 +70,16 @@ def normalization(A, rule):
     rule : {"standardize", "center", "none"}
         ``"standardize"``: :func:`column_moments`; ``"center"``: column means and unit scales;
         ``"none"``: zeros and ones.
+    rows_of : callable or None, default=None
+        ``PairwiseRows`` or ``DaskPairwiseRows``: the sums on the pairwise tree of the row index
+        instead (:func:`pairwise_normalization`; the same bits for any partitioning).
 
     Returns
     -------
     mean, scale : ndarray of shape (n_columns,)
     """
+    if rows_of is not None:
+        return pairwise_normalization(rows_of(A), rule)
     if rule == "standardize":
         return column_moments(A)
     if rule != "center":
@@ -95,3 +100,60 @@ def observed_log_scale(Y, scale):
 def _has_nan(A):
     """Whether the in-memory ``A`` has a NaN entry (a missing value; dask arrays: never)."""
     return isinstance(A, np.ndarray) and bool(np.isnan(A).any())
+
+
+
+# ------------------------------------------- the same on the pairwise tree of the row index
+
+def pairwise_column_moments(rows):
+    """:func:`column_moments` with its sums over the rows taken on the pairwise tree of the row
+    index.
+
+    Parameters
+    ----------
+    rows : PairwiseRows or DaskPairwiseRows
+        The rows (:class:`~sklearn_lvgp._core.pairwise.PairwiseRows` of an ndarray, or
+        :class:`~sklearn_lvgp.engine._dask.DaskPairwiseRows` of a dask array: the same bits for
+        any partitioning).
+
+    Returns
+    -------
+    mean, scale : ndarray of shape (n_columns,)
+    """
+    n = rows.n_rows
+    eps = np.finfo(np.float64).eps
+    big = rows.max(np.abs) if n else np.ones(rows.n_columns)
+    big = np.where(np.isfinite(big) & (big > 0), big, 1.0)
+    mean, var = _mean_and_variance(rows, big)
+    constant = var <= n * eps * var + (n * mean * eps) ** 2
+    return mean * big, np.where(constant, 1.0, np.sqrt(var) * big)
+
+
+def _mean_and_variance(rows, big=None):
+    """Column means and (population) variances of the rows, of ``rows / big`` when given."""
+    n = rows.n_rows
+    if big is None:
+        mean = rows.sum(lambda B: B) / n
+        return mean, rows.sum(lambda B: _square(B - mean)) / n
+    mean = rows.sum(lambda B: B / big) / n
+    return mean, rows.sum(lambda B: _square(B / big - mean)) / n
+
+
+def _square(x):
+    return x * x
+
+
+def pairwise_column_variances(rows):
+    """Column means and variances (``ddof=0``) of the rows, on the pairwise tree of the row
+    index (``rows`` as in :func:`pairwise_column_moments`)."""
+    return _mean_and_variance(rows)
+
+
+def pairwise_normalization(rows, rule):
+    """:func:`normalization` with its sums on the pairwise tree of the row index (``rows`` as
+    in :func:`pairwise_column_moments`)."""
+    if rule == "standardize":
+        return pairwise_column_moments(rows)
+    mean = (rows.sum(lambda B: B) / rows.n_rows if rule == "center"
+            else np.zeros(rows.n_columns))
+    return mean, np.ones(rows.n_columns)

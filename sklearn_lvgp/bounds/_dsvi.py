@@ -11,8 +11,9 @@ the layers, is independent of the other rows, so :class:`DSVIBound` is a one-pas
    or unscented points), evaluates its share of the data term and backpropagates it at once
    (the model's ``chunk_pass``), returning the data term and partial adjoints of every layer's
    q(u), Z, θ and L_u;
-3. the **reduction**: partials summed in chunk order, then the KL adjoints and the prior
-   factor's backward pass (once per layer, not once per chunk; the model's ``finish``).
+3. the **reduction**: partials summed over the pairwise tree of the chunk index, then the KL
+   adjoints and the prior factor's backward pass (once per layer, not once per chunk; the
+   model's ``finish``).
 
 The Monte Carlo draws of a minibatch are made before the pass, in the order the unchunked
 expectation draws them, and travel with the rows (row ``n`` holds its draws of every sample,

@@ -5,22 +5,30 @@ data are persisted once (on the active ``dask.distributed`` client, or by dask's
 scheduler), and each evaluation of a collapsed bound sends only global-sized messages — the
 kernel, Z, the M × M factors of the global step — to the partitions, whose tasks return the
 O(M² + M·D) partial statistics and the partial gradients of the globals (Gal, van der Wilk &
-Rasmussen 2014). The partitions play the role of the in-memory engine's chunks, and their
-partials are added in partition order, so a fit is deterministic for a fixed partitioning.
+Rasmussen 2014). The rows are cut into the blocks the in-memory engine uses
+(:func:`~sklearn_lvgp.engine._rows.plan_blocks`: from the problem size and the bound's cost,
+never from the partitions); the partitions are moved once, where needed, so that each holds
+whole blocks, a partition's task runs the bound on each of its blocks and returns its share of
+the pairwise tree over the block index
+(:class:`~sklearn_lvgp.engine._executor.PairwiseSum`), and the driver completes the tree. So
+every partitioning gives the in-memory result to the last bit.
 
 For a GPLVM the local q(x_n) stay partitioned too: the alternating optimiser's local step runs
 as one task per partition, and its results stay on the workers (persisted) for the next global
 step; only the fitted latent means and variances are gathered at the end.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
+from .._core.pairwise import row_tree_nodes
 from .._core.parallel import serial_section
-from ._executor import reduce_in_order
+from ._executor import PairwiseSum, reduce_in_order
 from ._protocol import ChunkContext
-from ._rows import stack_locals
+from ._rows import _backward_of, plan_blocks, run_blocks, stack_locals
 
-__all__ = ["is_dask_collection", "DaskRows", "gather_rows", "map_row_blocks"]
+__all__ = ["is_dask_collection", "DaskPairwiseRows", "DaskRows", "gather_rows", "map_row_blocks"]
 
 
 def is_dask_collection(X):
@@ -69,6 +77,13 @@ class DaskRows:
     ----------
     arrays : dict of str to dask array or DataFrame
         The arrays (same number of rows); the first one's row chunks are the partitions.
+    chunk_rows : int, default=None
+        Rows per block, as in :class:`~sklearn_lvgp.engine._rows.InMemoryRows` (``None``:
+        from the bound's cost and the problem size).
+
+    The first pass of a bound (:meth:`plan`) moves the partition boundaries that fall inside a
+    block of its plan to the nearest block boundary (fewer than a block's rows per boundary,
+    once: the arrays are rechunked and persisted again).
 
     Attributes
     ----------
@@ -80,7 +95,7 @@ class DaskRows:
         Column names of the first array when it was a DataFrame.
     """
 
-    def __init__(self, arrays):
+    def __init__(self, arrays, *, chunk_rows=None):
         dask, da = _dask()
         names = list(arrays)
         converted = {}
@@ -107,6 +122,8 @@ class DaskRows:
         self.row_chunks = tuple(int(c) for c in row_chunks)
         self.parts = {k: list(v.to_delayed().ravel()) for k, v in self.arrays.items()}
         self._held = {}
+        self.chunk_rows = chunk_rows
+        self._blocks = {}
 
     @property
     def n_partitions(self):
@@ -127,41 +144,96 @@ class DaskRows:
                else np.sort(random_state.choice(self.n_rows, n_max, replace=False)))
         return [np.asarray(A) for A in dask.compute(*[A[idx] for A in self.arrays.values()])]
 
-    def replace(self, name, parts, hold):
-        """Make ``parts`` (one delayed block per partition, e.g. a local step's results on the
-        workers) the row array ``name``; ``hold`` keeps their persisted futures alive."""
+    def replace(self, name, parts, hold, width=None):
+        """Make ``parts`` (one delayed ``(rows, width)`` block per partition, e.g. a local
+        step's results on the workers) the row array ``name``; ``hold`` keeps their persisted
+        futures alive. ``width`` may be left out when ``name`` is already a row array."""
         if len(parts) != self.n_partitions:
             raise ValueError(f"{name} needs one block per partition ({self.n_partitions}), "
                              f"got {len(parts)}.")
+        if width is None:
+            if name not in self.shapes:
+                raise ValueError(f"the width of the new row array {name} is needed.")
+            width = self.shapes[name][1]
         self.parts[name] = list(parts)
+        self.shapes[name] = (self.n_rows, int(width))
         self._held[name] = hold
+
+    def align(self, boundaries):
+        """Move the partition boundaries that are not in ``boundaries`` (sorted row positions
+        from 0 to ``n_rows``: block boundaries) to the nearest one; partitions left empty
+        are dropped. Every row array is rechunked and persisted again, once."""
+        dask, da = _dask()
+        boundaries = np.asarray(boundaries)
+        offsets = self.offsets
+        inner = offsets[1:-1]
+        if np.all(np.isin(inner, boundaries)) and min(self.row_chunks) > 0:
+            return
+        at = np.clip(np.searchsorted(boundaries, inner), 1, boundaries.size - 1)
+        lower, upper = boundaries[at - 1], boundaries[at]
+        moved = np.where(inner - lower <= upper - inner, lower, upper)
+        new = np.unique(np.concatenate([[0], moved, [self.n_rows]]))
+        chunks = tuple(int(c) for c in np.diff(new))
+        names = list(self.parts)
+        arrays = [da.concatenate([da.from_delayed(part, shape=(rows, self.shapes[name][1]),
+                                                  dtype=np.float64)
+                                  for part, rows in zip(self.parts[name], self.row_chunks,
+                                                        strict=True)], axis=0)
+                  .rechunk({0: chunks, 1: -1}) for name in names]
+        persisted = dask.persist(*arrays)
+        self.row_chunks = chunks
+        for name, A in zip(names, persisted, strict=True):
+            self.parts[name] = list(A.to_delayed().ravel())
+            if name in self.arrays:
+                self.arrays[name] = A
+            else:
+                self._held[name] = A
 
     # ------------------------------------------------------------ the bound protocol
     def plan(self, bound, G):
-        """The partitions are the chunks (their caches are never kept across passes)."""
-        return self.offsets
+        """The blocks of ``bound``'s passes at ``G`` (:func:`~sklearn_lvgp.engine._rows.
+        plan_blocks`, cached per :meth:`bound.plan_key`), with the partitions aligned to them
+        (:meth:`align`); their caches are never kept across passes."""
+        key = bound.plan_key(G)
+        blocks = self._blocks.get(key)
+        if blocks is None:
+            blocks = self._blocks[key] = plan_blocks(bound, G, self.n_rows, self.chunk_rows)
+        starts = [a for a, _ in blocks] + [self.n_rows]
+        self.align(starts)
+        first = np.searchsorted(starts, self.offsets)
+        return _DaskPlan(blocks, [(int(a), int(b)) for a, b in zip(first[:-1], first[1:],
+                                                                   strict=True)])
 
-    def _tasks(self, fn, names, head, offsets):
+    def _tasks(self, fn, names, head, plan, backward):
         dask, _ = _dask()
         head = dask.delayed(head, traverse=False)
         task = dask.delayed(_protocol_task, pure=True)
-        n = self.n_partitions
-        return [task(fn, names, head, ChunkContext(p, int(offsets[p]), int(offsets[p + 1]), n),
+        offsets = self.offsets
+        return [task(fn, names, head, _Run(plan.blocks[a:b], a, len(plan.blocks),
+                                           int(offsets[p]), backward),
                      *[self.parts[name][p] for name in names])
-                for p in range(n)]
+                for p, (a, b) in enumerate(plan.runs)]
 
     def map_reduce(self, fn, G, plan, names):
-        """Sum over partitions (in partition order) of ``fn(G, rows, ctx)``, one task each."""
+        """Sum over the blocks (pairwise, as in memory) of ``fn(G, rows, ctx)``, one task per
+        partition."""
         dask, _ = _dask()
-        return reduce_in_order(list(dask.compute(*self._tasks(fn, names, (G,), plan))))
+        total = PairwiseSum(len(plan.blocks))
+        for nodes, _ in dask.compute(*self._tasks(fn, names, (G,), plan, False)):
+            total.extend(nodes)
+        return total.total()
 
     def map_reduce_backward(self, fn, G, step, plan, need_local, names):
         """``(Σ partials, local)`` of ``fn(G, step, rows, ctx, need_local)``, one task per
         partition; the local gradients are gathered only when asked for."""
         dask, _ = _dask()
-        out = dask.compute(*self._tasks(_backward_of(fn, need_local), names, (G, step), plan))
-        partials = reduce_in_order([partial for _, partial in out])
-        return partials, (stack_locals([local for local, _ in out]) if need_local else None)
+        out = dask.compute(*self._tasks(_backward_of(fn, need_local), names, (G, step), plan,
+                                        True))
+        total = PairwiseSum(len(plan.blocks))
+        for nodes, _ in out:
+            total.extend(nodes)
+        return total.total(), (stack_locals([local for _, local in out]) if need_local
+                               else None)
 
     def subset(self, idx, extra=None):
         """The rows ``idx`` (a minibatch) as a row source whose tasks run where they live.
@@ -261,20 +333,107 @@ def _serial_task(fn, *args):
         return fn(*blocks, *shared)
 
 
-def _protocol_task(fn, names, head, ctx, *blocks):
-    """One partition's pass of a protocol bound: ``fn(*head, rows, ctx)``, serially."""
+class _DaskPlan(NamedTuple):
+    """The blocks of a pass and each partition's run of them ``(first, last)``."""
+
+    blocks: list
+    runs: list
+
+
+class _Run(NamedTuple):
+    """A partition's blocks (row ranges of the whole data), the index of its first block, the
+    blocks in the pass, the partition's first row and whether the pass is a backward one."""
+
+    blocks: list
+    first: int
+    n_blocks: int
+    offset: int
+    backward: bool
+
+
+def _protocol_task(fn, names, head, run, *arrays):
+    """One partition's pass of a protocol bound: ``fn(*head, rows, ctx)`` on each of its blocks,
+    serially; returns its nodes of the pairwise tree and (backward) its local results
+    stacked."""
+    part = dict(zip(names, arrays, strict=True))
+    o = run.offset
+
+    def rows_of(a, b):
+        return {name: A[a - o:b - o] for name, A in part.items()}
+
+    def context_of(j, a, b):
+        return ChunkContext(j, a, b, run.n_blocks)
+
     with serial_section():
-        return fn(*head, dict(zip(names, blocks, strict=True)), ctx)
+        nodes, local = run_blocks(fn, head, rows_of, run.blocks, run.first, run.n_blocks,
+                                  context_of, run.backward)
+    return nodes, (stack_locals(local) if run.backward else None)
 
 
-class _backward_of:
-    """``fn(G, step, rows, ctx, need_local)`` as a picklable ``(G, step, rows, ctx)`` callable."""
+class DaskPairwiseRows:
+    """Reductions over the rows of a dask array on the pairwise tree of the row index: the
+    dask twin of :class:`~sklearn_lvgp._core.pairwise.PairwiseRows`, with its bits for every
+    partitioning (each partition reduces its rows to the tree nodes they cover, on its worker;
+    the driver completes the tree).
 
-    def __init__(self, fn, need_local):
-        self.fn, self.need_local = fn, need_local
+    Parameters
+    ----------
+    X : dask array of shape (n_rows, n_columns)
+        Float64 rows, one chunk across the columns.
+    """
 
-    def __call__(self, G, step, rows, ctx):
-        return self.fn(G, step, rows, ctx, self.need_local)
+    def __init__(self, X):
+        self.X = X
+        self.n_rows, self.n_columns = (int(n) for n in X.shape)
+        self._offsets = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
+
+    def _blocks(self):
+        return zip(self.X.to_delayed().ravel(), self._offsets[:-1], self._offsets[1:],
+                   strict=True)
+
+    def sum(self, fn):
+        """Σ over the rows of ``fn(block)``, one task per partition."""
+        dask, _ = _dask()
+        task = dask.delayed(_row_tree_task)
+        nodes = dask.compute(*[task(fn, block, int(a), int(b), self.n_rows)
+                               for block, a, b in self._blocks() if b > a])
+        total = PairwiseSum(self.n_rows)
+        for part in nodes:
+            total.extend(part)
+        return total.total()
+
+    def max(self, fn):
+        """The maximum over the rows of ``fn(block)``."""
+        dask, _ = _dask()
+        task = dask.delayed(_max_task)
+        parts = dask.compute(*[task(fn, block) for block, a, b in self._blocks() if b > a])
+        return np.max(np.stack(parts), axis=0)
+
+    def map(self, fn, width):
+        """``fn(block, first_row)`` of every partition, as a dask array ``(n_rows, width)``
+        partitioned like the rows."""
+        return self.X.map_blocks(_rows_with_offset, fn=fn, dtype=np.float64,
+                                 chunks=(self.X.chunks[0], (int(width),)))
+
+    def like(self, B):
+        """The same reductions over the rows of ``B`` (a result of :meth:`map`)."""
+        return DaskPairwiseRows(B)
+
+
+def _row_tree_task(fn, block, start, stop, n_rows):
+    with serial_section():
+        return row_tree_nodes(lambda lo, hi: fn(block[lo - start:hi - start]), start, stop,
+                              n_rows)
+
+
+def _max_task(fn, block):
+    with serial_section():
+        return np.max(fn(block), axis=0)
+
+
+def _rows_with_offset(block, fn=None, block_info=None):
+    with serial_section():
+        return fn(block, block_info[0]["array-location"][0][0])
 
 
 def _block_outputs(fn, block, n_outputs):

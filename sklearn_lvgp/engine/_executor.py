@@ -1,14 +1,19 @@
-"""Map a function over fixed row chunks on several threads; reduce the partials in chunk order.
+"""Map a function over fixed row blocks on several threads; add the partials pairwise.
 
 This is the one place in the package that runs data chunks in parallel. An objective written as
-*global terms + a sum over chunks of local terms* (Gal, van der Wilk & Rasmussen 2014,
-:cite:`gal2014distributed`) hands its per-chunk forward or backward pass to
-:meth:`ChunkExecutor.map` and adds the returned partial statistics with :func:`reduce_in_order`.
+*global terms + a sum over row blocks of local terms* (Gal, van der Wilk & Rasmussen 2014,
+:cite:`gal2014distributed`) hands its per-block forward or backward pass to
+:meth:`ChunkExecutor.map_reduce`, which adds the returned partial statistics over a fixed
+pairwise tree of the block index (:class:`PairwiseSum`).
 
 These rules keep the results exact and the threads useful:
 
-* the chunk partition (:func:`plan_chunks`) depends on the problem size only, never on the
-  thread count, and partials are added in chunk order, so every ``n_jobs`` gives the same bits;
+* the block partition (:func:`plan_chunks`) depends on the problem size and the bound's cost
+  only, never on the thread count or on how the rows are stored (in memory, Dask partitions);
+* partials are added over a fixed binary tree of the *block index*: a run of consecutive
+  blocks — one thread's, one Dask partition's — reduces to the tree's nodes it covers, and the
+  nodes of all runs meet in the same tree, so the total has the same bits for every thread
+  count and every block-aligned grouping of the blocks;
 * each chunk runs serially inside (the jitted twins of :mod:`sklearn_lvgp._compile.jit` take their
   serial branch in every worker and in the inline path), so there is one parallel region
   per pass instead of thousands of small ones;
@@ -38,10 +43,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._core.pairwise import PairwiseSum
 from .._core.parallel import current_threads, mark_serial_thread, serial_section, serial_twins
 
-__all__ = ["ChunkExecutor", "plan_chunks", "reduce_in_order", "serial_global_steps",
-           "MIN_CHUNK_WORK"]
+__all__ = ["ChunkExecutor", "PairwiseSum", "plan_chunks", "reduce_in_order", "reduce_pairwise",
+           "serial_global_steps", "MIN_CHUNK_WORK"]
 
 #: Estimated inner-loop work per chunk below which rows are not split further: at this size
 #: the Python glue of one chunk (tens of microseconds per call) is a few percent of its work.
@@ -199,14 +205,16 @@ class ChunkExecutor:
             re-raised here (after every submitted chunk has finished).
         """
         results = []
-        self._run(fn, chunks, results.append)
+        self.run(fn, chunks, results.append)
         return results
 
     def map_reduce(self, fn, chunks):
-        """Sum of ``fn(i, a, b)`` over the chunks, added in chunk order as results arrive.
+        """Sum of ``fn(i, a, b)`` over the chunks, added pairwise (:class:`PairwiseSum` over
+        the chunk index) as results arrive in chunk order.
 
-        Only a window of ``2 · n_threads`` chunk results is held at a time, so the memory of
-        the partials does not grow with the number of chunks.
+        Only a window of ``2 · n_threads`` chunk results and the tree's pending nodes (at most
+        ``log2`` of the chunk count) are held at a time, so the memory of the partials does
+        not grow with the number of chunks.
 
         Parameters
         ----------
@@ -218,23 +226,19 @@ class ChunkExecutor:
         Returns
         -------
         total
-            The partials' sum, with the structure of one partial.
+            The partials' sum, with the structure of one partial: the same bits as
+            :func:`reduce_pairwise` of the partials.
         """
         if not chunks:
             raise ValueError("map_reduce needs at least one chunk.")
-        acc = []
+        total = PairwiseSum(len(chunks))
+        counter = iter(range(len(chunks)))
+        self.run(fn, chunks, lambda part: total.add_block(next(counter), part))
+        return total.total()
 
-        def add(part):
-            if acc:
-                acc[0] = _add_into(acc[0], part)
-            else:
-                acc.append(_copy(part))
-
-        self._run(fn, chunks, add)
-        return acc[0]
-
-    def _run(self, fn, chunks, consume):
-        """Run the chunks, handing each result to ``consume`` in chunk order."""
+    def run(self, fn, chunks, consume):
+        """Run ``fn(i, a, b)`` on the chunks, handing each result to ``consume`` in chunk order
+        (one ``consume`` at a time, on any of the pass's threads)."""
         if self.n_threads == 1 or len(chunks) <= 1:
             with serial_section():
                 for i, (a, b) in enumerate(chunks):
@@ -362,6 +366,15 @@ def _add_into(total, part):
         total += part
         return total
     return total + part
+
+
+def reduce_pairwise(parts):
+    """Sum a list of per-block partials (block ``i`` at ``parts[i]``) over the pairwise tree of
+    :class:`PairwiseSum`: the bits :meth:`ChunkExecutor.map_reduce` gives."""
+    total = PairwiseSum(len(parts))
+    for i, part in enumerate(parts):
+        total.add_block(i, part)
+    return total.total()
 
 
 def reduce_in_order(parts):

@@ -10,10 +10,18 @@ and the adjoints the backward pass needs. A row source runs the passes — the t
 together. Neither knows which model it runs; a chunk's rows and its local gradients never leave
 the worker that computed them, except when the caller asks for the local gradients.
 
+The "chunks" a bound sees are the *blocks* of the rows: a fixed partition planned from the
+problem size and the bound's cost only (:func:`~sklearn_lvgp.engine._rows.plan_blocks`), the
+same for every row source, thread count and Dask partitioning. Every sum Σ_c below is taken
+over the pairwise tree of the block index
+(:class:`~sklearn_lvgp.engine._executor.PairwiseSum`), whichever thread or worker ran which
+blocks, so the value and every gradient have the same bits for all of them — with no code in
+the bound.
+
 A two-pass bound (the collapsed bounds, whose global step needs the reduced statistics)::
 
     G = bound.prepare(params)
-    S = Σ_c bound.chunk_stats(G, rows_c, ctx_c)            # forward pass, reduced in order
+    S = Σ_c bound.chunk_stats(G, rows_c, ctx_c)            # forward pass, added pairwise
     step = bound.finish(G, S)                              # global step: value, adjoints of S
     local_c, P_c = bound.chunk_backward(G, step, rows_c, ctx_c)
     value, grads = bound.gradient(G, step, Σ_c P_c)
@@ -31,17 +39,18 @@ __all__ = ["ChunkContext", "ChunkedBound", "Evaluation", "evaluate_bound"]
 
 
 class ChunkContext(NamedTuple):
-    """Where a chunk's pass runs.
+    """Where a chunk's (a block's) pass runs.
 
     Attributes
     ----------
     index : int
-        The chunk's position in its pass (chunk or partition order).
+        The block's position in its pass.
     start, stop : int or None
         Its rows ``start:stop`` of the whole data (``None`` where they are not a contiguous
         range: a minibatch's rows in one Dask partition).
     n_chunks : int
-        Chunks in the pass (a choice that may depend on it depends on the problem size only).
+        Blocks in the pass: a function of the problem size and the bound's cost only (so a
+        choice made from it is the same for every thread count and Dask partitioning).
     workspace : Workspace or None
         Buffers the chunk may use: its own when :attr:`keep` (they outlive the pass), else its
         thread's; ``None`` where the pass runs on Dask.
@@ -93,8 +102,9 @@ class ChunkedBound:
     def chunk_cost(self, G):
         """``(work_per_row, max_rows, kept_per_row)``: the inner-loop work of a row (relative),
         the largest chunk the memory of one chunk allows (``None``: no limit) and the number of
-        floats a row's forward cache holds (0: nothing kept). The in-memory executor plans
-        its chunks from these, never from the thread count."""
+        floats a row's forward cache holds (0: nothing kept). Every row source plans its
+        blocks from these (:func:`~sklearn_lvgp.engine._rows.plan_blocks`), never from the
+        thread count or the partitions."""
         raise NotImplementedError
 
     def plan_key(self, G):
@@ -103,7 +113,8 @@ class ChunkedBound:
 
     def chunk_stats(self, G, rows, ctx):
         """Forward pass of one chunk: its partial statistics (arrays and floats, or tuples and
-        lists of them, added over chunks by :func:`~sklearn_lvgp.engine.reduce_in_order`)."""
+        lists of them, added over the blocks by
+        :class:`~sklearn_lvgp.engine._executor.PairwiseSum`; never modified there)."""
         raise NotImplementedError
 
     def finish(self, G, stats):

@@ -1,18 +1,17 @@
 """UnscentedGPLVM: Bayesian GPLVM whose Ψ-statistics work for any kernel (de Souza et al. 2021)."""
 
-import warnings
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._core.init import fill_missing, initial_latent_means, nearest_rows, select_inducing
+from .._core.init import fill_missing, initial_latent_start, nearest_rows, select_inducing
 from .._core.linalg import settled_jitter
+from .._core.pairwise import PairwiseRows
 from .._core.parallel import threads
 from .._core.params import ParamPacker
-from .._core.scaling import NORMALIZE_OPTIONS, column_scales, normalization, observed_log_scale
+from .._core.scaling import NORMALIZE_OPTIONS, normalization, observed_log_scale
 from .._core.validation import (
     check_bool,
     check_data_scale,
@@ -25,7 +24,7 @@ from .._core.validation import (
 from .._core.warn import warn
 from ..base import _BaseLVGP
 from ..bounds._collapsed_masked import collapsed_psi_bound, predictive_for
-from ..engine._dask import DaskRows, _dask, is_dask_collection, map_row_blocks
+from ..engine._dask import DaskPairwiseRows, DaskRows, _dask, is_dask_collection, map_row_blocks
 from ..expectations import EXPECTATIONS, PointRule, make_rule, monte_carlo_rule
 from ..kernels import as_lvgp_kernel
 from ..kernels._stationary import default_rbf
@@ -248,6 +247,13 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
                 self.expectation, self.optimizer, self.normalize_X, bool(self.early_stopping),
                 float(self.validation_fraction))
 
+    def _alternates(self, X):
+        """Whether a fit of the complete rows ``X`` alternates local and global steps."""
+        auto = (X.shape[0] >= ALTERNATING_MIN_ROWS and self.expectation != "monte_carlo"
+                and not self.early_stopping)
+        alternates = auto if self.optimizer == "auto" else self.optimizer == "alternating"
+        return alternates and not np.isnan(X).any()
+
     def _initial_model(self, mu0, latent_scales, var_y, random_state):
         """Kernel, rule, optimiser, Z, noise, jitter and box of log σ² at the start (``mu0`` may
         be a dask array; ``latent_scales``, its column scales, set the default kernel)."""
@@ -270,8 +276,9 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
     def _fit(self, X, y, random_state):
         Q = self.n_components
         continuing = self._continues_fit(self._warm_start_key(X))
+        pairwise = PairwiseRows if self._alternates(X) else None  # sums as on Dask: same bits
         if not continuing:
-            self.X_mean_, self.X_scale_ = normalization(X, self.normalize_X)
+            self.X_mean_, self.X_scale_ = normalization(X, self.normalize_X, pairwise)
         Y_all = self._normalized(X)
         check_data_scale("X (after normalize_X)", Y_all)
         train, held_out = self._held_out_rows(X.shape[0], random_state)
@@ -279,9 +286,10 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         Y = Y_all[rows]
         N = Y.shape[0]
         Y_init, empty, var_y = fill_missing(Y)  # NaN: column means; rows with no entry
-        mu0 = initial_latent_means(Y_init, Q, self.init, random_state)
+        mu0, scales, var_y = initial_latent_start(Y_init, Q, self.init, random_state, var_y=var_y,
+                                                  scales=self._kernel is None, rows_of=pairwise)
         kernel, name, rule, optimizer, Z0, noise0, jitter, noise_box = self._initial_model(
-            mu0, column_scales(mu0) if self._kernel is None else None, var_y, random_state)
+            mu0, scales, var_y, random_state)
         stochastic = name == "monte_carlo"
         S0 = np.full((N, Q), float(self.latent_variance_init))
         mu0[empty], S0[empty] = 0.0, 1.0  # a row with no observed entry: the prior, its optimum
@@ -339,26 +347,23 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
 
     def _fit_dask(self, X, y, random_state):
         """The alternating fit, rows and q(x_n) kept where they live (same draws as in memory)."""
-        if self.early_stopping:
-            raise ValueError("early_stopping is not available for a Dask array input.")
-        dask, da = _dask()
+        _, da = _dask()
         rows = DaskRows({"X": X})
         X_d = rows.arrays["X"]
         self._set_dask_features(rows)
         self._check_params(X_d, None)
-        if self.expectation == "monte_carlo":
-            raise ValueError("A fit on dask input needs a deterministic expectation rule; "
-                             "expectation='monte_carlo' is not available there.")
-        if self.optimizer not in ("auto", "alternating"):
-            raise ValueError("A fit on dask input uses optimizer='alternating' (or 'auto'); got "
-                             f"optimizer={self.optimizer!r}.")
-        mean, scale = (np.asarray(a) for a in dask.compute(*normalization(X_d, self.normalize_X)))
+        self._refuse_on_dask(
+            (self.early_stopping, "early_stopping=True", "held-out rows are scored on the driver"),
+            (self.expectation == "monte_carlo", "expectation='monte_carlo'", "a random rule"),
+            (self.optimizer not in ("auto", "alternating"), f"optimizer={self.optimizer!r}",
+             "a Dask fit alternates local and global steps"))
+        mean, scale = normalization(X_d, self.normalize_X, DaskPairwiseRows)
         rows = DaskRows({"Y": (X_d - mean) / scale})
-        Y = rows.arrays["Y"]
-        mu0 = initial_latent_means(Y, self.n_components, self.init, random_state).persist()
-        var_y, scales = dask.compute(Y.var(axis=0).mean(), column_scales(mu0))
+        mu0, scales, var_y = initial_latent_start(
+            rows.arrays["Y"], self.n_components, self.init, random_state, var_y=None,
+            scales=self._kernel is None, rows_of=DaskPairwiseRows)
         kernel, name, rule, _, Z0, noise0, jitter, noise_box = self._initial_model(
-            mu0, np.asarray(scales) if self._kernel is None else None, float(var_y), random_state)
+            mu0, scales, var_y, random_state)
         random_state.randint(np.iinfo(np.int32).max)  # the in-memory fit's Monte Carlo seed draw
         state = DaskLocals(rows)
         state.set_locals(mu0, da.full(mu0.shape, float(self.latent_variance_init),
@@ -377,15 +382,10 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
 
     def _alternate(self, state, work, Z0, noise0, rule, jitter, noise_box):
         """Alternating local/global optimisation of ``state`` (in memory or on Dask)."""
-        out = fit_alternating(state, work, Z0, noise0, rule, noise_bounds=noise_box,
-                              jitter=jitter, max_rounds=self.max_iter,
-                              tol=1e-7 if self.tol is None else float(self.tol),
-                              verbose=self.verbose, name=type(self).__name__)
-        if not out.converged:
-            warnings.warn(f"{type(self).__name__}: the alternating optimiser did not converge "
-                          f"in {out.n_rounds} rounds. Increase max_iter or loosen tol.",
-                          ConvergenceWarning, stacklevel=3)
-        return out
+        return fit_alternating(state, work, Z0, noise0, rule, noise_bounds=noise_box,
+                               jitter=jitter, max_rounds=self.max_iter,
+                               tol=1e-7 if self.tol is None else float(self.tol),
+                               verbose=self.verbose, name=type(self).__name__)
 
     def _commit(self, name, optimizer, n_iter, history, continuing, random_state):
         """The fitted attributes beside the model; warns when relevance_ cannot rank dims."""

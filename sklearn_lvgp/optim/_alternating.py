@@ -295,20 +295,32 @@ def heldout_latents(kernel, Z, rule, post, Y, mu, S, *, max_iter, tol=None, verb
     return mu_out, S_out
 
 
+def _kl_block(G, rows, ctx):
+    """Σ KL(q(x_n) ‖ N(0, I)) of one block's rows."""
+    return standard_normal_kl_and_vjp(rows["mu"], rows["S"])[0]
+
+
+def _kl_params(rule, Z, rows):
+    """The parameters that fix the bound's blocks (the KL is summed over the same ones)."""
+    return PsiParams(None, Z, 1.0, rule, rows.n_rows, 0)
+
+
 class InMemoryLocals:
     """The q(x_n) of an in-memory fit next to its :class:`CollapsedPsiBound`.
 
     :class:`DaskLocals` offers the same four methods with the q(x_n) partitioned on Dask
-    workers.
+    workers; both sum the KL over the bound's blocks, pairwise, so they give the same bits.
     """
 
     def __init__(self, bound, mu, S):
         self.bound = bound
         self.mu = mu
         self.S = S
+        self._blocks_of = None
 
     def evaluate(self, kernel, Z, noise_variance, rule, *, jitter=1e-6, max_tries=0):
         """Bound, global gradients and q(u) with the q(x_n) fixed."""
+        self._blocks_of = _kl_params(rule, Z, self.bound.rows)
         return self.bound.evaluate(kernel, Z, self.mu, self.S, noise_variance, rule,
                                    jitter=jitter, max_tries=max_tries, need_local=False)
 
@@ -325,20 +337,25 @@ class InMemoryLocals:
         ChunkExecutor(self.bound.n_threads).map_reduce(local, chunks)
 
     def kl(self):
-        """Σ_n KL(q(x_n) ‖ N(0, I))."""
-        return standard_normal_kl_and_vjp(self.mu, self.S)[0]
+        """Σ_n KL(q(x_n) ‖ N(0, I)), over the blocks of the last :meth:`evaluate`."""
+        if self._blocks_of is None:
+            return standard_normal_kl_and_vjp(self.mu, self.S)[0]
+        rows = self.bound.rows
+        rows.update(mu=self.mu, S=self.S)
+        return rows.map_reduce(_kl_block, None, rows.plan(self.bound.bound, self._blocks_of),
+                               ("mu", "S"))
 
     def locals(self):
         """``(mu, S)``."""
         return self.mu, self.S
 
 
+def _kl_sum(mu, S):
+    return standard_normal_kl_and_vjp(mu, S)[0]
+
+
 def _local_task(Y, mu, S, kernel, Z, rule, post):
     return np.stack(local_step(kernel, Z, rule, post, mu, S, Y)[:2])
-
-
-def _kl_task(mu, S):
-    return standard_normal_kl_and_vjp(mu, S)[0]
 
 
 class DaskLocals:
@@ -351,6 +368,7 @@ class DaskLocals:
 
     def __init__(self, rows):
         self.rows = rows
+        self._blocks_of = None
 
     def set_locals(self, mu, S):
         """Partition the q(x_n) (``(N, Q)`` numpy or dask arrays) like the data; persist."""
@@ -359,8 +377,8 @@ class DaskLocals:
 
         chunks = (self.rows.row_chunks, (mu.shape[1],))
         mu_d, S_d = dask.persist(da.asarray(mu).rechunk(chunks), da.asarray(S).rechunk(chunks))
-        self.rows.replace("mu", list(mu_d.to_delayed().ravel()), mu_d)
-        self.rows.replace("S", list(S_d.to_delayed().ravel()), S_d)
+        self.rows.replace("mu", list(mu_d.to_delayed().ravel()), mu_d, mu.shape[1])
+        self.rows.replace("S", list(S_d.to_delayed().ravel()), S_d, mu.shape[1])
 
     def locals(self):
         """The q(x_n) gathered to the driver: ``(mu, S)``."""
@@ -373,12 +391,17 @@ class DaskLocals:
         """Bound F, gradients of the globals (Z, θ, σ²) and q(u), the q(x_n) held fixed."""
         params = PsiParams(kernel, Z, noise_variance, rule, self.rows.n_rows,
                            self.rows.shapes["Y"][1], jitter, max_tries)
+        self._blocks_of = params
         F, grads, _, _, step = evaluate_bound(self.bound, params, self.rows, need_local=False)
         return F, grads, step.post
 
     def kl(self):
-        """Σ_n KL(q(x_n) ‖ N(0, I)), summed over the partitions."""
-        return self.rows.reduce_blocks(_kl_task, ("mu", "S"), ())
+        """Σ_n KL(q(x_n) ‖ N(0, I)), over the blocks of the last :meth:`evaluate` (as in
+        memory: the same bits), one task per partition."""
+        if self._blocks_of is None:
+            return self.rows.reduce_blocks(_kl_sum, ("mu", "S"), ())
+        return self.rows.map_reduce(_kl_block, None, self.rows.plan(self.bound, self._blocks_of),
+                                    ("mu", "S"))
 
     def local_step(self, kernel, Z, rule, post):
         """Improve every partition's q(x_n) on its worker; the results stay there."""
@@ -452,6 +475,9 @@ def fit_alternating(state, kernel, Z, noise_variance, rule, *, noise_bounds, jit
         if r > 0 and abs(history[-1] - history[-2]) <= tol * abs(history[-2]):
             converged = True
             break
+    if not converged:
+        warn(f"{name}: the alternating optimiser did not converge in {len(history)} rounds. "
+             "Increase max_iter or loosen tol.", ConvergenceWarning)
     mu, S = state.locals()
     p, Z, noise = set_globals(globals_x)
     return AlternatingResult(mu, S, Z, p["theta"], noise, len(history), converged,

@@ -16,6 +16,7 @@ from sklearn_lvgp.bounds._collapsed_global import collapsed_bound, collapsed_bou
 from sklearn_lvgp.engine import ChunkExecutor, plan_chunks, reduce_in_order
 from sklearn_lvgp.engine import _executor as engine_executor
 from sklearn_lvgp.engine import _rows as engine_rows
+from sklearn_lvgp.engine._executor import PairwiseSum, reduce_pairwise
 from sklearn_lvgp.expectations import make_rule, monte_carlo_rule, psi_statistics, psi_vjp
 from sklearn_lvgp.kernels import RBF, Linear, Matern32
 from sklearn_lvgp.utils.gradcheck import check_grad
@@ -129,7 +130,7 @@ def test_executor_hands_out_chunks_within_its_window():
         return i
 
     with threads(3):
-        ChunkExecutor(3)._run(fn, chunks, consumed.append)
+        ChunkExecutor(3).run(fn, chunks, consumed.append)
     assert consumed == list(range(60))
     assert max(ahead) < 2 * 3
 
@@ -165,6 +166,66 @@ def test_executor_keeps_one_pool_per_thread_count(monkeypatch):
                                                                       chunk_rows=1))
             assert out == list(range(n_chunks))
     assert list(engine_executor._pools) == [6]
+
+
+def _tree_sum(parts):
+    """Reference: the pairwise tree of the block index, recursively."""
+    top = (len(parts) - 1).bit_length()
+
+    def node(level, i):
+        if level == 0:
+            return parts[i]
+        left = node(level - 1, 2 * i)
+        if (2 * i + 1) << (level - 1) >= len(parts):
+            return left
+        return left + node(level - 1, 2 * i + 1)
+
+    return node(top, 0)
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 3, 5, 8, 13, 64, 100])
+def test_pairwise_sum_is_the_same_for_every_run_of_blocks(n_blocks):
+    """Any cut of the blocks into runs, each reduced to its tree nodes, gives the tree's bits;
+    a run holds few nodes and the partials are not modified."""
+    r = np.random.default_rng(n_blocks)
+    parts = [(r.standard_normal(3) * 10.0 ** r.integers(-8, 8), float(r.standard_normal()),
+              None) for _ in range(n_blocks)]
+    copies = [p[0].copy() for p in parts]
+    ref = _tree_sum([p[0] for p in parts])
+    np.testing.assert_array_equal(reduce_pairwise(parts)[0], ref)
+    for _ in range(10):
+        cuts = np.unique(r.integers(1, max(2, n_blocks), size=r.integers(0, 6)))
+        bounds = [0, *[int(c) for c in cuts if c < n_blocks], n_blocks]
+        total = PairwiseSum(n_blocks)
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            run = PairwiseSum(n_blocks, a)
+            for j in range(a, b):
+                run.add_block(j, parts[j])
+            assert len(run.nodes()) <= 2 * max(1, n_blocks.bit_length())
+            total.extend(run.nodes())
+        value, scalar, none = total.total()
+        np.testing.assert_array_equal(value, ref)
+        assert none is None
+    for part, copy in zip(parts, copies, strict=True):
+        np.testing.assert_array_equal(part[0], copy)
+    with pytest.raises(ValueError, match="starts at block"):
+        PairwiseSum(4).add_block(1, 1.0)
+
+
+@pytest.mark.parametrize("n_rows", [1, 7, 300, 5000])
+def test_row_tree_sums_of_any_runs_of_rows_agree(n_rows):
+    from sklearn_lvgp._core.pairwise import PairwiseRows, row_tree_nodes, row_tree_sum
+
+    A = np.random.default_rng(0).standard_normal((n_rows, 3)) * 1e3
+    ref = _tree_sum(list(A))
+    for piece in (1, 4, 4096):
+        np.testing.assert_array_equal(row_tree_sum(lambda a, b: A[a:b], n_rows, piece), ref)
+    total = PairwiseSum(n_rows)
+    for a, b in ((0, n_rows // 3), (n_rows // 3, n_rows // 2), (n_rows // 2, n_rows)):
+        if b > a:
+            total.extend(row_tree_nodes(lambda lo, hi: A[lo:hi], a, b, n_rows, piece=2))
+    np.testing.assert_array_equal(total.total(), ref)
+    np.testing.assert_array_equal(PairwiseRows(A).sum(lambda B: B), ref)
 
 
 def test_reduce_in_order_sums_nested_partials():
@@ -470,14 +531,15 @@ def test_every_engine_evaluation_holds_its_global_steps_serial():
         assert entry.__code__ is engine_executor.serial_global_steps(len).__code__, entry
 
 
-def test_map_reduce_adds_in_chunk_order_with_a_bounded_window():
+def test_map_reduce_adds_pairwise_with_a_bounded_window():
     chunks = plan_chunks(40, 1.0, chunk_rows=1)
     parts = [np.full(3, 0.1 * i) for i in range(40)]
-    expected = reduce_in_order(parts)
+    expected = reduce_pairwise(parts)
     for n in (1, 3):
         total = ChunkExecutor(n).map_reduce(lambda i, a, b: (float(i), parts[i]), chunks)
         assert total[0] == float(sum(range(40)))
-        np.testing.assert_array_equal(total[1], expected)  # same order, same bits
+        np.testing.assert_array_equal(total[1], expected)  # same tree, same bits
+    np.testing.assert_array_equal(parts[5], np.full(3, 0.5))  # partials not modified
 
 
 def test_map_reduce_reraises_a_failed_chunk():
