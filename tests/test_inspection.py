@@ -193,3 +193,16 @@ def test_training_curve_display_errors():
         TrainingCurveDisplay.from_estimator(DeepGP())
     with pytest.raises(TypeError, match="no training curve"):
         TrainingCurveDisplay.from_estimator(LinearRegression().fit(X, y))
+
+
+def test_training_curve_display_of_a_regressor(regressor):
+    if not hasattr(regressor, "elbo_history_"):
+        pytest.skip(f"{type(regressor).__name__} records no elbo_history_")
+    disp = TrainingCurveDisplay.from_estimator(regressor)
+    assert disp.line_.get_ydata().size == np.asarray(regressor.elbo_history_).size
+
+
+def test_missing_matplotlib_names_the_extra(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "matplotlib.pyplot", None)
+    with pytest.raises(ImportError, match=r"sklearn_lvgp\[plot\]"):
+        TrainingCurveDisplay(np.arange(3.0)).plot()
