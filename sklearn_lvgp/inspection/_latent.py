@@ -9,13 +9,14 @@ from ._base import axes_or_new
 
 
 class LatentSpaceDisplay:
-    """Two latent dimensions of a fitted :class:`~sklearn_lvgp.UnscentedGPLVM` or
-    :class:`~sklearn_lvgp.LDGD`, over the model's predictive variance.
+    """The latent space of a fitted latent-variable model, over its predictive variance.
 
-    The points are latent means (coloured by a label array when one is given); the background
-    is the predictive variance of the data-space output (``inverse_transform(...,
-    return_std=True)``, averaged over the features) on a grid of the two shown dimensions, the
-    others held at the mean of the points. Low variance is where the model has seen data.
+    Two latent dimensions of a fitted :class:`~sklearn_lvgp.UnscentedGPLVM` or
+    :class:`~sklearn_lvgp.LDGD`. The points are latent means (coloured by a label array when one
+    is given); the background is the predictive variance of the data-space output
+    (``inverse_transform(..., return_std=True)``, averaged over the features) on a grid of the
+    two shown dimensions, the others held at the mean of the points. Low variance is where the
+    model has seen data.
 
     Build it with :meth:`from_estimator` and draw it with :meth:`plot`.
 

@@ -7,11 +7,12 @@ from ._base import axes_or_new
 
 
 class TrainingCurveDisplay:
-    """The evidence lower bound per optimiser iteration (``elbo_history_``), with the held-out
-    scores of early stopping (``validation_scores_``) when the fit made them.
+    """The training curve of a fitted estimator: its bound per optimiser iteration.
 
-    The held-out scores are on their own scale (a mean per held-out row), so they are drawn on a
-    second y-axis, at evenly spaced iterations (the checks are made at a fixed interval).
+    The evidence lower bound after each iteration (``elbo_history_``), with the held-out scores
+    of early stopping (``validation_scores_``) when the fit made them. The held-out scores are
+    on their own scale (a mean per held-out row), so they are drawn on a second y-axis, at
+    evenly spaced iterations (the checks are made at a fixed interval).
 
     Build it with :meth:`from_estimator` and draw it with :meth:`plot`.
 
