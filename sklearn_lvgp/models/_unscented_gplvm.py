@@ -356,7 +356,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             (self.early_stopping, "early_stopping=True", "held-out rows are scored on the driver"),
             (self.expectation == "monte_carlo", "expectation='monte_carlo'", "a random rule"),
             (self.optimizer not in ("auto", "alternating"), f"optimizer={self.optimizer!r}",
-             "a Dask fit alternates local and global steps"))
+             "use optimizer='alternating'"))
         mean, scale = normalization(X_d, self.normalize_X, DaskPairwiseRows)
         rows = DaskRows({"Y": (X_d - mean) / scale})
         mu0, scales, var_y = initial_latent_start(
