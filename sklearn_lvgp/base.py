@@ -26,7 +26,7 @@ from ._core.validation import (
 from ._core.warn import InconsistentVersionWarning, warn
 from ._version import __version__
 from .bounds._dsvi_init import initial_model
-from .bounds._dsvi_model import prediction_paths
+from .bounds._dsvi_likelihood import prediction_paths
 from .bounds._iwvi import LatentDSVI
 from .engine._dask import DaskRows, is_dask_collection, map_row_blocks
 from .optim._adam import AdamState, run_adam

@@ -1,7 +1,8 @@
 """The final layer of a deep GP under a likelihood object
 (:class:`~sklearn_lvgp.likelihoods.Likelihood`): its share of the DSVI bound with the backward
 pass, the data sums of a natural-gradient step on the last layer's ``q(u)``, and the
-predictive quantities along prediction paths.
+predictive quantities along prediction paths (their draws, the Gaussian mixture density and
+the KDE of sampled targets included).
 
 Every function takes plain arrays: the last layer's marginals ``mu``, ``var`` of shape
 ``(P, D)`` at ``P`` stacked points, the targets ``Y`` of shape ``(P, D)`` (a multiclass
@@ -11,8 +12,14 @@ likelihood's class indices in one column, ``(P, 1)``) and the points' weights in
 import numpy as np
 from scipy.special import logsumexp
 
+from .._core import blocks
+from .._core.blocks import row_blocks
+from ..likelihoods._gaussian import gaussian_log_density
+from ..metrics import kde_log_density
+
 __all__ = ["data_term", "natgrad_sums", "safe_natgrad_gamma", "path_moments",
-           "path_log_density", "path_class_probabilities"]
+           "path_log_density", "path_class_probabilities", "prediction_paths", "kde_rows",
+           "mixture_log_density"]
 
 
 def _targets(likelihood, Y):
@@ -153,3 +160,34 @@ def safe_natgrad_gamma(q_sqrt, P, gamma, prior_precision, max_halvings=30):
         except np.linalg.LinAlgError:
             g *= 0.5
     return float(gamma)
+
+
+def prediction_paths(dims, n_latent, rs, S):
+    """``S`` paths of standard-normal draws shared by all test rows, so each row's prediction
+    depends on that row only: the latent covariates (from their prior, Salimbeni et al. 2019)
+    first, then one draw per inner layer output."""
+    latent = [rs.standard_normal((S, n_latent))] if n_latent else []
+    return S, latent + [rs.standard_normal((S, d)) for d in dims[1:-1]]
+
+
+def kde_rows(sample, X, y, n_kde_samples, rs, n_layers):
+    """Kernel-density log density of ``y`` from ``sample(rows, rs)`` draws, in row chunks.
+
+    ``sample(rows, rs)`` returns ``(len(rows), n_kde_samples)`` draws; with one layer each row
+    is propagated once, deeper models stack ``S`` copies per row, hence the chunk sizes.
+    """
+    out = np.empty(X.shape[0])
+    budget = blocks.PREDICT_POINTS * (50 if n_layers == 1 else 1)
+    for sl in row_blocks(X.shape[0], int(n_kde_samples), budget):
+        ys = sample(X[sl], rs)
+        out[sl] = kde_log_density(ys.reshape(ys.shape[0], -1), y[sl])
+    return out
+
+
+def mixture_log_density(mu, var, noise, Y, y_mean, y_scale):
+    """Log density of rows ``Y`` (original units) under the mixture over paths of the
+    standardised components ``(mu, var, noise)`` (Salimbeni 2020, eqs. 2.20-2.21)."""
+    # in standardised units, less the log of the scale: y_scale ** 2 overflows for targets of
+    # magnitude ~1e154 and more
+    lp = gaussian_log_density(((Y - y_mean) / y_scale)[None], mu, var + noise).sum(axis=2)
+    return logsumexp(lp, axis=0) - np.log(lp.shape[0]) - np.sum(np.log(y_scale))

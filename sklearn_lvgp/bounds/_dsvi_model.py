@@ -11,7 +11,6 @@ supplies its global terms, a chunk's forward and backward pass and the reduction
 import numpy as np
 from scipy.special import logsumexp
 
-from .._core import blocks
 from .._core.blocks import row_blocks
 from .._core.linalg import cho_solve, cholesky_jitter, solve_lower, solve_upper
 from .._core.params import ParamPacker, softplus_inverse
@@ -23,7 +22,6 @@ from ..likelihoods._gaussian import (
     gaussian_expectation_vjp,
     gaussian_log_density,
 )
-from ..metrics import kde_log_density
 from ..variational import (
     SVGPLayer,
     kl_divergence,
@@ -49,7 +47,7 @@ from ._dsvi import (
 )
 from ._dsvi_likelihood import data_term, natgrad_sums, path_log_density, safe_natgrad_gamma
 
-__all__ = ["_DSVI", "prediction_paths", "kde_rows", "mixture_log_density", "layer_joint",
+__all__ = ["_DSVI", "layer_joint",
            "DELTA", "MIN_NOISE"]
 
 #: Variance floor of the reparameterised samples, h = mu + eps sqrt(v + delta)
@@ -585,37 +583,6 @@ class _DSVI:
             return self.natgrad(x, Xs[idx], Ys[idx], n_total / idx.size, n_samples, gamma, rs)
 
         return full, minibatch, natgrad
-
-
-def prediction_paths(dims, n_latent, rs, S):
-    """``S`` paths of standard-normal draws shared by all test rows, so each row's prediction
-    depends on that row only: the latent covariates (from their prior, Salimbeni et al. 2019)
-    first, then one draw per inner layer output."""
-    latent = [rs.standard_normal((S, n_latent))] if n_latent else []
-    return S, latent + [rs.standard_normal((S, d)) for d in dims[1:-1]]
-
-
-def kde_rows(sample, X, y, n_kde_samples, rs, n_layers):
-    """Kernel-density log density of ``y`` from ``sample(rows, rs)`` draws, in row chunks.
-
-    ``sample(rows, rs)`` returns ``(len(rows), n_kde_samples)`` draws; with one layer each row
-    is propagated once, deeper models stack ``S`` copies per row, hence the chunk sizes.
-    """
-    out = np.empty(X.shape[0])
-    budget = blocks.PREDICT_POINTS * (50 if n_layers == 1 else 1)
-    for sl in row_blocks(X.shape[0], int(n_kde_samples), budget):
-        ys = sample(X[sl], rs)
-        out[sl] = kde_log_density(ys.reshape(ys.shape[0], -1), y[sl])
-    return out
-
-
-def mixture_log_density(mu, var, noise, Y, y_mean, y_scale):
-    """Log density of rows ``Y`` (original units) under the mixture over paths of the
-    standardised components ``(mu, var, noise)`` (Salimbeni 2020, eqs. 2.20-2.21)."""
-    # in standardised units, less the log of the scale: y_scale ** 2 overflows for targets of
-    # magnitude ~1e154 and more
-    lp = gaussian_log_density(((Y - y_mean) / y_scale)[None], mu, var + noise).sum(axis=2)
-    return logsumexp(lp, axis=0) - np.log(lp.shape[0]) - np.sum(np.log(y_scale))
 
 
 def layer_joint(layer, H, jitter):

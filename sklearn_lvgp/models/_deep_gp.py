@@ -25,8 +25,7 @@ from .._core.validation import (
 )
 from ..base import _BaseDeepGP, _BaseLVGPRegressor
 from ..bounds._dsvi_init import check_latent_options, hidden_widths, layer_kernels
-from ..bounds._dsvi_likelihood import path_log_density, path_moments
-from ..bounds._dsvi_model import kde_rows, mixture_log_density
+from ..bounds._dsvi_likelihood import kde_rows, mixture_log_density, path_log_density, path_moments
 from ..engine._dask import DaskRows, _dask, is_dask_collection
 from ..likelihoods import Gaussian, Likelihood, StudentT
 
