@@ -415,7 +415,8 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         tol = None if fix_noise else self.tol  # the first phase is a fixed budget
         if self.optimizer == "adam":
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)  # the budget is the user's
+                if fix_noise:  # a fixed budget, not a convergence target
+                    warnings.simplefilter("ignore", ConvergenceWarning)
                 res = minimize_adam(objective, x0, learning_rate=self.learning_rate,
                                     max_iter=budget, tol=tol if held_out is None else None,
                                     window=100, verbose=self.verbose, name=name,
