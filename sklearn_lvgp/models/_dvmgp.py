@@ -76,7 +76,8 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         Second phase: Adam stops when the mean bound over 100 steps improves by less than
         ``tol`` (relative) on the 100 before, L-BFGS-B when 100 iterations improved it by less;
         with early stopping, the relative gain a held-out check needs (``None``: 1e-4).
-        ``None``: the fixed Adam budget and scipy's tests for L-BFGS-B.
+        ``None``: the fixed Adam budget and scipy's tests for L-BFGS-B. A second phase that
+        reaches ``max_iter`` first emits ``ConvergenceWarning``.
     early_stopping : bool, default=False
         Adam only: hold out ``validation_fraction`` of the rows and end the second phase when
         their mean log predictive density has not improved for ``n_iter_no_change`` checks
