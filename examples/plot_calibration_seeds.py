@@ -40,10 +40,10 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
 from sklearn_lvgp import DVMGP, GPCDE, SparseGPRegressor
-from sklearn_lvgp.datasets import two_parabolas_split
-from sklearn_lvgp.datasets._conditional import (
+from sklearn_lvgp.datasets import (
     bimodal_conditional_log_density,
     make_bimodal_conditional,
+    two_parabolas_split,
 )
 
 OUT = Path(__file__).resolve().parent / "output"

@@ -39,7 +39,7 @@ from sklearn.gaussian_process.kernels import RBF as SkRBF
 from sklearn.gaussian_process.kernels import ConstantKernel, WhiteKernel
 
 from sklearn_lvgp import GPCDE, SparseGPRegressor
-from sklearn_lvgp.datasets._conditional import (
+from sklearn_lvgp.datasets import (
     bimodal_conditional_log_density,
     make_bimodal_conditional,
 )

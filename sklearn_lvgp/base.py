@@ -29,7 +29,7 @@ from .bounds._dsvi_init import initial_model
 from .bounds._dsvi_likelihood import prediction_paths
 from .bounds._iwvi import LatentDSVI
 from .engine._dask import DaskRows, is_dask_collection, map_row_blocks
-from .optim._adam import AdamState, run_adam
+from .optim._adam import AdamState, run_adam, warn_budget_spent
 from .optim._lbfgsb import minimize_lbfgsb
 
 __all__ = ["_BaseLVGP", "_BaseLVGPRegressor", "_BaseDeepGP"]
@@ -120,7 +120,7 @@ class _BaseLVGP(BaseEstimator):
 
     def _optimise(self, optimizer, x0, bounds, *, full=None, minibatch=None, n_data=None,
                   batch_size=None, random_state=None, name=None, max_iter=None,
-                  **adam_options):
+                  warn_unconverged=True, **adam_options):
         """The shared optimiser choice: L-BFGS-B on ``full`` or Adam on ``minibatch``.
 
         Parameters
@@ -142,6 +142,10 @@ class _BaseLVGP(BaseEstimator):
             Used in messages (default: the class name).
         max_iter : int or None
             Iterations of this call (default ``self.max_iter``).
+        warn_unconverged : bool, default=True
+            Adam: emit ``ConvergenceWarning`` when ``max_iter`` ends the run before its
+            stopping rule (``tol`` or early stopping) does, as L-BFGS-B does; ``False`` for a
+            fixed number of steps (``partial_fit``'s pass over its rows).
         **adam_options
             Passed on to :func:`sklearn_lvgp.optim._adam.run_adam` (schedule, natural
             gradients, ...).
@@ -168,6 +172,10 @@ class _BaseLVGP(BaseEstimator):
         res = run_adam(minibatch, x0, n_data=n_data, batch_size=batch_size, max_iter=max_iter,
                        learning_rate=self.learning_rate, random_state=random_state,
                        bounds=bounds, verbose=self.verbose, name=name, **adam_options)
+        validation = adam_options.get("validation") is not None
+        if warn_unconverged and (validation or adam_options["stop_tol"] is not None):
+            warn_budget_spent(name, res, max_iter, adam_options.get("tol", 1e-4) if validation
+                              else adam_options["stop_tol"], validation=validation)
         checks = res.validation_history if adam_options.get("validation") else None
         return res.x, -np.asarray(res.history, dtype=np.float64), int(res.n_iter), checks
 
@@ -460,7 +468,7 @@ class _BaseDeepGP(_BaseLVGP):
         self._x, hist, n_iter, self.validation_scores_ = self._optimise(
             "lbfgs" if lbfgs else "adam", self._x, model.bounds(), full=full,
             minibatch=minibatch, n_data=N, batch_size=self._batch_rows(N), random_state=rs,
-            max_iter=max_iter, **adam)
+            max_iter=max_iter, warn_unconverged=not force_adam, **adam)  # partial_fit: a pass
         self.n_iter_ += n_iter
         self._elbo_hist.extend(hist.tolist())
         self.elbo_ = float(np.mean(hist[-(1 if lbfgs else 100):]))

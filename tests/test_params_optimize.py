@@ -126,7 +126,7 @@ def test_adam_reaches_minimum_and_is_reproducible():
 def test_adam_tol_stops_early_and_warns_otherwise():
     res = minimize_adam(_quadratic, np.zeros(2), learning_rate=0.1, max_iter=5000, tol=1e-8)
     assert res.converged and res.n_iter < 5000
-    with pytest.warns(ConvergenceWarning, match="Adam did not meet"):
+    with pytest.warns(ConvergenceWarning, match="Adam did not converge within max_iter=120"):
         minimize_adam(_quadratic, np.zeros(2), learning_rate=1e-4, max_iter=120, tol=1e-12)
 
 

@@ -1,20 +1,26 @@
-"""Warnings attributed to the caller's code (the first stack frame outside this package)."""
+"""Warnings attributed to the caller's code (the first stack frame outside this package and
+scikit-learn, whose wrappers such as ``set_output`` sit between the user and the estimator)."""
 
 import os
 import sys
 import warnings
 
+import sklearn
+
 __all__ = ["warn", "InconsistentVersionWarning"]
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_SKIPPED_DIRS = tuple(
+    os.path.dirname(os.path.abspath(path)) + os.sep
+    for path in (os.path.dirname(os.path.abspath(__file__)), sklearn.__file__))
 
 
 def warn(message, category):
-    """``warnings.warn`` with the stack level of the first frame outside ``sklearn_lvgp``."""
+    """``warnings.warn`` with the stack level of the first frame outside ``sklearn_lvgp`` and
+    ``sklearn``: the user's line, also through scikit-learn's ``set_output`` wrapper."""
     frame = sys._getframe(1)
     level = 2  # 1 would be this function
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
-            _PACKAGE_DIR):
+            _SKIPPED_DIRS):
         frame = frame.f_back
         level += 1
     warnings.warn(message, category, stacklevel=level)

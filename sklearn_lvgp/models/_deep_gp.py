@@ -101,6 +101,7 @@ class DeepGP(RegressorMixin, _BaseDeepGP, _BaseLVGPRegressor):
         over its last 100 iterations) improves by less than ``tol`` relative to its magnitude;
         with early stopping, the relative gain a held-out check needs. ``None``: all
         ``max_iter`` Adam steps (the papers' fixed budgets; 1e-4 for early stopping).
+        An Adam fit that reaches ``max_iter`` first emits ``ConvergenceWarning``.
     natgrad_gamma : float, tuple (gamma0, gamma1, K) or None, default=None
         If set, the last layer's ``q(u)`` is updated by natural-gradient steps of this size
         (alternating with the Adam steps, which then leave it alone); a tuple is a log-linear

@@ -76,7 +76,8 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         Second phase: Adam stops when the mean bound over 100 steps improves by less than
         ``tol`` (relative) on the 100 before, L-BFGS-B when 100 iterations improved it by less;
         with early stopping, the relative gain a held-out check needs (``None``: 1e-4).
-        ``None``: the fixed Adam budget and scipy's tests for L-BFGS-B.
+        ``None``: the fixed Adam budget and scipy's tests for L-BFGS-B. A second phase that
+        reaches ``max_iter`` first emits ``ConvergenceWarning``.
     early_stopping : bool, default=False
         Adam only: hold out ``validation_fraction`` of the rows and end the second phase when
         their mean log predictive density has not improved for ``n_iter_no_change`` checks
@@ -415,7 +416,8 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
         tol = None if fix_noise else self.tol  # the first phase is a fixed budget
         if self.optimizer == "adam":
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)  # the budget is the user's
+                if fix_noise:  # a fixed budget, not a convergence target
+                    warnings.simplefilter("ignore", ConvergenceWarning)
                 res = minimize_adam(objective, x0, learning_rate=self.learning_rate,
                                     max_iter=budget, tol=tol if held_out is None else None,
                                     window=100, verbose=self.verbose, name=name,

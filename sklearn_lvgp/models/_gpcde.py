@@ -118,7 +118,8 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         improving; L-BFGS-B when the bound has improved by less than ``tol`` (relative) over
         its last 100 iterations, or by scipy's own tests. ``None`` runs all ``max_iter`` Adam
         steps (the fixed budgets of the paper's experiments) and leaves L-BFGS-B to scipy's
-        tests.
+        tests. Either optimiser emits ``ConvergenceWarning`` when ``max_iter`` ends the fit
+        first.
     early_stopping : bool, default=False
         Hold out ``validation_fraction`` of the rows and stop Adam when their mean log
         predictive density has not improved (by more than ``tol``, relative) for

@@ -109,6 +109,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         (relative to its magnitude) on the 100 steps before; ``None`` runs all ``max_iter``
         steps (the fixed budgets of the paper's experiments). L-BFGS-B stops when the bound
         has improved by less than ``tol`` over its last 100 iterations, or by scipy's tests.
+        Either optimiser emits ``ConvergenceWarning`` when ``max_iter`` ends the fit first.
     early_stopping : bool, default=False
         Adam only (``"auto"`` then means Adam): stop when the mean log probability of the
         held-out rows' labels (``predict_proba``) has not improved for ``n_iter_no_change``

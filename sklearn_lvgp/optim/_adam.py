@@ -18,12 +18,14 @@ import time
 from typing import NamedTuple
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from .._core.linalg import CholeskyError
 from .._core.progress import iteration_line, progress, report
+from .._core.warn import warn
 
 __all__ = ["AdamState", "DivergenceError", "StochasticResult", "run_adam", "minibatches",
-           "learning_rate_at", "gamma_at"]
+           "learning_rate_at", "gamma_at", "warn_budget_spent"]
 
 
 class DivergenceError(FloatingPointError):
@@ -180,6 +182,33 @@ def _diverged(name, step, what, detail=""):
     return DivergenceError(
         f"{name}: {what} at optimisation step {step}{detail}. The optimisation diverged; "
         "lower learning_rate (or natgrad_gamma), increase jitter, or standardise the data.")
+
+
+def warn_budget_spent(name, result, max_iter, tol, budget="max_iter", validation=False):
+    """``ConvergenceWarning`` when a :func:`run_adam` run used its whole budget before its
+    stopping rule (``tol``, or early stopping on the held-out score) ended it.
+
+    Parameters
+    ----------
+    name : str
+        Used in the message.
+    result : StochasticResult
+        The run.
+    max_iter : int
+        Its budget of iterations.
+    tol : float
+        The tolerance of its stopping rule.
+    budget : str, default="max_iter"
+        The caller's name of ``max_iter``.
+    validation : bool, default=False
+        Whether the rule was early stopping on a held-out score.
+    """
+    if result.converged or result.stopped_early or max_iter <= 0 or result.n_iter < max_iter:
+        return
+    rule = (f"early stopping (tol={tol:g} on the held-out score)" if validation
+            else f"tol={tol:g}")
+    warn(f"{name}: Adam did not converge within {budget}={int(max_iter)} iterations: "
+         f"{rule} was not met. Increase {budget} or loosen tol.", ConvergenceWarning)
 
 
 def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, random_state,

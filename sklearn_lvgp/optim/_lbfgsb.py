@@ -18,7 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .._core.linalg import CholeskyError
 from .._core.progress import iteration_line, progress, report
 from .._core.warn import warn
-from ._adam import run_adam
+from ._adam import run_adam, warn_budget_spent
 
 __all__ = ["OptimizeResult", "minimize_lbfgsb", "minimize_adam"]
 
@@ -204,12 +204,8 @@ def minimize_adam(fun, x0, *, learning_rate=0.01, max_iter=1000, tol=None, beta1
                    stop_tol=tol, window=window, on_nonfinite="retry", validation=validation,
                    n_iter_no_change=n_iter_no_change, tol=validation_tol)
     history = res.history
-    if tol is not None and not res.converged and not res.stopped_early:
-        warn(
-            f"{name}: Adam did not meet tol={tol:g} within {max_iter} steps. "
-            "Increase max_iter or learning_rate.",
-            ConvergenceWarning,
-        )
+    if tol is not None:
+        warn_budget_spent(name, res, max_iter, tol)
     final = history[np.isfinite(history)]
     return OptimizeResult(res.x, float(final[-1]) if final.size else np.nan, res.n_iter,
                           res.converged or tol is None, history, "adam",
