@@ -5,22 +5,27 @@ import os
 import sys
 import warnings
 
-import sklearn
-
 __all__ = ["warn", "InconsistentVersionWarning"]
 
-_SKIPPED_DIRS = tuple(
-    os.path.dirname(os.path.abspath(path)) + os.sep
-    for path in (os.path.dirname(os.path.abspath(__file__)), sklearn.__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _skipped_dirs():
+    """This package's folder, and scikit-learn's once it is imported (it is not imported here:
+    the pre-compilation helper loads ``_core`` without scikit-learn)."""
+    sklearn = sys.modules.get("sklearn")
+    if sklearn is None or getattr(sklearn, "__file__", None) is None:
+        return (_PACKAGE_DIR,)
+    return _PACKAGE_DIR, os.path.dirname(os.path.abspath(sklearn.__file__)) + os.sep
 
 
 def warn(message, category):
     """``warnings.warn`` with the stack level of the first frame outside ``sklearn_lvgp`` and
     ``sklearn``: the user's line, also through scikit-learn's ``set_output`` wrapper."""
+    skipped = _skipped_dirs()
     frame = sys._getframe(1)
     level = 2  # 1 would be this function
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
-            _SKIPPED_DIRS):
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(skipped):
         frame = frame.f_back
         level += 1
     warnings.warn(message, category, stacklevel=level)
