@@ -59,6 +59,12 @@ __all__ = ["BoundParams", "DSVIBound", "DSVIGlobals", "FLOPS_PER_WORK", "chunk_l
 #: minibatch (M = 100, 2 layers) have about 1100 rows, large enough for threads to overlap
 #: (smaller chunks scaled worse).
 FLOPS_PER_WORK = 32
+#: Least estimated work of a chunk of its own (the engine's ``min_work``, in the units above):
+#: the engine's default. Each chunk's glue costs about 0.75 ms of one thread (2-core VM, a
+#: 10⁴-row minibatch, M = 100, 2 layers: 169 / 181 / 194 / 211 ms for 8 / 16 / 32 / 64
+#: chunks), so finer chunks than these 8 cost one thread 7-25 % and would hold the GIL longer
+#: than 16 threads' share of the work.
+CHUNK_MIN_WORK = 2 ** 22
 
 
 def sigma_points(mu, var, delta):
@@ -272,7 +278,7 @@ class DSVIBound(ChunkedBound):
         return 2 * max(model.dims[1:model.n_layers]) if model.n_layers > 1 else 1
 
     def chunk_cost(self, G):
-        return work_per_row(self.model, self._points(G)), None, 0
+        return work_per_row(self.model, self._points(G)), None, 0, CHUNK_MIN_WORK
 
     def plan_key(self, G):
         return self._points(G)

@@ -44,6 +44,7 @@ from ..variational import (
 from ..variational._joint import JointPartial, joint_chunk_vjp, joint_global_vjp, joint_sample
 from ..variational._kl import gaussian_kl_std_vjp, standard_normal_kl_std
 from ._dsvi import (
+    CHUNK_MIN_WORK,
     BoundParams,
     DSVIGlobals,
     chunk_layer_workspaces,
@@ -92,7 +93,7 @@ class IWVIBound(ChunkedBound):
                            int(params.n_samples), params.workspaces)
 
     def chunk_cost(self, G):
-        return work_per_row(self.model, G.S * self.model.K), None, 0
+        return work_per_row(self.model, G.S * self.model.K), None, 0, CHUNK_MIN_WORK
 
     def plan_key(self, G):
         return G.S * self.model.K
