@@ -1,6 +1,7 @@
 """Single-thread bound + gradient at N = 10³ of every chunked objective, for a before/after
 comparison of a refactor: run it with one checkout's package on ``PYTHONPATH``, then the other's,
-interleaved, and compare the medians (``--out`` writes the JSON).
+interleaved, and compare the medians (``--out`` writes the JSON). ``--n-rows`` sets N (the deep
+GP's too), ``--threads`` the thread count.
 
     PYTHONPATH=<checkout> python benchmarks/bench_layout.py --out <file>.json
 
@@ -36,7 +37,7 @@ def _first(*paths):
     raise ImportError(paths)
 
 
-def _cases():
+def _cases(N=1000):
     from sklearn_lvgp.kernels import RBF, Matern32
 
     psi_bound = _first("sklearn_lvgp.bounds._collapsed.CollapsedPsiBound",
@@ -45,7 +46,7 @@ def _cases():
                           "sklearn_lvgp._engine._collapsed.CollapsedKernelBound")
     make_rule = _first("sklearn_lvgp.expectations.make_rule", "sklearn_lvgp._psi.make_rule")
     r = np.random.default_rng(0)
-    N, D, Q, M = 1000, 12, 5, 50
+    D, Q, M = 12, 5, 50
     Y = r.standard_normal((N, D))
     mu, S = r.standard_normal((N, Q)), r.uniform(0.1, 0.5, (N, Q))
     Z = r.standard_normal((M, Q))
@@ -64,17 +65,18 @@ def _cases():
     return cases
 
 
-def _deep_gp_case():
+def _deep_gp_case(N=1000):
     import warnings
 
     from sklearn_lvgp import DeepGP
 
     r = np.random.default_rng(1)
-    X = r.uniform(-2, 2, (1000, 4))
-    y = np.sin(X[:, 0]) + 0.1 * r.standard_normal(1000)
+    X = r.uniform(-2, 2, (N, 4))
+    y = np.sin(X[:, 0]) + 0.1 * r.standard_normal(N)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = DeepGP(n_layers=2, n_inducing=50, max_iter=1, random_state=0).fit(X, y)
+        model = DeepGP(n_layers=2, n_inducing=50, max_iter=1, random_state=0).fit(X[:1000],
+                                                                                  y[:1000])
     Xs = (X - model.X_mean_) / model.X_scale_
     Ys = ((y[:, None] - model.y_mean_) / model.y_scale_)
     return lambda: model._model.elbo(model._x, Xs, Ys, 1.0, 1, np.random.RandomState(0))
@@ -84,13 +86,15 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--out")
+    parser.add_argument("--n-rows", type=int, default=1000)
+    parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     from sklearn_lvgp._core.parallel import threads  # noqa: F401 - the same path in both
-    cases = _cases()
-    cases["DeepGP bound + gradient (2 layers)"] = _deep_gp_case()
+    cases = _cases(args.n_rows)
+    cases["DeepGP bound + gradient (2 layers)"] = _deep_gp_case(args.n_rows)
     out = {}
     thr = _first("sklearn_lvgp._core.parallel.threads", "sklearn_lvgp._parallel.threads")
-    with thr(1):
+    with thr(args.threads):
         for name, fn in cases.items():
             fn()
             times = []

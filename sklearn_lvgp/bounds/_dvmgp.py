@@ -67,6 +67,10 @@ __all__ = ["DVMGPBound", "DVMGPParams", "DVMGPStep", "RowData",
 #: the GIL, so threads would only slow them (200 rows, ten features: 8.3 ms per evaluation on
 #: one thread, 12.8 ms on two; jitted 6.5 and 5.9 ms).
 JITTED_MIN_WORK = 2 ** 23
+#: Least estimated work of a chunk of its own (the engine's ``min_work``, in the units of
+#: :func:`row_work`): about 3 ms of one thread's work (2-core VM), so 5·10⁴ rows are cut into
+#: 64 chunks.
+CHUNK_MIN_WORK = 2 ** 19
 
 
 def _row_factors(kernel, Xi, mu_q, Lsig, jitter):
@@ -253,7 +257,7 @@ class DVMGPBound(ChunkedBound):
 
     def chunk_cost(self, G):
         Q, m_v, _ = np.shape(G.params.mu)
-        return G.work, None, Q * m_v + G.params.zeta.shape[0]
+        return G.work, None, Q * m_v + G.params.zeta.shape[0], CHUNK_MIN_WORK
 
     def plan_key(self, G):
         return np.shape(G.params.mu) + (G.params.zeta.shape[0],)

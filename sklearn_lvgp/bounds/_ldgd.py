@@ -30,6 +30,11 @@ from ._ldgd_objective import GlobalsVJP, classification_ell, classification_ell_
 __all__ = ["LDGDBound", "LDGDParams", "ldgd_evaluate", "ldgd_forward", "ldgd_value_and_vjp",
            "ldgd_vjp", "local_rows"]
 
+#: Least estimated work of a chunk of its own (the engine's ``min_work``, in the units of
+#: :meth:`LDGDBound.chunk_cost`): about 3 ms of one thread's work (2-core VM; a unit costs
+#: about 8 times a deep-GP one here), so a 10⁴-row batch is cut into 64 chunks.
+CHUNK_MIN_WORK = 2 ** 16
+
 
 def _path_pass(kernel, Z, q_mu, q_sqrt, prior, H):
     """Marginals of one (whitened, zero-mean) path at the chunk's points."""
@@ -141,7 +146,7 @@ class LDGDBound(ChunkedBound):
         if self.classify:
             M_c, K = glob.qmu_c.shape
             work += P * M_c * (M_c * (1 + K) + Q)
-        return work / FLOPS_PER_WORK, None, 0
+        return work / FLOPS_PER_WORK, None, 0, CHUNK_MIN_WORK
 
     def plan_key(self, G):
         glob = G.params.glob

@@ -62,7 +62,7 @@ _pools = {}
 _pools_lock = threading.Lock()
 
 
-def plan_chunks(n_rows, work_per_row, max_rows=None, chunk_rows=None):
+def plan_chunks(n_rows, work_per_row, max_rows=None, chunk_rows=None, min_work=None):
     """Row ranges ``[(a, b), ...]`` of the chunks of ``n_rows`` rows.
 
     Parameters
@@ -75,6 +75,10 @@ def plan_chunks(n_rows, work_per_row, max_rows=None, chunk_rows=None):
         Largest chunk (the memory budget of one chunk's working arrays).
     chunk_rows : int, default=None
         Explicit rows per chunk (tests and benchmarks); overrides the estimate.
+    min_work : float, default=None
+        Estimated work below which rows are not split further, in ``work_per_row``'s units
+        (``None``: :data:`MIN_CHUNK_WORK`); a bound whose per-chunk glue is small next to its
+        unit of work sets a smaller one.
 
     Returns
     -------
@@ -89,7 +93,8 @@ def plan_chunks(n_rows, work_per_row, max_rows=None, chunk_rows=None):
     if n_rows <= 0:
         return []
     if chunk_rows is None:
-        least = math.ceil(MIN_CHUNK_WORK / max(1.0, float(work_per_row)))
+        least = math.ceil((MIN_CHUNK_WORK if min_work is None else float(min_work))
+                          / max(1.0, float(work_per_row)))
         rows = max(least, math.ceil(n_rows / TARGET_CHUNKS))
         if max_rows is not None:
             rows = min(rows, max(1, int(max_rows)))

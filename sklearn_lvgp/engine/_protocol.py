@@ -100,9 +100,11 @@ class ChunkedBound:
         raise NotImplementedError
 
     def chunk_cost(self, G):
-        """``(work_per_row, max_rows, kept_per_row)``: the inner-loop work of a row (relative),
-        the largest chunk the memory of one chunk allows (``None``: no limit) and the number of
-        floats a row's forward cache holds (0: nothing kept). Every row source plans its
+        """``(work_per_row, max_rows, kept_per_row[, min_work])``: the inner-loop work of a row
+        (relative), the largest chunk the memory of one chunk allows (``None``: no limit), the
+        number of floats a row's forward cache holds (0: nothing kept) and, optionally, the
+        least work worth a chunk of its own in the same units (default
+        :data:`~sklearn_lvgp.engine._executor.MIN_CHUNK_WORK`). Every row source plans its
         blocks from these (:func:`~sklearn_lvgp.engine._rows.plan_blocks`), never from the
         thread count or the partitions."""
         raise NotImplementedError

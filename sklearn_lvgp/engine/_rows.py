@@ -30,9 +30,10 @@ def plan_blocks(bound, G, n_rows, chunk_rows=None):
     :func:`~sklearn_lvgp.engine._executor.plan_chunks` of the bound's cost estimate
     (:meth:`~sklearn_lvgp.engine._protocol.ChunkedBound.chunk_cost`), or blocks of
     ``chunk_rows`` rows when given. Every row source cuts the rows into these blocks."""
-    work, max_rows, _ = bound.chunk_cost(G)
+    cost = bound.chunk_cost(G)
+    work, max_rows = cost[:2]
     return plan_chunks(n_rows, work, max_rows=None if max_rows is None else max(1, max_rows),
-                       chunk_rows=chunk_rows)
+                       chunk_rows=chunk_rows, min_work=cost[3] if len(cost) > 3 else None)
 
 
 def run_blocks(fn, head, rows_of, blocks, first, n_blocks, context_of, backward=False):
@@ -45,6 +46,12 @@ def run_blocks(fn, head, rows_of, blocks, first, n_blocks, context_of, backward=
     ``rows_of(a, b)`` gives the rows ``a:b`` of the whole data, ``context_of(j, a, b)`` block
     ``j``'s :class:`~sklearn_lvgp.engine._protocol.ChunkContext`.
     """
+    if len(blocks) == 1:  # one block: its node is its partial
+        (a, b), = blocks
+        out = fn(*head, rows_of(a, b), context_of(first, a, b))
+        if backward:
+            return [(0, first, out[1], False)], [out[0]]
+        return [(0, first, out, False)], []
     total = PairwiseSum(n_blocks, first)
     local = []
     for j, (a, b) in enumerate(blocks, start=first):

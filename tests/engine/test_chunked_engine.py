@@ -101,6 +101,19 @@ def test_planned_chunks_are_balanced_for_2_4_8_16_threads(n_rows, work_per_row):
     assert k <= max(1, min(n_rows, 2 * unbalanced))
 
 
+def test_plan_takes_a_bounds_least_chunk_work():
+    """A bound whose glue per chunk is small next to its unit of work sets a smaller least
+    work per chunk: a 10⁴-row LDGD batch (4801 units a row) is 8 chunks at the default and 64
+    at 2^16, a small batch stays one chunk, and the memory cap still rules."""
+    assert len(plan_chunks(10_000, 4801.0)) == 8
+    assert len(plan_chunks(10_000, 4801.0, min_work=2 ** 16)) == 64
+    assert len(plan_chunks(10, 4801.0, min_work=2 ** 16)) == 1
+    assert len(plan_chunks(10_000, 4801.0, max_rows=100, min_work=2 ** 16)) == 112
+    with threads(3):
+        assert plan_chunks(10_000, 4801.0, min_work=2 ** 16) == plan_chunks(
+            10_000, 4801.0, min_work=2 ** 16)
+
+
 def test_executor_returns_in_chunk_order_and_reraises():
     chunks = plan_chunks(50, 1.0, chunk_rows=4)
     out = ChunkExecutor(3).map(lambda i, a, b: (i, a, b), chunks)
