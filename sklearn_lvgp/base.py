@@ -18,14 +18,18 @@ from ._core.parallel import threads
 from ._core.progress import check_callback, fit_progress
 from ._core.scaling import normalization
 from ._core.validation import (
+    check_bool,
     check_early_stopping,
+    check_float,
     check_int,
+    check_natgrad_gamma,
     check_numeric_targets,
     check_observed_columns,
+    check_option,
 )
 from ._core.warn import InconsistentVersionWarning, warn
 from ._version import __version__
-from .bounds._dsvi_init import initial_model
+from .bounds._dsvi_init import hidden_widths, initial_model, layer_kernels
 from .bounds._dsvi_likelihood import prediction_paths
 from .bounds._iwvi import LatentDSVI
 from .engine._dask import DaskRows, is_dask_collection, map_row_blocks
@@ -418,6 +422,31 @@ class _BaseDeepGP(_BaseLVGP):
     :func:`~sklearn_lvgp.bounds._dsvi_init.initial_model`), ``_kernels`` (set by its
     ``_check_params``) and ``_set_likelihood(fitted)`` (its fitted likelihood attributes).
     """
+
+    def _check_deep_gp_params(self, X):
+        """The parameters both deep-GP estimators share (and their layer kernels)."""
+        check_int("n_layers", self.n_layers, min_value=1)
+        hidden_widths(self.hidden_dims, self.n_layers, X.shape[1])
+        check_int("n_inducing", self.n_inducing, min_value=1)
+        check_bool("whiten", self.whiten)
+        check_int("n_samples", self.n_samples, min_value=1)
+        check_int("n_predict_samples", self.n_predict_samples, min_value=1)
+        check_option("expectation", self.expectation, ("monte_carlo", "unscented"))
+        check_option("optimizer", self.optimizer, ("adam", "lbfgs"))
+        check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
+        check_option("learning_rate_schedule", self.learning_rate_schedule,
+                     ("constant", "staircase", "cosine"))
+        check_int("batch_size", self.batch_size, min_value=1, allow_none=True)
+        check_int("max_iter", self.max_iter, min_value=1)
+        if check_natgrad_gamma(self.natgrad_gamma) is not None and self.optimizer != "adam":
+            raise ValueError("natgrad_gamma is used with optimizer='adam' only.")
+        check_float("tol", self.tol, 0.0, allow_none=True)
+        self._check_early_stopping(X.shape[0])
+        check_option("positive_transform", self.positive_transform, ("softplus", "log"))
+        check_float("jitter", self.jitter, 0.0)
+        check_bool("warm_start", self.warm_start)
+        check_option("inner_layer_init", self.inner_layer_init, ("prior", "collapsed"))
+        self._kernels = layer_kernels(self.kernel, self.n_layers)
 
     def _latent(self):
         return int(getattr(self, "latent_dim", None) or 0)

@@ -20,11 +20,10 @@ from .._core.validation import (
     check_float,
     check_int,
     check_n_inducing,
-    check_natgrad_gamma,
     check_option,
 )
 from ..base import _BaseDeepGP, _BaseLVGPRegressor
-from ..bounds._dsvi_init import check_latent_options, hidden_widths, layer_kernels
+from ..bounds._dsvi_init import check_latent_options, hidden_widths
 from ..bounds._dsvi_likelihood import kde_rows, mixture_log_density, path_log_density, path_moments
 from ..engine._dask import DaskRows, _dask, is_dask_collection
 from ..likelihoods import Gaussian, Likelihood, StudentT
@@ -273,30 +272,9 @@ class DeepGP(RegressorMixin, _BaseDeepGP, _BaseLVGPRegressor):
 
     # ----------------------------------------------------------------------------- checks
     def _check_params(self, X, y):
-        check_int("n_layers", self.n_layers, min_value=1)
-        hidden_widths(self.hidden_dims, self.n_layers, X.shape[1])
-        check_int("n_inducing", self.n_inducing, min_value=1)
-        check_bool("whiten", self.whiten)
+        self._check_deep_gp_params(X)
         check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True)
-        check_int("n_samples", self.n_samples, min_value=1)
-        check_int("n_predict_samples", self.n_predict_samples, min_value=1)
-        check_option("expectation", self.expectation, ("monte_carlo", "unscented"))
-        check_option("optimizer", self.optimizer, ("adam", "lbfgs"))
-        check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
-        check_option("learning_rate_schedule", self.learning_rate_schedule,
-                     ("constant", "staircase", "cosine"))
-        check_int("batch_size", self.batch_size, min_value=1, allow_none=True)
-        check_int("max_iter", self.max_iter, min_value=1)
-        if check_natgrad_gamma(self.natgrad_gamma) is not None and self.optimizer != "adam":
-            raise ValueError("natgrad_gamma is used with optimizer='adam' only.")
-        check_float("tol", self.tol, 0.0, allow_none=True)
-        self._check_early_stopping(X.shape[0])
         check_bool("normalize_y", self.normalize_y)
-        check_option("positive_transform", self.positive_transform, ("softplus", "log"))
-        check_float("jitter", self.jitter, 0.0)
-        check_bool("warm_start", self.warm_start)
-        self._kernels = layer_kernels(self.kernel, self.n_layers)
-        check_option("inner_layer_init", self.inner_layer_init, ("prior", "collapsed"))
         if self.optimizer == "lbfgs" and self.expectation == "monte_carlo" and self.n_layers > 1:
             raise ValueError("optimizer='lbfgs' needs a deterministic objective: use "
                              "expectation='unscented' or n_layers=1 with Monte Carlo DSVI use "

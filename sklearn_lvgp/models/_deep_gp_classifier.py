@@ -14,15 +14,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._core.scaling import column_moments
 from .._core.validation import (
-    check_bool,
-    check_float,
-    check_int,
     check_n_inducing,
-    check_natgrad_gamma,
-    check_option,
 )
 from ..base import _BaseDeepGP
-from ..bounds._dsvi_init import hidden_widths, layer_kernels
+from ..bounds._dsvi_init import hidden_widths
 from ..bounds._dsvi_likelihood import path_class_probabilities
 from ..engine._dask import DaskRows, _dask
 from ..likelihoods import Bernoulli, Likelihood, RobustMax
@@ -207,28 +202,7 @@ class DeepGPClassifier(ClassifierMixin, _BaseDeepGP):
         return X, y
 
     def _check_params(self, X, y):
-        check_int("n_layers", self.n_layers, min_value=1)
-        hidden_widths(self.hidden_dims, self.n_layers, X.shape[1])
-        check_int("n_inducing", self.n_inducing, min_value=1)
-        check_bool("whiten", self.whiten)
-        check_int("n_samples", self.n_samples, min_value=1)
-        check_int("n_predict_samples", self.n_predict_samples, min_value=1)
-        check_option("expectation", self.expectation, ("monte_carlo", "unscented"))
-        check_option("optimizer", self.optimizer, ("adam", "lbfgs"))
-        check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
-        check_option("learning_rate_schedule", self.learning_rate_schedule,
-                     ("constant", "staircase", "cosine"))
-        check_int("batch_size", self.batch_size, min_value=1, allow_none=True)
-        check_int("max_iter", self.max_iter, min_value=1)
-        if check_natgrad_gamma(self.natgrad_gamma) is not None and self.optimizer != "adam":
-            raise ValueError("natgrad_gamma is used with optimizer='adam' only.")
-        check_float("tol", self.tol, 0.0, allow_none=True)
-        self._check_early_stopping(X.shape[0])
-        check_option("positive_transform", self.positive_transform, ("softplus", "log"))
-        check_float("jitter", self.jitter, 0.0)
-        check_bool("warm_start", self.warm_start)
-        check_option("inner_layer_init", self.inner_layer_init, ("prior", "collapsed"))
-        self._kernels = layer_kernels(self.kernel, self.n_layers)
+        self._check_deep_gp_params(X)
         if self.optimizer == "lbfgs" and self.expectation == "monte_carlo" and self.n_layers > 1:
             raise ValueError("optimizer='lbfgs' needs a deterministic objective: use "
                              "expectation='unscented' or n_layers=1, or optimizer='adam'.")
