@@ -21,6 +21,8 @@ from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
+from .scaling import pairwise_column_variances
+
 __all__ = ["kmeans_centres", "kmeans_inducing", "pairwise_pca_latents", "pca_components",
            "pca_latents", "principal_axes", "principal_directions", "select_inducing"]
 
@@ -265,8 +267,6 @@ def pairwise_pca_latents(rows, n_components, scaled=False):
     X : ndarray or dask array of shape (N, Q)
         Initial latent means, of the kind ``rows`` holds.
     """
-    from .scaling import pairwise_column_variances
-
     N, D = rows.n_rows, rows.n_columns
     q = min(n_components, D, max(N - 1, 1))
     mean = rows.sum(lambda B: B) / N
