@@ -25,6 +25,7 @@ from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
+from .scaling import pairwise_column_variances
 from .validation import check_finite_array
 
 __all__ = ["fill_missing", "initial_latent_means", "initial_latent_start", "kmeans_centres",
@@ -452,8 +453,6 @@ def pairwise_pca_latents(rows, n_components, scaled=False):
     X : ndarray or dask array of shape (N, Q)
         Initial latent means, of the kind ``rows`` holds.
     """
-    from .scaling import pairwise_column_variances
-
     N, D = rows.n_rows, rows.n_columns
     q = min(n_components, D, max(N - 1, 1))
     mean = rows.sum(lambda B: B) / N
