@@ -118,34 +118,14 @@ def heldout_rows_objective(kernel, Z, rule, post, Y):
         _, adj = heldout_bound(Y[full], 0.0, zeros1, zeros2, post)
         dPsi1[rows] = adj.Psi1[:rows.size]
 
-    def fun(rows, X):
-        k, P = X.shape
-        Q = P // 2
-        f = np.full(k, np.inf)  # a trial point whose variance over- or underflows is rejected
-        G = np.zeros((k, P))
-        with np.errstate(over="ignore"):
-            S_all = np.exp(X[:, Q:])
-        ok = np.flatnonzero(np.all(np.isfinite(X[:, :Q]), axis=1)
-                            & np.all(np.isfinite(S_all) & (S_all >= _TINY), axis=1))
-        for a in range(0, ok.size, block):
-            at = ok[a:a + block]
-            n = at.size
-            at_full = np.concatenate([at, np.full(block - n, at[0])])
-            idx = rows[at_full]
-            mu = np.ascontiguousarray(X[at_full, :Q])
-            S = S_all[at_full]
-            r = _rule_of(rule, idx)
-            stats, _ = psi_statistics(kernel, Z, mu, S, r, per_point=True, need_cache=False)
-            ell, _ = heldout_bound(Y[idx], stats.psi0, stats.Psi1, stats.Psi2, post)
-            f[at] = (gaussian_kl(mu, S, per_row=True) - ell)[:n]
-            _, cache = psi_statistics(kernel, Z, mu, S, r, need_psi2=False)
-            pv = psi_vjp(adj.psi0, dPsi1[idx], adj.Psi2, cache)
-            dkl_mu, dkl_S = gaussian_kl_vjp(mu, S)
-            G[at, :Q] = (dkl_mu - pv.mu)[:n]
-            G[at, Q:] = ((dkl_S - pv.S) * S)[:n]  # d/d log S
-        return f, G
+    def row_terms(idx, mu, S):
+        r = _rule_of(rule, idx)
+        stats, _ = psi_statistics(kernel, Z, mu, S, r, per_point=True, need_cache=False)
+        ell, _ = heldout_bound(Y[idx], stats.psi0, stats.Psi1, stats.Psi2, post)
+        _, cache = psi_statistics(kernel, Z, mu, S, r, need_psi2=False)
+        return ell, psi_vjp(adj.psi0, dPsi1[idx], adj.Psi2, cache)
 
-    return fun
+    return _in_row_blocks(row_terms, block)
 
 
 def masked_rows_objective(kernel, Z, rule, post, Y):
@@ -163,6 +143,23 @@ def masked_rows_objective(kernel, Z, rule, post, Y):
     block = block_rows(Z.shape[0])
     weights = post.column_weights()
 
+    def row_terms(idx, mu, S):
+        stats, cache = psi_statistics(kernel, Z, mu, S, _rule_of(rule, idx), per_point=True)
+        ell, adj = masked_heldout_bound(Y0[idx], observed[idx], stats.psi0, stats.Psi1,
+                                        stats.Psi2, post, weights)
+        return ell, psi_vjp(*adj, cache)
+
+    return _in_row_blocks(row_terms, block)
+
+
+def _in_row_blocks(row_terms, block):
+    """``fun(rows, X) -> (f, G)`` of the per-row objectives ``f_n = KL_n − ℓ_n`` at
+    ``X = [μ, log S]``, from ``row_terms(idx, mu, S) -> (ℓ, Ψ-VJP)`` of ``block`` rows at a time.
+
+    A trial point whose variance over- or underflows is rejected (``f = inf``); the last block
+    is filled up with copies of its first row, so that every call has the same shape and a row's
+    value and gradient do not depend on the other rows of the call or on its place among them.
+    """
     def fun(rows, X):
         k, P = X.shape
         Q = P // 2
@@ -176,17 +173,13 @@ def masked_rows_objective(kernel, Z, rule, post, Y):
             at = ok[a:a + block]
             n = at.size
             at_full = np.concatenate([at, np.full(block - n, at[0])])
-            idx = rows[at_full]
             mu = np.ascontiguousarray(X[at_full, :Q])
             S = S_all[at_full]
-            stats, cache = psi_statistics(kernel, Z, mu, S, _rule_of(rule, idx), per_point=True)
-            ell, adj = masked_heldout_bound(Y0[idx], observed[idx], stats.psi0, stats.Psi1,
-                                            stats.Psi2, post, weights)
+            ell, pv = row_terms(rows[at_full], mu, S)
             f[at] = (gaussian_kl(mu, S, per_row=True) - ell)[:n]
-            pv = psi_vjp(*adj, cache)
             dkl_mu, dkl_S = gaussian_kl_vjp(mu, S)
             G[at, :Q] = (dkl_mu - pv.mu)[:n]
-            G[at, Q:] = ((dkl_S - pv.S) * S)[:n]
+            G[at, Q:] = ((dkl_S - pv.S) * S)[:n]  # d/d log S
         return f, G
 
     return fun
