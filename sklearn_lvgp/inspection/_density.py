@@ -7,7 +7,7 @@ from ..models._deep_gp import DeepGP
 from ..models._dvmgp import DVMGP
 from ..models._gpcde import GPCDE
 from ..models._sgpr import SparseGPRegressor
-from ._base import axes_or_new
+from ._base import axes_or_new, heat_map, padded_range
 
 _REGRESSORS = (DeepGP, GPCDE, DVMGP, SparseGPRegressor)
 
@@ -129,9 +129,7 @@ class PredictiveDensityDisplay:
                 if not lo < hi:
                     raise ValueError(f"a range must be (low, high) with low < high, got {given}.")
                 return lo, hi
-            lo, hi = float(values.min()), float(values.max())
-            pad = margin * max(hi - lo, 1e-12)
-            return lo - pad, hi + pad
+            return padded_range(float(values.min()), float(values.max()), margin)
 
         xs = np.linspace(*limits(X, x_range), n_x)
         ys = np.linspace(*limits(y, y_range), n_y)
@@ -159,10 +157,8 @@ class PredictiveDensityDisplay:
             The display, with its artists set.
         """
         ax = axes_or_new(ax)
-        self.surface_ = ax.pcolormesh(self.grid_x, self.grid_y, self.density, cmap=cmap,
-                                      shading="auto")
-        self.colorbar_ = ax.figure.colorbar(self.surface_, ax=ax)
-        self.colorbar_.set_label("p(y | x)")
+        self.surface_, self.colorbar_ = heat_map(ax, self.grid_x, self.grid_y, self.density,
+                                                 cmap, "p(y | x)")
         kwargs = {"s": 6, "c": "tab:orange", "edgecolors": "none", "alpha": 0.7,
                   "label": "data"}
         kwargs.update(scatter_kwargs or {})

@@ -5,7 +5,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..models._ldgd import LDGD
 from ..models._unscented_gplvm import UnscentedGPLVM
-from ._base import axes_or_new
+from ._base import axes_or_new, heat_map, padded_range
 
 
 class LatentSpaceDisplay:
@@ -126,9 +126,8 @@ class LatentSpaceDisplay:
             if y.shape != (H.shape[0],):
                 raise ValueError(f"y must have shape ({H.shape[0]},) to colour the latent "
                                  f"points, got {y.shape}.")
-        lo, hi = H[:, dims].min(axis=0), H[:, dims].max(axis=0)
-        pad = margin * np.maximum(hi - lo, 1e-12)
-        axes = [np.linspace(lo[i] - pad[i], hi[i] + pad[i], grid_resolution) for i in range(2)]
+        axes = [np.linspace(*padded_range(float(H[:, d].min()), float(H[:, d].max()), margin),
+                            grid_resolution) for d in dims]
         gx, gy = np.meshgrid(*axes)
         grid = np.tile(H.mean(axis=0), (gx.size, 1))
         grid[:, dims[0]], grid[:, dims[1]] = gx.ravel(), gy.ravel()
@@ -156,10 +155,8 @@ class LatentSpaceDisplay:
             The display, with its artists set.
         """
         ax = axes_or_new(ax)
-        self.surface_ = ax.pcolormesh(self.grid_x, self.grid_y, self.variance, cmap=cmap,
-                                      shading="auto")
-        self.colorbar_ = ax.figure.colorbar(self.surface_, ax=ax)
-        self.colorbar_.set_label("predictive variance")
+        self.surface_, self.colorbar_ = heat_map(ax, self.grid_x, self.grid_y, self.variance,
+                                                 cmap, "predictive variance")
         kwargs = {"s": 15, "edgecolors": "k", "linewidths": 0.3}
         labels = None
         if self.y is not None:
