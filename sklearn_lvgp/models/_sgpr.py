@@ -37,7 +37,6 @@ from ..bounds._collapsed_global import (
 )
 from ..engine._dask import DaskRows, _dask, is_dask_collection
 from ..expectations import EXPECTATIONS, make_rule, psi_statistics
-from ..kernels import as_lvgp_kernel
 from ..kernels._stationary import default_rbf
 from ..likelihoods._gaussian import gaussian_log_density
 from ..optim._collapsed_fit import collapsed_bound_and_grads as sgpr_bound_and_grads
@@ -200,7 +199,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
     def _check_params(self, X, y):
         n = X.shape[0]
         name = type(self).__name__
-        self._kernel = as_lvgp_kernel(self.kernel, input_dim=X.shape[1])
+        self._kernel, self._white_noise = self._kernel_and_noise(X.shape[1])
         if self.inducing_inputs is not None:
             Z = check_finite_array("inducing_inputs", self.inducing_inputs)
             if Z.ndim != 2 or Z.shape[1] != X.shape[1]:
@@ -320,7 +319,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             noise0, jitter, n_before = self.noise_variance_, self._jitter, self.n_iter_
         else:
             noise0 = (float(self.noise_variance_init) if self.noise_variance_init is not None
-                      else 0.1 * var_y)
+                      else self._white_noise or 0.1 * var_y)
             jitter, n_before = settled_jitter(kernel.K(Z0), self.jitter), 0
         fit = fit_collapsed(
             kernel, X, Yn, Z0, noise0, bound=bound, var_y=var_y, z_scale=scales, jitter=jitter,

@@ -1,0 +1,101 @@
+"""Defaults that used to fail quietly (issue: a scikit-learn ``RBF()`` with its amplitude fixed
+at 1, a ``WhiteKernel`` duplicating the model's noise, messages naming the wrong parameter)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_diabetes
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process import kernels as skk
+from sklearn.model_selection import train_test_split
+
+from sklearn_lvgp import SparseGPRegressor, UnscentedGPLVM
+from sklearn_lvgp.kernels import RBF
+
+
+def _caught(call):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()  # the line the warnings must be attributed to
+    return caught
+
+
+def test_sklearn_rbf_learns_its_amplitude_on_diabetes():
+    X, y = load_diabetes(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SparseGPRegressor(kernel=skk.RBF(), n_inducing=20, random_state=0)
+        model.fit(X_train, y_train)  # targets around 150, normalize_y=False (the default)
+        fixed = SparseGPRegressor(kernel=skk.ConstantKernel(1.0, "fixed") * skk.RBF(),
+                                  n_inducing=20, random_state=0).fit(X_train, y_train)
+    # measured 0.363 (0.437, 0.449 on random_state=1, 2); was -4.6 with the amplitude fixed
+    assert model.score(X_test, y_test) > 0.3
+    assert model.kernel_.variance > 1e3  # the signal variance of targets in their own units
+    # asking for a fixed unit amplitude still gets one (and the poor fit that goes with it)
+    assert fixed.kernel_.variance == 1.0 and fixed.score(X_test, y_test) < 0
+
+
+@pytest.mark.parametrize("make", [
+    lambda k, **kw: SparseGPRegressor(kernel=k, n_inducing=8, random_state=0, **kw),
+    lambda k, **kw: UnscentedGPLVM(n_components=1, kernel=k, n_inducing=8, max_iter=30,
+                                   random_state=0, **kw),
+], ids=["SparseGPRegressor", "UnscentedGPLVM"])
+def test_white_kernel_is_merged_into_the_noise(make):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, (40, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(40)
+    fit = ((lambda est: est.fit(X, y)) if isinstance(make(None), SparseGPRegressor)
+           else (lambda est: est.fit(np.column_stack([y, X[:, 0]]))))
+    summed = skk.RBF() + skk.WhiteKernel(0.05, noise_level_bounds=(1e-3, 1.0))
+    caught = _caught(lambda: fit(make(summed)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        merged = fit(make(summed))
+        twin = fit(make(skk.RBF(), noise_variance_init=0.05))
+    notes = [w for w in caught if w.category is UserWarning]
+    assert len(notes) == 1
+    message = str(notes[0].message)
+    assert "WhiteKernel in kernel duplicates the model's own Gaussian noise" in message
+    assert "noise_level (0.05) is the starting noise variance" in message
+    assert "noise_variance_init" in message and "noise_level_bounds are not used" in message
+    assert notes[0].filename == __file__
+    # no White summand left: the noise is the model's, as with noise_variance_init
+    assert "White" not in repr(merged.kernel_)
+    assert merged.noise_variance_ == twin.noise_variance_
+    assert repr(merged.kernel_) == repr(twin.kernel_)
+    # noise_variance_init, when set, wins over the WhiteKernel's level
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        explicit = fit(make(summed, noise_variance_init=0.3))
+        want = fit(make(skk.RBF(), noise_variance_init=0.3))
+    assert explicit.noise_variance_ == want.noise_variance_
+
+
+def test_a_lone_white_kernel_is_left_alone():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, (30, 1))
+    caught = _caught(lambda: SparseGPRegressor(kernel=skk.WhiteKernel(), n_inducing=5,
+                                               max_iter=3, random_state=0).fit(X, X[:, 0]))
+    assert not [w for w in caught if "WhiteKernel" in str(w.message)]
+
+
+def test_bound_message_names_normalize_y_for_a_zero_mean_gp():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, (60, 1))
+    y = 150.0 + np.sin(X[:, 0])  # far from the GP's zero mean
+    capped = RBF(variance_bounds=(1e-3, 10.0))
+
+    def fit(normalize_y):
+        SparseGPRegressor(kernel=capped, n_inducing=10, normalize_y=normalize_y,
+                          random_state=0).fit(X, y)
+
+    caught = [w for w in _caught(lambda: fit(False)) if "bound" in str(w.message)]
+    assert caught and caught[0].category is ConvergenceWarning
+    message = str(caught[0].message)
+    assert "kernel_ hyperparameter variance is at its upper bound" in message
+    assert "Pass normalize_y=True (the GP has a zero mean" in message
+    assert "widen variance_bounds" in message
+    assert caught[0].filename == __file__
+    assert not [w for w in _caught(lambda: fit(True)) if "normalize_y" in str(w.message)]
