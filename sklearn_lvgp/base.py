@@ -34,6 +34,7 @@ from .bounds._dsvi_likelihood import prediction_paths
 from .bounds._iwvi import LatentDSVI
 from .engine._dask import DaskRows, is_dask_collection, map_row_blocks
 from .kernels import as_lvgp_kernel, split_white
+from .kernels._diagnostics import flat_kernel
 from .optim._adam import AdamState, run_adam, warn_budget_spent
 from .optim._lbfgsb import minimize_lbfgsb
 
@@ -112,6 +113,7 @@ class _BaseLVGP(BaseEstimator):
                     compile_report(self), compile_ahead(self):
                 self._fit(X, y, random_state, **fit_params)
         self._warn_at_bounds()
+        self._warn_flat_kernels(X)
         return self
 
     def _continues_fit(self, key):
@@ -221,6 +223,33 @@ class _BaseLVGP(BaseEstimator):
                     warn(f"{type(self).__name__}: the fitted {attribute} hyperparameter {label} "
                          f"is at its {side} bound. {remedy} or widen {name}_bounds "
                          "and refit.", ConvergenceWarning)
+
+    def _kernel_inputs(self, X):
+        """``(attribute, kernel, inputs)`` of the fitted kernels whose training inputs are known
+        from the fit data ``X``: the first layer of a deep GP (on the standardised ``X``)."""
+        layers = getattr(self, "layers_", None)
+        if not layers or getattr(self, "X_scale_", None) is None or np.isnan(X).any():
+            return []
+        return [("layers_[0].kernel", layers[0].kernel, (X - self.X_mean_) / self.X_scale_)]
+
+    def _warn_flat_kernels(self, X):
+        """``UserWarning`` for a kernel that fixed length scales leave constant (or diagonal)
+        over its training inputs (:func:`~sklearn_lvgp.kernels._diagnostics.flat_kernel`)."""
+        for attribute, kernel, inputs in self._kernel_inputs(X):
+            found = flat_kernel(kernel, inputs)
+            if found is None:
+                continue
+            kind, names = found
+            what = ("numerically constant over the training inputs (their correlations are all "
+                    "within 1e-6 of one), so the model predicts about the same value everywhere"
+                    if kind == "constant" else
+                    "numerically diagonal over the training inputs (no two are correlated above "
+                    "1e-8), so away from them the model predicts the prior mean")
+            values = ", ".join(f"{n}={kernel.get_params()[n]!r}" for n in names)
+            verb = "makes" if len(names) == 1 else "make"
+            warn(f"{type(self).__name__}: the fixed {values} of {attribute} {verb} the kernel "
+                 f"{what}. Set {' and '.join(names)} to the scale of the inputs, or let the fit "
+                 f"choose it (remove \"fixed\" from {names[0]}_bounds).", UserWarning)
 
     @contextmanager
     def _all_or_nothing(self):

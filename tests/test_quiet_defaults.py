@@ -145,3 +145,37 @@ def test_ldgd_default_probabilities_are_safe_on_breast_cancer_and_iris():
     runs = [_ldgd_log_losses(load_iris, seed) for seed in range(4)]
     assert np.mean([r[0] for r in runs]) <= np.mean([r[1] for r in runs])
     assert min(r[2] for r in runs) > 1e-12
+
+
+def _diabetes_rows():
+    X, y = load_diabetes(return_X_y=True)
+    return X[:120], y[:120]
+
+
+@pytest.mark.parametrize("length_scale, kind", [(1e4, "constant"), (1e-6, "diagonal")])
+def test_fixed_extreme_length_scale_warns_naming_it(length_scale, kind):
+    from sklearn_lvgp import DeepGP
+
+    X, y = _diabetes_rows()
+    fixed = RBF(length_scale, length_scale_bounds="fixed")
+    sgpr = SparseGPRegressor(kernel=fixed, n_inducing=10, normalize_y=True, random_state=0)
+    caught = [w for w in _caught(lambda: sgpr.fit(X, y)) if w.category is UserWarning]
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert f"the fixed length_scale={length_scale!r} of kernel_ makes the kernel " \
+           f"numerically {kind} over the training inputs" in message
+    assert 'remove "fixed" from length_scale_bounds' in message
+    assert caught[0].filename == __file__
+    if kind == "constant":  # what the warning is about: the same prediction everywhere
+        assert np.std(sgpr.predict(X)) < 1e-6 * np.std(y)
+        deep = DeepGP(n_layers=1, kernel=fixed, n_inducing=10, max_iter=20, random_state=0)
+        caught = [w for w in _caught(lambda: deep.fit(X, y)) if w.category is UserWarning]
+        assert len(caught) == 1 and caught[0].filename == __file__
+        assert "fixed length_scale=10000.0 of layers_[0].kernel makes" in str(caught[0].message)
+
+
+def test_fixed_ordinary_length_scale_does_not_warn():
+    X, y = _diabetes_rows()
+    model = SparseGPRegressor(kernel=RBF(0.1, length_scale_bounds="fixed"), n_inducing=10,
+                              normalize_y=True, random_state=0)
+    assert not [w for w in _caught(lambda: model.fit(X, y)) if w.category is UserWarning]

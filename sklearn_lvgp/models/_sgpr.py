@@ -338,6 +338,9 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         self._rules = {}
         return self
 
+    def _kernel_inputs(self, X):
+        return [("kernel_", self.kernel_, X)]
+
     # --------------------------------------------------------------------------- predict
     def _rule(self, expectation, random_state=None):
         """Rule for test-time expectations; Monte Carlo nodes are frozen per fitted model
