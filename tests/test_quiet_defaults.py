@@ -179,3 +179,51 @@ def test_fixed_ordinary_length_scale_does_not_warn():
     model = SparseGPRegressor(kernel=RBF(0.1, length_scale_bounds="fixed"), n_inducing=10,
                               normalize_y=True, random_state=0)
     assert not [w for w in _caught(lambda: model.fit(X, y)) if w.category is UserWarning]
+
+
+@pytest.mark.parametrize("magnitude", [1e150, 1e-150])
+def test_sparse_gp_rescales_inputs_of_extreme_magnitude(magnitude):
+    X, y = _diabetes_rows()
+    big = X * magnitude
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SparseGPRegressor(n_inducing=10, normalize_y=True, random_state=0).fit(big, y)
+        unit = model._x_unit  # per-column powers of two: an exact change of units
+        assert unit is not None and np.all(np.log2(unit) == np.round(np.log2(unit)))
+        twin = SparseGPRegressor(n_inducing=10, normalize_y=True, random_state=0)
+        twin.fit(big / unit, y)
+    assert twin._x_unit is None  # ordinary data are used as they are
+    # the same model in other units, bit for bit
+    np.testing.assert_array_equal(model.predict(big), twin.predict(big / unit))
+    V = np.full(X.shape, (1e-2 * magnitude) ** 2)
+    np.testing.assert_array_equal(model.predict(big, X_var=V, return_std=True)[1],
+                                  twin.predict(big / unit, X_var=V / unit ** 2,
+                                               return_std=True)[1])
+    np.testing.assert_array_equal(model.inducing_inputs_, twin.inducing_inputs_ * unit)
+    np.testing.assert_array_equal(model.kernel_.length_scale, twin.kernel_.length_scale * unit)
+    assert model.elbo_ == twin.elbo_
+    # a kernel of the user's own has length scales in the units of X: refused, naming why
+    with pytest.raises(ValueError, match=r"X \(with a kernel of your own, .*kernel=None "
+                                         r"rescales X internally\) has values of magnitude"):
+        SparseGPRegressor(kernel=RBF(), n_inducing=10).fit(big, y)
+
+
+@pytest.mark.parametrize("magnitude", [1e150, 1e-150])
+def test_unscented_gplvm_rescales_data_of_extreme_magnitude(magnitude):
+    X = load_diabetes().data[:40, :4]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = UnscentedGPLVM(n_components=2, n_inducing=6, max_iter=20, random_state=0)
+        model.fit(X * magnitude)
+        scale = model.X_scale_
+        assert np.all(np.log2(scale) == np.round(np.log2(scale)))
+        twin = UnscentedGPLVM(n_components=2, n_inducing=6, max_iter=20, random_state=0)
+        twin.fit(X * magnitude / scale)
+        np.testing.assert_array_equal(twin.X_scale_, 1.0)
+        np.testing.assert_array_equal(model.transform(X[:5] * magnitude),
+                                      twin.transform(X[:5] * magnitude / scale))
+    np.testing.assert_array_equal(model.latent_mean_, twin.latent_mean_)
+    # densities in the original units: the log-Jacobian of the change of units apart
+    np.testing.assert_allclose(model.score_samples(X[:3] * magnitude),
+                               twin.score_samples(X[:3] * magnitude / scale)
+                               - np.sum(np.log(scale)), rtol=1e-12)

@@ -72,10 +72,10 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
     noise_variance_init : float, default=None
         Initial Gaussian noise variance; ``None`` is 1% of the mean column variance.
     normalize_X : {"center", "standardize", "none"}, default="center"
-        How the data are normalised before fitting: subtract the column means, also divide by
-        the column standard deviations (predictions, ``inverse_transform`` and
-        ``score_samples`` are in the original units either way), or use them as they are (the
-        paper's experiments).
+        Subtract the column means (and divide by powers of two near the column spreads if
+        the data would overflow, e.g. at 1e±150), also divide by the standard deviations, or
+        use the data as they are (the paper's experiments); predictions, ``inverse_transform``
+        and ``score_samples`` are in the original units.
     optimizer : {"auto", "lbfgs", "alternating", "adam"}, default="auto"
         ``"lbfgs"``: one L-BFGS-B over all parameters. ``"alternating"``: rounds of a local
         step (each chunk of rows improves its q(x_n) with the model fixed, in parallel) and a
@@ -150,7 +150,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         one length scale for all dimensions gives equal relevances, and ``fit`` warns.
     X_mean_, X_scale_ : ndarray of shape (n_features,)
         Normalisation of the data, ``(X - X_mean_) / X_scale_`` (zeros and ones where
-        ``normalize_X`` does not centre or scale).
+        ``normalize_X`` does not centre or scale, see ``normalize_X``).
     n_features_in_ : int
         Number of features seen during fit.
 
