@@ -1,6 +1,6 @@
 """sklearn_lvgp: scikit-learn-compatible latent-variable Gaussian-process models."""
 
-from . import kernels
+from . import kernels, metrics  # metrics: scorer names such as "log_predictive_density"
 from ._core.legacy import install as _install_legacy_modules
 from ._version import __version__
 from .impute import GPLVMImputer
@@ -15,4 +15,4 @@ from .models._unscented_gplvm import UnscentedGPLVM
 _install_legacy_modules()  # pickles written before the modules moved still load
 
 __all__ = ["DVMGP", "DeepGP", "DeepGPClassifier", "GPCDE", "GPLVMImputer", "LDGD",
-           "SparseGPRegressor", "UnscentedGPLVM", "kernels", "__version__"]
+           "SparseGPRegressor", "UnscentedGPLVM", "kernels", "metrics", "__version__"]

@@ -33,6 +33,8 @@ from .bounds._dsvi_init import hidden_widths, initial_model, layer_kernels
 from .bounds._dsvi_likelihood import prediction_paths
 from .bounds._iwvi import LatentDSVI
 from .engine._dask import DaskRows, is_dask_collection, map_row_blocks
+from .kernels import as_lvgp_kernel, split_white
+from .kernels._diagnostics import flat_kernel
 from .optim._adam import AdamState, run_adam, warn_budget_spent
 from .optim._lbfgsb import minimize_lbfgsb
 
@@ -111,6 +113,7 @@ class _BaseLVGP(BaseEstimator):
                     compile_report(self), compile_ahead(self):
                 self._fit(X, y, random_state, **fit_params)
         self._warn_at_bounds()
+        self._warn_flat_kernels(X)
         return self
 
     def _continues_fit(self, key):
@@ -196,10 +199,13 @@ class _BaseLVGP(BaseEstimator):
 
         A hyperparameter stopped by its bound usually means data in other units than the
         kernel's bounds assume (or a kernel that does not suit the data): refit with normalised
-        data or wider bounds, as scikit-learn's ``GaussianProcessRegressor`` advises. A length
+        data or wider bounds, as scikit-learn's ``GaussianProcessRegressor`` advises. A kernel
+        amplitude at a bound with ``normalize_y=False`` names ``normalize_y``: a zero-mean GP
+        on targets far from zero puts their offset into the amplitude. A length
         scale at its upper bound is not reported: that is automatic relevance determination
         switching an input off, a result rather than a failure.
         """
+        zero_mean = getattr(self, "normalize_y", None) is False
         for attribute, kernel in self._fitted_kernels():
             theta, bounds = kernel.theta, kernel.bounds
             entries = [(h.name, f"{h.name}[{j}]" if h.n_elements > 1 else h.name)
@@ -209,10 +215,41 @@ class _BaseLVGP(BaseEstimator):
                         "upper" if np.isfinite(hi) and hi - t < 1e-3 else None)
                 if side == "upper" and name.rsplit("__", 1)[-1] == "length_scale":
                     continue
+                remedy = ("Pass normalize_y=True (the GP has a zero mean: targets far from zero "
+                          "are fitted as signal or noise), normalise X" if zero_mean and
+                          name.rsplit("__", 1)[-1] in ("variance", "variances") else
+                          "Normalise the data")
                 if side is not None:
                     warn(f"{type(self).__name__}: the fitted {attribute} hyperparameter {label} "
-                         f"is at its {side} bound. Normalise the data or widen {name}_bounds "
+                         f"is at its {side} bound. {remedy} or widen {name}_bounds "
                          "and refit.", ConvergenceWarning)
+
+    def _kernel_inputs(self, X):
+        """``(attribute, kernel, inputs)`` of the fitted kernels whose training inputs are known
+        from the fit data ``X``: the first layer of a deep GP (on the standardised ``X``)."""
+        layers = getattr(self, "layers_", None)
+        if not layers or getattr(self, "X_scale_", None) is None or np.isnan(X).any():
+            return []
+        return [("layers_[0].kernel", layers[0].kernel, (X - self.X_mean_) / self.X_scale_)]
+
+    def _warn_flat_kernels(self, X):
+        """``UserWarning`` for a kernel that fixed length scales leave constant (or diagonal)
+        over its training inputs (:func:`~sklearn_lvgp.kernels._diagnostics.flat_kernel`)."""
+        for attribute, kernel, inputs in self._kernel_inputs(X):
+            found = flat_kernel(kernel, inputs)
+            if found is None:
+                continue
+            kind, names = found
+            what = ("numerically constant over the training inputs (their correlations are all "
+                    "within 1e-6 of one), so the model predicts about the same value everywhere"
+                    if kind == "constant" else
+                    "numerically diagonal over the training inputs (no two are correlated above "
+                    "1e-8), so away from them the model predicts the prior mean")
+            values = ", ".join(f"{n}={kernel.get_params()[n]!r}" for n in names)
+            verb = "makes" if len(names) == 1 else "make"
+            warn(f"{type(self).__name__}: the fixed {values} of {attribute} {verb} the kernel "
+                 f"{what}. Set {' and '.join(names)} to the scale of the inputs, or let the fit "
+                 f"choose it (remove \"fixed\" from {names[0]}_bounds).", UserWarning)
 
     @contextmanager
     def _all_or_nothing(self):
@@ -244,6 +281,23 @@ class _BaseLVGP(BaseEstimator):
             warnings.warn(InconsistentVersionWarning(type(self).__name__, __version__, saved),
                           stacklevel=2)
         super().__setstate__(state)
+
+    def _kernel_and_noise(self, input_dim):
+        """``kernel`` validated and converted, and the starting noise variance it implies.
+
+        For the estimators with a Gaussian noise of their own: a scikit-learn ``WhiteKernel``
+        summand would be a second, unidentifiable noise term, so it is merged into the model's
+        noise (its ``noise_level`` is the starting noise variance unless
+        ``noise_variance_init`` is set) with a note; ``None`` when there is none.
+        """
+        rest, noise = split_white(self.kernel)
+        if noise is not None:
+            warn(f"{type(self).__name__}: the WhiteKernel in kernel duplicates the model's own "
+                 f"Gaussian noise and was merged into it: its noise_level ({noise:.3g}) is the "
+                 "starting noise variance unless noise_variance_init is set, and its "
+                 "noise_level_bounds are not used (the noise variance is fitted). Remove the "
+                 "WhiteKernel from kernel to silence this note.", UserWarning)
+        return as_lvgp_kernel(rest, input_dim=input_dim), noise
 
     def _check_params(self, X, y):
         raise NotImplementedError

@@ -1,33 +1,51 @@
 """Metrics for predictive distributions.
 
-- :func:`neg_log_predictive_density` is a scorer for model selection by density: pass it as
-  ``scoring=`` to ``GridSearchCV`` or ``cross_validate``; it calls the regressor's
-  ``predict_log_density(X, y)``.
+- :func:`log_predictive_density` is a scorer for model selection by density (higher is
+  better): it calls the regressor's ``predict_log_density(X, y)``. Importing
+  :mod:`sklearn_lvgp` (which imports this module) makes it available by name, as
+  ``scoring="log_predictive_density"`` in ``GridSearchCV``, ``cross_val_score`` or
+  ``cross_validate``; :func:`get_scorer` returns it (or any scikit-learn scorer) by name.
 - :func:`kde_log_density` estimates the test log-likelihood of a model whose predictive density
   is only available through samples, per test point, by a Gaussian kernel density estimate of the
   samples with Silverman's rule-of-thumb bandwidth ``1.06 * std * n^(-1/5)`` (the evaluation of
   :cite:`salimbeni2020deep`, Table 5.1).
+
+How the scorer names are registered: scikit-learn has no public scorer registry. Its scoring
+strings are looked up in the private dictionary ``sklearn.metrics._scorer._SCORERS``, and the
+parameter validation of ``GridSearchCV``, ``cross_val_score`` and the like checks a string
+against a set of the names taken when each scikit-learn module was imported. On import this
+module adds its names to that dictionary and to those sets of the scikit-learn modules already
+imported (the ones imported later take the names from the dictionary), only where the private
+objects have the expected types and only for names scikit-learn does not define itself. Where
+that is not possible (another scikit-learn layout), nothing is changed and
+``scoring=sklearn_lvgp.metrics.get_scorer("log_predictive_density")``, or the function itself,
+works with any version; :data:`SCORERS_REGISTERED` says which case holds.
 """
+
+import sys
 
 import numpy as np
 from scipy.special import logsumexp
 
 from ._core.constants import LOG_2PI
+from ._core.warn import warn
 
-__all__ = ["kde_log_density", "neg_log_predictive_density", "silverman_bandwidth"]
+__all__ = ["SCORERS_REGISTERED", "get_scorer", "get_scorer_names", "kde_log_density",
+           "log_predictive_density", "neg_log_predictive_density", "silverman_bandwidth"]
 
 #: Samples x points evaluated per block (bounds the temporary memory to ~8 MB).
 _BLOCK = 1_000_000
 
 
-def neg_log_predictive_density(estimator, X, y, sample_weight=None):
+def log_predictive_density(estimator, X, y, sample_weight=None):
     """Score a fitted regressor by the mean log predictive density of ``y`` (greater is better).
 
-    The negated NLPD, ``mean_n log p(y_n | x_n, data)``, in nats per row: the scorer to pass as
-    ``scoring=neg_log_predictive_density`` to ``GridSearchCV`` or ``cross_validate`` when models
-    are to be compared by their predictive distributions rather than by R² (which ``score``
-    gives). It calls ``estimator.predict_log_density(X, y)``; for a ``Pipeline`` the steps
-    before the last transform ``X`` first.
+    ``mean_n log p(y_n | x_n, data)``, in nats per row (the negative of the NLPD): the scorer
+    to pass as ``scoring="log_predictive_density"`` (or ``scoring=log_predictive_density``) to
+    ``GridSearchCV``, ``cross_val_score`` or ``cross_validate`` when models are to be compared
+    by their predictive distributions rather than by R² (which ``score`` gives). It calls
+    ``estimator.predict_log_density(X, y)``; for a ``Pipeline`` the steps before the last
+    transform ``X`` first.
 
     Parameters
     ----------
@@ -55,11 +73,10 @@ def neg_log_predictive_density(estimator, X, y, sample_weight=None):
     >>> import numpy as np
     >>> from sklearn.model_selection import GridSearchCV
     >>> from sklearn_lvgp import SparseGPRegressor
-    >>> from sklearn_lvgp.metrics import neg_log_predictive_density
     >>> rng = np.random.RandomState(0)
     >>> X = rng.uniform(-3, 3, (60, 1)); y = np.sin(X[:, 0]) + 0.1 * rng.randn(60)
     >>> search = GridSearchCV(SparseGPRegressor(random_state=0), {"n_inducing": [5, 10]},
-    ...                       scoring=neg_log_predictive_density, cv=3).fit(X, y)
+    ...                       scoring="log_predictive_density", cv=3).fit(X, y)
     >>> sorted(search.best_params_)
     ['n_inducing']
     """
@@ -70,10 +87,120 @@ def neg_log_predictive_density(estimator, X, y, sample_weight=None):
             if step is not None and step != "passthrough":
                 X = step.transform(X)
     if not hasattr(final, "predict_log_density"):
-        raise TypeError(f"neg_log_predictive_density needs a regressor with "
+        raise TypeError(f"log_predictive_density needs a regressor with "
                         f"predict_log_density(X, y); {type(final).__name__} has none.")
     log_density = np.asarray(final.predict_log_density(X, y), dtype=np.float64)
     return float(np.average(log_density, weights=sample_weight))
+
+
+def neg_log_predictive_density(estimator, X, y, sample_weight=None):
+    """Deprecated name of :func:`log_predictive_density` (the same value).
+
+    The name read as the negated NLPD while the function returns the log density itself; it
+    warns (``FutureWarning``) and will be removed.
+    """
+    warn("neg_log_predictive_density is deprecated: use log_predictive_density (or "
+         "scoring='log_predictive_density'), which returns the same value, the mean log "
+         "predictive density (higher is better).", FutureWarning)
+    return log_predictive_density(estimator, X, y, sample_weight=sample_weight)
+
+
+_SCORERS = {"log_predictive_density": log_predictive_density}
+
+
+def get_scorer(scoring):
+    """Return a scorer by name: this package's, else scikit-learn's.
+
+    Parameters
+    ----------
+    scoring : str, callable or None
+        ``"log_predictive_density"``, any name of ``sklearn.metrics.get_scorer_names()``, a
+        callable (returned as is) or ``None``.
+
+    Returns
+    -------
+    scorer : callable or None
+        The scorer, ``scorer(estimator, X, y)``.
+
+    Raises
+    ------
+    ValueError
+        If the name is neither this package's nor scikit-learn's; the message lists this
+        package's names.
+    """
+    if isinstance(scoring, str) and scoring in _SCORERS:
+        return _SCORERS[scoring]
+    from sklearn.metrics import get_scorer as sklearn_get_scorer
+
+    try:
+        return sklearn_get_scorer(scoring)
+    except ValueError as exc:
+        raise ValueError(f"{scoring!r} is neither a sklearn_lvgp scorer ({sorted(_SCORERS)}) "
+                         "nor a scikit-learn one (sklearn.metrics.get_scorer_names()).") from exc
+
+
+def get_scorer_names():
+    """Names :func:`get_scorer` accepts: scikit-learn's and this package's, sorted.
+
+    Returns
+    -------
+    names : list of str
+    """
+    from sklearn.metrics import get_scorer_names as sklearn_names
+
+    return sorted(set(sklearn_names()) | set(_SCORERS))
+
+
+def _scorer_name_sets(known):
+    """The sets of scorer names in the parameter constraints of the imported scikit-learn
+    classes and functions (a ``StrOptions`` whose options include every name of ``known``)."""
+    from sklearn.utils._param_validation import StrOptions
+
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("sklearn.") or module is None:
+            continue
+        for obj in list(vars(module).values()):
+            constraints = (getattr(obj, "_parameter_constraints", None)
+                           or getattr(getattr(obj, "__wrapped__", None),
+                                      "_skl_parameter_constraints", None))
+            if not isinstance(constraints, dict):
+                continue
+            for options in constraints.values():
+                for c in options if isinstance(options, list) else ():
+                    if (isinstance(c, StrOptions) and isinstance(c.options, set)
+                            and known <= c.options):
+                        found[id(c.options)] = c.options
+    return list(found.values())
+
+
+def _register_with_sklearn():
+    """Add this package's scorer names to scikit-learn's (private) registry; ``True`` if done.
+
+    See the module docstring: nothing is changed unless ``_SCORERS`` is a dict holding the
+    scorers scikit-learn documents, and a name scikit-learn already has is left alone.
+    """
+    try:
+        from sklearn.metrics import _scorer
+
+        registry = _scorer._SCORERS
+        known = {"r2", "accuracy", "neg_mean_squared_error"}
+        if not isinstance(registry, dict) or not known <= set(registry):
+            return False
+        sets = _scorer_name_sets(known)
+    except (ImportError, AttributeError):
+        return False
+    for name, scorer in _SCORERS.items():
+        if name not in registry:
+            registry[name] = scorer
+            for names in sets:
+                names.add(name)
+    return all(registry.get(name) is scorer for name, scorer in _SCORERS.items())
+
+
+#: Whether the names of :func:`get_scorer_names` that are this package's were added to
+#: scikit-learn's scoring strings on import (see the module docstring).
+SCORERS_REGISTERED = _register_with_sklearn()
 
 
 def _check_samples(samples):

@@ -75,7 +75,7 @@ VARIANTS = {
          "learning_rate": 0.02, "elbo_weighting": "ref-2024-03", "proba": "marginal",
          "normalize_X": "none"},
         {"early_stopping": True, "max_iter": 200, "learning_rate": 0.05, "batch_size": 50,
-         "n_iter_no_change": 1},
+         "n_iter_no_change": 1, "proba": "plugin"},  # the default before "integrated"
     ],
     "SparseGPRegressor": [
         {"kernel": Matern32(), "positive_transform": "softplus", "normalize_y": True},

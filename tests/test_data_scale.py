@@ -97,8 +97,17 @@ def test_extreme_magnitudes_fit_or_get_a_clear_error(factor):
         assert np.all(np.isfinite(out))
         # standardised internally: the same model in any units
         np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-8)
-    for est, data in ((SparseGPRegressor(n_inducing=5), (X * factor, y)),
-                      (UnscentedGPLVM(n_components=2, n_inducing=5), (X * factor,))):
+    # these two rescale X by powers of two only when it would overflow (the same model as on
+    # X / 2**k, bit for bit: test_quiet_defaults.py), and refuse it when told to use it as it is
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sgpr = SparseGPRegressor(n_inducing=5, max_iter=20, random_state=0).fit(X * factor, y)
+        gplvm = UnscentedGPLVM(n_components=2, n_inducing=5, max_iter=20, random_state=0)
+        assert np.all(np.isfinite(gplvm.fit_transform(X * factor)))
+    assert np.all(np.isfinite(sgpr.predict(X[:5] * factor)))
+    for est, data in ((SparseGPRegressor(kernel=RBF(), n_inducing=5), (X * factor, y)),
+                      (UnscentedGPLVM(n_components=2, n_inducing=5, normalize_X="none"),
+                       (X * factor,))):
         with pytest.raises(ValueError, match="overflow or underflow float64. Rescale"):
             est.fit(*data)
     standardized = UnscentedGPLVM(n_components=2, n_inducing=5, max_iter=20,

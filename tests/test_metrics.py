@@ -205,7 +205,7 @@ def test_density_scorer_selects_in_grid_search_and_reaches_through_a_pipeline():
     from sklearn.preprocessing import StandardScaler
 
     from sklearn_lvgp import SparseGPRegressor
-    from sklearn_lvgp.metrics import neg_log_predictive_density
+    from sklearn_lvgp.metrics import log_predictive_density
 
     rng = np.random.RandomState(0)
     X = rng.uniform(-3, 3, (60, 1))
@@ -214,13 +214,13 @@ def test_density_scorer_selects_in_grid_search_and_reaches_through_a_pipeline():
     pipe.fit(X, y)
     Xs = pipe[0].transform(X)
     expected = pipe[-1].predict_log_density(Xs, y).mean()
-    assert neg_log_predictive_density(pipe, X, y) == pytest.approx(expected)
+    assert log_predictive_density(pipe, X, y) == pytest.approx(expected)
     w = rng.uniform(size=60)
-    assert neg_log_predictive_density(pipe, X, y, sample_weight=w) == pytest.approx(
+    assert log_predictive_density(pipe, X, y, sample_weight=w) == pytest.approx(
         np.average(pipe[-1].predict_log_density(Xs, y), weights=w))
     search = GridSearchCV(SparseGPRegressor(random_state=0), {"n_inducing": [2, 10]},
-                          scoring=neg_log_predictive_density, cv=3).fit(X, y)
+                          scoring=log_predictive_density, cv=3).fit(X, y)
     assert search.best_params_ == {"n_inducing": 10}
     assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
     with pytest.raises(TypeError, match="StandardScaler has none"):
-        neg_log_predictive_density(StandardScaler().fit(X), X, y)
+        log_predictive_density(StandardScaler().fit(X), X, y)

@@ -54,11 +54,11 @@ print(f"GPCDE: {cde.n_iter_} L-BFGS iterations, latent input used: {cde.latent_u
 # Held-out log predictive density
 # -------------------------------
 # ``predict_log_density(X, y)`` returns ``log p(y_n | x_n)`` per row; its mean over the test set
-# (higher is better) is what ``sklearn_lvgp.metrics.neg_log_predictive_density`` computes for
+# (higher is better) is what ``sklearn_lvgp.metrics.log_predictive_density`` computes for
 # model selection. The density that generated the data sets the ceiling.
 from scipy.stats import norm
 
-from sklearn_lvgp.metrics import neg_log_predictive_density
+from sklearn_lvgp.metrics import log_predictive_density
 
 branch = np.sin(2 * X_test[:, 0]) + 1
 lpd_true = np.log(0.5 * norm.pdf(y_test, branch, 0.1) + 0.5 * norm.pdf(y_test, -branch, 0.1))
@@ -66,7 +66,7 @@ lpd_sgpr = sgpr.predict_log_density(X_test, y_test).mean()
 lpd_cde = cde.predict_log_density(X_test, y_test).mean()
 print(f"mean held-out log density: SparseGPRegressor {lpd_sgpr:.3f}, GPCDE {lpd_cde:.3f}, "
       f"true density {lpd_true.mean():.3f}")
-print(f"same number from the scorer: {neg_log_predictive_density(cde, X_test, y_test):.3f}")
+print(f"same number from the scorer: {log_predictive_density(cde, X_test, y_test):.3f}")
 
 # %%
 # Predictive densities on a grid

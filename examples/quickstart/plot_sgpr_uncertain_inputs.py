@@ -31,15 +31,15 @@ y = f(X[:, 0]) + 0.2 * rng.randn(300)
 # Choosing the number of inducing inputs
 # --------------------------------------
 # The estimator follows the scikit-learn API, so model selection tools apply as they are.
-# ``neg_log_predictive_density`` scores a held-out fold by its mean log predictive density, which
-# judges the predictive variance as well as the mean.
+# ``scoring="log_predictive_density"`` (a name importing sklearn_lvgp registers) scores a
+# held-out fold by its mean log predictive density, which judges the predictive variance as
+# well as the mean.
 from sklearn.model_selection import GridSearchCV
 
 from sklearn_lvgp import SparseGPRegressor
-from sklearn_lvgp.metrics import neg_log_predictive_density
 
 search = GridSearchCV(SparseGPRegressor(random_state=0), {"n_inducing": [5, 10, 20, 40]},
-                      scoring=neg_log_predictive_density, cv=5).fit(X, y)
+                      scoring="log_predictive_density", cv=5).fit(X, y)
 for m, score in zip(search.cv_results_["param_n_inducing"],
                     search.cv_results_["mean_test_score"], strict=True):
     print(f"n_inducing = {m:2d}: mean held-out log density {score:.3f}")

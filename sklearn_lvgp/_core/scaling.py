@@ -9,6 +9,8 @@ scale 1, as in scikit-learn's ``StandardScaler``.
 
 import numpy as np
 
+from .validation import data_scale_ok
+
 
 def column_moments(A):
     """Mean and scale of each column, for ``(A - mean) / scale``.
@@ -79,12 +81,45 @@ def normalization(A, rule, rows_of=None):
     mean, scale : ndarray of shape (n_columns,)
     """
     if rows_of is not None:
-        return pairwise_normalization(rows_of(A), rule)
-    if rule == "standardize":
+        mean, scale = pairwise_normalization(rows_of(A), rule)
+    elif rule == "standardize":
         return column_moments(A)
-    if rule != "center":
+    elif rule != "center":
         return np.zeros(A.shape[1]), np.ones(A.shape[1])
-    return np.nanmean(A, axis=0) if _has_nan(A) else A.mean(axis=0), np.ones(A.shape[1])
+    else:
+        mean, scale = (np.nanmean(A, axis=0) if _has_nan(A) else A.mean(axis=0),
+                       np.ones(A.shape[1]))
+    if rule == "center" and isinstance(A, np.ndarray):
+        scale = overflow_safe_scale(A, mean, scale)
+    return mean, scale
+
+
+def overflow_safe_scale(A, mean, scale):
+    """``scale``, unless ``(A - mean) / scale`` is out of the range the kernels can square.
+
+    Then (values beyond 1e100 in magnitude, or a column spread below 1e-100: what
+    :func:`~sklearn_lvgp._core.validation.check_data_scale` refuses) each column's scale is
+    multiplied by the power of two nearest to its spread (:func:`column_scales` of the scaled
+    data), so that the rescaled data are of order one and the division is exact: the model of
+    ``A`` is the model of ``A / 2**k`` in other units. Ordinary data keep their scale, bit for
+    bit.
+
+    Parameters
+    ----------
+    A : ndarray of shape (n_samples, n_columns)
+        Data (NaN entries are missing).
+    mean, scale : ndarray of shape (n_columns,)
+        The normalisation ``(A - mean) / scale`` otherwise applied.
+
+    Returns
+    -------
+    scale : ndarray of shape (n_columns,)
+    """
+    with np.errstate(all="ignore"):
+        U = (A - mean) / scale
+    if data_scale_ok(U) or not np.all(np.isfinite(np.nan_to_num(U, nan=0.0))):
+        return scale
+    return scale * np.exp2(np.round(np.log2(column_scales(U))))
 
 
 def observed_log_scale(Y, scale):

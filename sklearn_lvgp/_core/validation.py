@@ -5,7 +5,8 @@ import warnings
 
 import numpy as np
 
-__all__ = ["check_int", "check_float", "check_option", "check_bool", "check_n_inducing",
+__all__ = [
+    "data_scale_ok","check_int", "check_float", "check_option", "check_bool", "check_n_inducing",
            "check_natgrad_gamma", "check_finite_array", "check_early_stopping",
            "check_observed_columns"]
 
@@ -142,16 +143,9 @@ def check_numeric_targets(y):
 _SQUARE_LIMIT = 1e100
 
 
-def check_data_scale(name, A, spread=True):
-    """Refuse data whose kernel arithmetic would overflow or underflow in float64.
-
-    Squares of values above ~1e154 are infinite, spreads below ~1e-154 square to zero (every
-    row then looks the same to a stationary kernel), and the bounds multiply squared terms, so
-    the limit is 1e100 either way. Models that standardise their data
-    internally do not need this; the others get a clear error instead of a failed optimisation.
-    """
-    if A.size == 0:
-        return
+def _data_scale(A, spread=True):
+    """``(peak, narrowest column range)`` of ``A`` (NaN entries skipped; ``inf`` without a
+    spread)."""
     if np.isnan(A).any():  # missing values: the observed entries (an empty column: none)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -162,12 +156,32 @@ def check_data_scale(name, A, spread=True):
         peak = float(np.max(np.abs(A)))
         ranges = np.ptp(A, axis=0) if spread else np.zeros(0)
     ranges = ranges[ranges > 0]
-    narrowest = float(ranges.min()) if ranges.size else np.inf
-    if peak > _SQUARE_LIMIT or narrowest < 1.0 / _SQUARE_LIMIT:
-        detail = f"; narrowest column range {narrowest:.3g}" if np.isfinite(narrowest) else ""
-        raise ValueError(
-            f"{name} has values of magnitude {peak:.3g}{detail}; their squares overflow or "
-            "underflow float64. Rescale it (e.g. with sklearn.preprocessing.StandardScaler).")
+    return peak, float(ranges.min()) if ranges.size else np.inf
+
+
+def data_scale_ok(A, spread=True):
+    """Whether :func:`check_data_scale` accepts ``A``."""
+    if A.size == 0:
+        return True
+    peak, narrowest = _data_scale(A, spread)
+    return not (peak > _SQUARE_LIMIT or narrowest < 1.0 / _SQUARE_LIMIT)
+
+
+def check_data_scale(name, A, spread=True):
+    """Refuse data whose kernel arithmetic would overflow or underflow in float64.
+
+    Squares of values above ~1e154 are infinite, spreads below ~1e-154 square to zero (every
+    row then looks the same to a stationary kernel), and the bounds multiply squared terms, so
+    the limit is 1e100 either way. Models that standardise their data
+    internally do not need this; the others get a clear error instead of a failed optimisation.
+    """
+    if data_scale_ok(A, spread):
+        return
+    peak, narrowest = _data_scale(A, spread)
+    detail = f"; narrowest column range {narrowest:.3g}" if np.isfinite(narrowest) else ""
+    raise ValueError(
+        f"{name} has values of magnitude {peak:.3g}{detail}; their squares overflow or "
+        "underflow float64. Rescale it (e.g. with sklearn.preprocessing.StandardScaler).")
 
 
 def check_class_labels(y, estimator_name):

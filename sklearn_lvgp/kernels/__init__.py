@@ -6,7 +6,7 @@ see :class:`Kernel`.
 
 from ._base import Constant, Kernel, Product, Sum
 from ._contract import Hyperparameter, KernelVJP
-from ._from_sklearn import as_lvgp_kernel, from_sklearn
+from ._from_sklearn import as_lvgp_kernel, from_sklearn, split_white
 from ._linear import Linear
 from ._mlp import MLPKernel
 from ._periodic import Periodic
@@ -17,5 +17,5 @@ __all__ = [
     "Kernel", "Hyperparameter", "KernelVJP", "Sum", "Product",
     "RBF", "Matern12", "Matern32", "Matern52", "RationalQuadratic",
     "Constant", "White", "Linear", "Periodic", "MLPKernel",
-    "from_sklearn", "as_lvgp_kernel",
+    "from_sklearn", "as_lvgp_kernel", "split_white",
 ]

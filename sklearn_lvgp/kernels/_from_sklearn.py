@@ -6,6 +6,11 @@ scikit-learn's stationary kernels have no amplitude of their own: it comes from 
 is folded into that variance (with its bounds) wherever one is free to take it, so that
 ``ConstantKernel(c) * RBF(l)`` becomes ``RBF(length_scale=l, variance=c)`` with the same number
 of free hyperparameters as the original.
+
+The estimators' ``kernel`` parameter converts with ``free_amplitude=True``: a summand with
+no ``ConstantKernel`` factor gets a learned amplitude (a bare ``RBF()`` would otherwise fix the
+signal variance at 1, whatever the units of the targets), and a ``ConstantKernel(c, "fixed")``
+factor is the way to keep an amplitude fixed.
 """
 
 import numpy as np
@@ -17,7 +22,7 @@ from ._periodic import Periodic
 from ._stationary import RBF, Matern12, Matern32, Matern52, RationalQuadratic
 from ._white import White
 
-__all__ = ["from_sklearn", "as_lvgp_kernel"]
+__all__ = ["from_sklearn", "as_lvgp_kernel", "split_white"]
 
 _SUPPORTED = ("RBF, Matern (nu=0.5, 1.5, 2.5 or inf), RationalQuadratic, ExpSineSquared, "
               "DotProduct, ConstantKernel, WhiteKernel, and Sum and Product of these")
@@ -57,84 +62,127 @@ def _bounds(b, f=None):
     return a.reshape(-1, 2).copy()
 
 
-def _stationary(cls, k, **extra):
-    return cls(length_scale=_value(k.length_scale), variance=1.0,
-               length_scale_bounds=_bounds(k.length_scale_bounds), variance_bounds="fixed",
-               **extra)
+def _unit(kernel, units):
+    """``kernel``, recorded in ``units`` as carrying the conversion's fixed unit amplitude."""
+    units.add(id(kernel))
+    return kernel
 
 
-def _rbf(k):
-    return _stationary(RBF, k)
+def _stationary(cls, k, units, **extra):
+    return _unit(cls(length_scale=_value(k.length_scale), variance=1.0,
+                     length_scale_bounds=_bounds(k.length_scale_bounds),
+                     variance_bounds="fixed", **extra), units)
 
 
-def _matern(k):
+def _rbf(k, units):
+    return _stationary(RBF, k, units)
+
+
+def _matern(k, units):
     nu = float(k.nu)
     if nu not in _MATERN:
         raise _unsupported(k, f"Matern with nu={nu} has no sklearn_lvgp equivalent")
-    return _stationary(_MATERN[nu], k)
+    return _stationary(_MATERN[nu], k, units)
 
 
-def _rational_quadratic(k):
-    return _stationary(RationalQuadratic, k, alpha=float(k.alpha),
+def _rational_quadratic(k, units):
+    return _stationary(RationalQuadratic, k, units, alpha=float(k.alpha),
                        alpha_bounds=_bounds(k.alpha_bounds))
 
 
-def _exp_sine_squared(k):
+def _exp_sine_squared(k, units):
     # exp(-2 sin^2(pi d / p) / L^2) = exp(-sin^2(pi d / p) / (2 l^2)) with l = L / 2
-    return Periodic(period=float(k.periodicity), length_scale=0.5 * float(k.length_scale),
-                    variance=1.0, period_bounds=_bounds(k.periodicity_bounds),
-                    length_scale_bounds=_bounds(k.length_scale_bounds, lambda a: 0.5 * a),
-                    variance_bounds="fixed")
+    return _unit(Periodic(period=float(k.periodicity), length_scale=0.5 * float(k.length_scale),
+                          variance=1.0, period_bounds=_bounds(k.periodicity_bounds),
+                          length_scale_bounds=_bounds(k.length_scale_bounds, lambda a: 0.5 * a),
+                          variance_bounds="fixed"), units)
 
 
-def _dot_product(k):
+def _dot_product(k, units):
     # sigma_0^2 + x . z = Linear(1, fixed) + Constant(sigma_0^2)
-    linear = Linear(variances=1.0, variances_bounds="fixed")
+    linear = _unit(Linear(variances=1.0, variances_bounds="fixed"), units)
     sigma_0, bounds = float(k.sigma_0), _bounds(k.sigma_0_bounds, np.square)
     if sigma_0 == 0.0 and bounds == "fixed":
         return linear
     return Sum(linear, Constant(variance=sigma_0 ** 2, variance_bounds=bounds))
 
 
-def _constant(k):
+def _constant(k, units):
     return Constant(variance=float(k.constant_value),
                     variance_bounds=_bounds(k.constant_value_bounds))
 
 
-def _white(k):
+def _white(k, units):
     return White(noise_level=float(k.noise_level), noise_level_bounds=_bounds(k.noise_level_bounds))
 
 
-def _sum(k):
-    return Sum(from_sklearn(k.k1), from_sklearn(k.k2))
+def _sum(k, units):
+    return Sum(_convert(k.k1, units), _convert(k.k2, units))
 
 
-def _fold(constant, kernel):
-    """Move ``constant`` into a free unit amplitude of ``kernel`` (in place); ``True`` if done.
+def _amplitude(kernel):
+    return "variances" if isinstance(kernel, Linear) else "variance"
 
-    The amplitude is ``variance`` (stationary, periodic) or a scalar ``variances`` (linear)
-    that is still the fixed 1.0 the conversion gave it; a product is searched factor by factor.
+
+def _fold(constant, kernel, units):
+    """Move ``constant`` into a unit amplitude of ``kernel`` (in place); ``True`` if done.
+
+    The amplitude is ``variance`` (stationary, periodic) or ``variances`` (linear) that is
+    still the fixed 1.0 the conversion gave it (``kernel`` in ``units``); a product is searched
+    factor by factor.
     """
     if isinstance(kernel, Product):
-        return _fold(constant, kernel.k1) or _fold(constant, kernel.k2)
-    name = "variances" if isinstance(kernel, Linear) else "variance"
-    if isinstance(kernel, Constant) or not hasattr(kernel, name):
+        return _fold(constant, kernel.k1, units) or _fold(constant, kernel.k2, units)
+    if id(kernel) not in units:
         return False
-    if getattr(kernel, f"{name}_bounds") != "fixed" or np.ndim(getattr(kernel, name)) != 0 \
-            or float(getattr(kernel, name)) != 1.0:
-        return False
+    units.discard(id(kernel))
+    name = _amplitude(kernel)
     setattr(kernel, name, constant.variance)
     setattr(kernel, f"{name}_bounds", constant.variance_bounds)
     return True
 
 
-def _product(k):
-    k1, k2 = from_sklearn(k.k1), from_sklearn(k.k2)
-    if isinstance(k1, Constant) and _fold(k1, k2):
+def _product(k, units):
+    k1, k2 = _convert(k.k1, units), _convert(k.k2, units)
+    if isinstance(k1, Constant) and _fold(k1, k2, units):
         return k2
-    if isinstance(k2, Constant) and _fold(k2, k1):
+    if isinstance(k2, Constant) and _fold(k2, k1, units):
         return k1
     return Product(k1, k2)
+
+
+def _operands(kernel, cls):
+    """The operands of a tree of ``cls`` (``Sum`` or ``Product``), left to right."""
+    if isinstance(kernel, cls):
+        return _operands(kernel.k1, cls) + _operands(kernel.k2, cls)
+    return [kernel]
+
+
+def _free_amplitudes(kernel, units):
+    """Free the amplitude of each summand that has none of the user's (in place).
+
+    A summand (a product of factors, or a single kernel) that contains a ``Constant`` (the
+    user's ``ConstantKernel``, folded or not, fixed or not) is left as it is; otherwise the
+    unit amplitude of its first factor that has one gets the default bounds of its class, so
+    the summand's scale is learned. A factor that is itself a sum is treated the same way when
+    no factor has an amplitude.
+    """
+    for term in _operands(kernel, Sum):
+        factors = _operands(term, Product)
+        if any(isinstance(f, Constant) or (hasattr(f, _amplitude(f)) and id(f) not in units
+                                           and not isinstance(f, (Sum, White)))
+               for f in factors):
+            continue
+        unit = next((f for f in factors if id(f) in units), None)
+        if unit is not None:
+            name = _amplitude(unit)
+            default = type(unit)().get_params()[f"{name}_bounds"]
+            setattr(unit, f"{name}_bounds", default)
+            units.discard(id(unit))
+        else:
+            inner = next((f for f in factors if isinstance(f, Sum)), None)
+            if inner is not None:
+                _free_amplitudes(inner, units)
 
 
 _CONVERTERS = {
@@ -145,7 +193,14 @@ _CONVERTERS = {
 }
 
 
-def from_sklearn(kernel):
+def _convert(kernel, units):
+    converter = _CONVERTERS.get(type(kernel))
+    if converter is None:
+        raise _unsupported(kernel, f"{type(kernel).__name__} is not supported")
+    return converter(kernel, units)
+
+
+def from_sklearn(kernel, free_amplitude=False):
     """Convert a scikit-learn kernel to the equivalent sklearn_lvgp kernel.
 
     Hyperparameter values and bounds (including ``"fixed"``) are carried over; the result
@@ -167,10 +222,22 @@ def from_sklearn(kernel):
       ``ConstantKernel`` factor becomes the variance of the other factor when that has a
       fixed unit amplitude, e.g. ``ConstantKernel(2.0) * RBF()`` → ``RBF(variance=2.0)``.
 
+    With ``free_amplitude=True`` (what the estimators' ``kernel`` parameter does, through
+    :func:`as_lvgp_kernel`) the amplitude of every summand without a ``ConstantKernel``
+    factor is learned: ``RBF()`` → ``RBF(variance=1.0)`` with ``variance_bounds=(1e-5, 1e5)``,
+    ``RBF() * ExpSineSquared()`` frees the first factor's variance only, and
+    ``DotProduct()`` frees the :class:`Linear` ``variances``. A summand with a
+    ``ConstantKernel`` keeps that constant's bounds, so ``ConstantKernel(1.0, "fixed") * RBF()``
+    keeps a fixed unit amplitude. The matrices at the starting values are the same either way.
+
     Parameters
     ----------
     kernel : sklearn.gaussian_process.kernels.Kernel
         The kernel to convert; it is not modified.
+    free_amplitude : bool, default=False
+        Learn the amplitude of each summand that has no ``ConstantKernel`` factor (one more
+        free hyperparameter per such summand); ``False`` is the exact equivalent, with the
+        same free hyperparameters as ``kernel``.
 
     Returns
     -------
@@ -191,10 +258,47 @@ def from_sklearn(kernel):
     >>> from_sklearn(ConstantKernel(2.0) * RBF(1.5) + WhiteKernel(0.1))
     RBF(variance=2, length_scale=1.5) + White(noise_level=0.1)
     """
-    converter = _CONVERTERS.get(type(kernel))
-    if converter is None:
-        raise _unsupported(kernel, f"{type(kernel).__name__} is not supported")
-    return converter(kernel)
+    units = set()
+    converted = _convert(kernel, units)
+    if free_amplitude:
+        _free_amplitudes(converted, units)
+    return converted
+
+
+def _sk_summands(kernel):
+    if type(kernel) is skk.Sum:
+        return _sk_summands(kernel.k1) + _sk_summands(kernel.k2)
+    return [kernel]
+
+
+def split_white(kernel):
+    """A scikit-learn sum kernel without its ``WhiteKernel`` summands, and their noise.
+
+    Parameters
+    ----------
+    kernel : object
+        Any value of a ``kernel`` parameter; it is not modified.
+
+    Returns
+    -------
+    rest : object
+        ``kernel`` itself unless it is a scikit-learn ``Sum`` with at least one
+        ``WhiteKernel`` summand and at least one other summand; then the sum of the other
+        summands (the user's kernel objects, not copies).
+    noise_level : float or None
+        The summed ``noise_level`` of the removed ``WhiteKernel`` summands, ``None`` if none.
+    """
+    if type(kernel) is not skk.Sum:
+        return kernel, None
+    terms = _sk_summands(kernel)
+    white = [t for t in terms if type(t) is skk.WhiteKernel]
+    rest = [t for t in terms if type(t) is not skk.WhiteKernel]
+    if not white or not rest:
+        return kernel, None
+    out = rest[0]
+    for t in rest[1:]:
+        out = skk.Sum(out, t)
+    return out, float(sum(float(w.noise_level) for w in white))
 
 
 def _check_hyperparameters(kernel, name):
@@ -249,7 +353,8 @@ def as_lvgp_kernel(kernel, name="kernel", input_dim=None):
     -------
     kernel : sklearn_lvgp.kernels.Kernel or None
         ``None`` for ``None``, the input itself (not a copy) for a sklearn_lvgp kernel, and
-        :func:`from_sklearn` of it for a scikit-learn kernel.
+        ``from_sklearn(kernel, free_amplitude=True)`` for a scikit-learn kernel: a summand
+        without a ``ConstantKernel`` factor gets a learned amplitude (see :func:`from_sklearn`).
 
     Raises
     ------
@@ -267,7 +372,7 @@ def as_lvgp_kernel(kernel, name="kernel", input_dim=None):
                 f"{name}: scikit-learn's ExpSineSquared takes the sine of the Euclidean distance "
                 f"and has no exact sklearn_lvgp equivalent on {input_dim} input dimensions; use "
                 "sklearn_lvgp.kernels.Periodic (a sum of sines over dimensions) instead.")
-        converted = from_sklearn(kernel)
+        converted = from_sklearn(kernel, free_amplitude=True)
         _check_hyperparameters(converted, name)
         return converted
     raise TypeError(f"{name} must be a sklearn_lvgp.kernels.Kernel or a scikit-learn kernel, "

@@ -212,7 +212,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
     -----
     :meth:`score` is R², as for every scikit-learn regressor. To select models by density
     (what a conditional density model is for), pass
-    ``scoring=sklearn_lvgp.metrics.neg_log_predictive_density`` to ``GridSearchCV``; it calls
+    ``scoring="log_predictive_density"`` to ``GridSearchCV``; it calls
     :meth:`predict_log_density`.
 
     ``fit`` also takes a dask array or DataFrame (``pip install "sklearn_lvgp[dask]"``): the

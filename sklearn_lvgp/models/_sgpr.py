@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._core.init import select_inducing
 from .._core.linalg import settled_jitter
 from .._core.parallel import threads
-from .._core.scaling import column_moments, column_scales
+from .._core.scaling import column_moments, column_scales, overflow_safe_scale
 from .._core.validation import (
     check_bool,
     check_data_scale,
@@ -37,7 +37,6 @@ from ..bounds._collapsed_global import (
 )
 from ..engine._dask import DaskRows, _dask, is_dask_collection
 from ..expectations import EXPECTATIONS, make_rule, psi_statistics
-from ..kernels import as_lvgp_kernel
 from ..kernels._stationary import default_rbf
 from ..likelihoods._gaussian import gaussian_log_density
 from ..optim._collapsed_fit import collapsed_bound_and_grads as sgpr_bound_and_grads
@@ -58,6 +57,15 @@ def _check_X_var(X_var, shape):
     if np.any(V < 0):
         raise ValueError("X_var must be non-negative (it holds input variances).")
     return V
+
+
+def _in_units(kernel, unit):
+    """The default ARD RBF fitted on ``X / unit``, for ``X`` itself (length scales times
+    ``unit``)."""
+    out = kernel.clone()
+    out.length_scale = np.asarray(kernel.length_scale) * unit
+    out.length_scale_bounds = np.asarray(kernel.length_scale_bounds) * np.reshape(unit, (-1, 1))
+    return out
 
 
 class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
@@ -200,7 +208,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
     def _check_params(self, X, y):
         n = X.shape[0]
         name = type(self).__name__
-        self._kernel = as_lvgp_kernel(self.kernel, input_dim=X.shape[1])
+        self._kernel, self._white_noise = self._kernel_and_noise(X.shape[1])
         if self.inducing_inputs is not None:
             Z = check_finite_array("inducing_inputs", self.inducing_inputs)
             if Z.ndim != 2 or Z.shape[1] != X.shape[1]:
@@ -249,12 +257,27 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         """
         return self._fit_template(X, y, X_var=X_var)
 
+    def _input_unit(self, X):
+        """``None``, or the per-column powers of two ``X`` is divided by when its magnitude
+        would overflow the kernel arithmetic (``overflow_safe_scale``; the default kernel only:
+        its length scales follow the data, a given kernel's are in the units of ``X``)."""
+        unit = overflow_safe_scale(X, 0.0, np.ones(X.shape[1]))
+        if np.all(unit == 1.0):
+            return None
+        if self._kernel is not None:
+            check_data_scale("X (with a kernel of your own, whose length scales are in the units "
+                             "of X; kernel=None rescales X internally)", X)
+        return unit
+
     def _fit(self, X, y, random_state, X_var=None):
         Y = self._targets_2d(y)
+        self._x_unit = unit = self._input_unit(X)
+        X = X if unit is None else X / unit
         check_data_scale("X", X)
         if not self.normalize_y:
             check_data_scale("y (pass normalize_y=True to standardise it)", Y)
         X_var = None if X_var is None else _check_X_var(X_var, X.shape)
+        X_var = X_var if X_var is None or unit is None else X_var / unit ** 2
         y_mean, y_std = self._target_moments(Y)
         Yn = (Y - y_mean) / y_std
         var_y = float(np.mean(np.var(Yn, axis=0)))
@@ -269,6 +292,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             raise ValueError("X_var is not supported with a dask X; fit on numpy arrays for "
                              "uncertain training inputs.")
         X_d, Y_d = self._dask_supervised_rows(X, y)
+        self._x_unit = None  # dask rows are not rescaled: check_data_scale is the caller's
         if isinstance(self.n_inducing, str) and self.inducing_inputs is None:
             raise ValueError("n_inducing='all' (the exact GP) is not available on dask input.")
         dask, _ = _dask()
@@ -297,14 +321,16 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             (Qx, len(y_mean), repr(self.kernel), self.n_inducing, self.inducing_inputs is None,
              X_var is None, self.expectation, bool(self.optimize_inducing),
              N if fixed_Z else None))
+        unit = getattr(self, "_x_unit", None)
         if continuing:
-            kernel = self.kernel_.clone()
-            Z0 = X.copy() if fixed_Z else self.inducing_inputs_
+            kernel, Z0 = self._internal_model()
+            kernel, Z0 = kernel.clone(), (X.copy() if fixed_Z else Z0)
         else:
             kernel = (default_rbf(scales, var_y) if self._kernel is None
                       else self._kernel).initialize(Qx, random_state)
             if self.inducing_inputs is not None:
                 Z0 = check_finite_array("inducing_inputs", self.inducing_inputs)
+                Z0 = Z0 if unit is None else Z0 / unit
             elif fixed_Z:  # "all": the exact GP
                 Z0 = X.copy()
             else:
@@ -320,7 +346,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             noise0, jitter, n_before = self.noise_variance_, self._jitter, self.n_iter_
         else:
             noise0 = (float(self.noise_variance_init) if self.noise_variance_init is not None
-                      else 0.1 * var_y)
+                      else self._white_noise or 0.1 * var_y)
             jitter, n_before = settled_jitter(kernel.K(Z0), self.jitter), 0
         fit = fit_collapsed(
             kernel, X, Yn, Z0, noise0, bound=bound, var_y=var_y, z_scale=scales, jitter=jitter,
@@ -329,15 +355,26 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             max_iter=self.max_iter if self.optimizer is not None else 0, tol=self.tol,
             verbose=self.verbose, name=type(self).__name__)
         self.n_iter_ = n_before + fit.n_iter
-        self.kernel_ = fit.kernel
+        self.kernel_ = fit.kernel if unit is None else _in_units(fit.kernel, unit)
         self.noise_variance_ = fit.noise_variance
-        self.inducing_inputs_ = np.array(fit.Z, copy=True)
+        self.inducing_inputs_ = np.array(fit.Z if unit is None else fit.Z * unit, copy=True)
+        self._scaled_model = None if unit is None else (fit.kernel, np.array(fit.Z, copy=True))
         self.expectation_ = name
         self.elbo_ = fit.bound
         self._post = fit.posterior
         self._jitter = jitter
         self._rules = {}
         return self
+
+    def _kernel_inputs(self, X):
+        unit = getattr(self, "_x_unit", None)
+        return [("kernel_", self._internal_model()[0], X if unit is None else X / unit)]
+
+    def _internal_model(self):
+        """Kernel and inducing inputs in the units the fit saw (``X / _x_unit``)."""
+        if getattr(self, "_x_unit", None) is None:
+            return self.kernel_, self.inducing_inputs_
+        return self._scaled_model
 
     # --------------------------------------------------------------------------- predict
     def _rule(self, expectation, random_state=None):
@@ -347,12 +384,12 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             expectation = self.expectation_ or self.expectation
         check_option("expectation", expectation, EXPECTATIONS)
         if random_state is not None:
-            return make_rule(expectation, self.kernel_, self.n_features_in_,
+            return make_rule(expectation, self._internal_model()[0], self.n_features_in_,
                              gh_order=self.gh_order, n_samples=self.n_samples,
                              random_state=check_random_state(random_state))[1]
         if expectation not in self._rules:
             self._rules[expectation] = make_rule(
-                expectation, self.kernel_, self.n_features_in_, gh_order=self.gh_order,
+                expectation, self._internal_model()[0], self.n_features_in_, gh_order=self.gh_order,
                 n_samples=self.n_samples, random_state=check_random_state(self._predict_seed))[1]
         return self._rules[expectation]
 
@@ -360,7 +397,9 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
         """Normalised-space moments of f at ``X``: per point, or with ``full_cov`` the joint
         covariance (deterministic inputs); exact for deterministic inputs, moment-matched for
         uncertain ones (Girard et al. 2003)."""
-        kernel, Z, post = self.kernel_, self.inducing_inputs_, self._post
+        (kernel, Z), post, unit = self._internal_model(), self._post, getattr(self, "_x_unit", None)
+        if unit is not None:
+            X, X_var = X / unit, (None if X_var is None else X_var / unit ** 2)
         if X_var is None:
             Ksu = kernel.K(X, Z)
             if full_cov:

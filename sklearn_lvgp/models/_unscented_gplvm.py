@@ -26,7 +26,6 @@ from ..base import _BaseLVGP
 from ..bounds._collapsed_masked import collapsed_psi_bound, predictive_for
 from ..engine._dask import DaskPairwiseRows, DaskRows, _dask, is_dask_collection, map_row_blocks
 from ..expectations import EXPECTATIONS, PointRule, make_rule, monte_carlo_rule
-from ..kernels import as_lvgp_kernel
 from ..kernels._stationary import default_rbf
 from ..optim._alternating import DaskLocals, InMemoryLocals, fit_alternating, heldout_latents
 from ..optim._lbfgsb import minimize_adam, minimize_lbfgsb
@@ -73,10 +72,10 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
     noise_variance_init : float, default=None
         Initial Gaussian noise variance; ``None`` is 1% of the mean column variance.
     normalize_X : {"center", "standardize", "none"}, default="center"
-        How the data are normalised before fitting: subtract the column means, also divide by
-        the column standard deviations (predictions, ``inverse_transform`` and
-        ``score_samples`` are in the original units either way), or use them as they are (the
-        paper's experiments).
+        Subtract the column means (and divide by powers of two near the column spreads if
+        the data would overflow, e.g. at 1e±150), also divide by the standard deviations, or
+        use the data as they are (the paper's experiments); predictions, ``inverse_transform``
+        and ``score_samples`` are in the original units.
     optimizer : {"auto", "lbfgs", "alternating", "adam"}, default="auto"
         ``"lbfgs"``: one L-BFGS-B over all parameters. ``"alternating"``: rounds of a local
         step (each chunk of rows improves its q(x_n) with the model fixed, in parallel) and a
@@ -151,7 +150,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         one length scale for all dimensions gives equal relevances, and ``fit`` warns.
     X_mean_, X_scale_ : ndarray of shape (n_features,)
         Normalisation of the data, ``(X - X_mean_) / X_scale_`` (zeros and ones where
-        ``normalize_X`` does not centre or scale).
+        ``normalize_X`` does not centre or scale, see ``normalize_X``).
     n_features_in_ : int
         Number of features seen during fit.
 
@@ -230,7 +229,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             raise ValueError(f"n_inducing={self.n_inducing} is larger than the rows left for "
                              "training after holding out validation_fraction for early "
                              "stopping; lower n_inducing or validation_fraction.")
-        self._kernel = as_lvgp_kernel(self.kernel, input_dim=self.n_components)
+        self._kernel, self._white_noise = self._kernel_and_noise(self.n_components)
         if isinstance(self.init, str):
             check_option("init", self.init, ("pca", "pca_unscaled", "random"))
         if self.expectation == "monte_carlo" and self.optimizer in ("lbfgs", "alternating"):
@@ -268,7 +267,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             "alternating" if N >= ALTERNATING_MIN_ROWS else "lbfgs")
         Z0 = select_inducing(mu0, self.n_inducing, random_state)
         noise0 = (float(self.noise_variance_init) if self.noise_variance_init is not None
-                  else 0.01 * var_y)
+                  else self._white_noise or 0.01 * var_y)
         jitter = settled_jitter(kernel.K(Z0), self.jitter)
         noise_box = [np.log(1e-10 * var_y), np.log(1e3 * var_y)]
         return kernel, name, rule, optimizer, Z0, noise0, jitter, noise_box

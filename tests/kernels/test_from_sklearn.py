@@ -202,3 +202,36 @@ def test_as_lvgp_kernel():
         as_lvgp_kernel(1.0)
     with pytest.raises(TypeError, match="Cannot convert"):
         as_lvgp_kernel(skk.PairwiseKernel())
+
+
+FREE_CASES = [
+    # (sklearn kernel, free amplitudes after free_amplitude=True, how many of them are new)
+    (skk.RBF(1.3), ["variance"], 1),
+    (skk.Matern(1.2, nu=1.5) + skk.WhiteKernel(0.1), ["k1__variance"], 1),
+    (skk.RBF(0.9) * skk.ExpSineSquared(0.8, 2.1), ["k1__variance"], 1),  # one per product
+    (skk.DotProduct(sigma_0=0.0, sigma_0_bounds="fixed"), ["variances"], 1),
+    (skk.RBF() + skk.RationalQuadratic(), ["k1__variance", "k2__variance"], 2),
+    (skk.ConstantKernel(2.0) * skk.RBF(), ["variance"], 0),  # the constant's own, free
+    (skk.ConstantKernel(1.0, "fixed") * skk.RBF(), [], 0),  # the user's fixed amplitude
+    (skk.ConstantKernel(1.0, "fixed") * skk.RBF() + skk.Matern(nu=2.5), ["k2__variance"], 1),
+]
+
+
+@pytest.mark.parametrize("sk, free, n_new", FREE_CASES, ids=[repr(c[0]) for c in FREE_CASES])
+def test_free_amplitude_rule(sk, free, n_new, rng):
+    X = rng.standard_normal((6, 1))
+    k = from_sklearn(sk, free_amplitude=True)
+    names = [h.name for h in k.hyperparameters if not h.fixed]
+    assert [n for n in names if n.rsplit("__", 1)[-1] in ("variance", "variances")] == free
+    assert k.n_theta == sk.n_dims + n_new
+    np.testing.assert_allclose(k.K(X), sk(X), rtol=RTOL, atol=ATOL)  # same start
+    # the exact conversion keeps the original count; the estimators take the free one
+    assert from_sklearn(sk).n_theta == sk.n_dims
+    assert repr(as_lvgp_kernel(sk).get_params()) == repr(k.get_params())
+
+
+def test_free_amplitude_bounds_are_the_class_defaults():
+    k = from_sklearn(skk.RBF(), free_amplitude=True)
+    assert k.variance == 1.0 and k.variance_bounds == RBF().variance_bounds
+    k = from_sklearn(skk.DotProduct(sigma_0=0.0, sigma_0_bounds="fixed"), free_amplitude=True)
+    assert k.variances_bounds == Linear().variances_bounds
