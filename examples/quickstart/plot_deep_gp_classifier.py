@@ -66,7 +66,7 @@ for ax, (name, model) in zip(axes, models.items(), strict=True):
     display = DecisionBoundaryDisplay.from_estimator(
         model, X, response_method="predict_proba", grid_resolution=50, ax=ax, cmap="RdBu",
         vmin=0, vmax=1, alpha=0.8)
-    ax.scatter(X_test[:, 0], X_test[:, 1], c=y_test, cmap="RdBu", edgecolor="k", linewidth=0.5,
+    ax.scatter(X_test[:, 0], X_test[:, 1], c=y_test, cmap="RdBu", edgecolor="w", linewidth=0.8,
                s=20)
     ax.set_title(name)
 fig.colorbar(display.surface_, ax=axes, label="probability of class 1")
