@@ -1,10 +1,10 @@
 """The documentation's path for a new user, checked on the sources (no Sphinx needed).
 
 "Getting started" comes right after the installation page and has a quick-start block (code
-and figure) for every public estimator; every estimator page of the user guide opens with one;
-each block's figure is that of an example in ``examples/quickstart/``; no example imports a
-private module; the install page lists the extras of ``setup.cfg``. The build itself is
-``tests/test_docs_build.py``; the blocks' code is run by the slow test at the end.
+and figure) for every public estimator; every estimator page of the user guide, and the kernels
+page, opens with one; each block's figure is that of an example in ``examples/quickstart/``; no
+example imports a private module; the install page lists the extras of ``setup.cfg``. The build
+itself is ``tests/test_docs_build.py``; the blocks' code is run by the slow test at the end.
 """
 
 import configparser
