@@ -48,3 +48,8 @@ def test_docs_build_without_warnings(tmp_path):
         assert any(name.startswith(f"sphx_glr_{script.stem}_") for name in images), script.name
     index = (tmp_path / "html" / "index.html").read_text(encoding="utf-8")
     assert "auto_examples/index.html" in index
+    assert "getting_started.html" in index and "reproductions/index.html" in index
+    # "Getting started" shows a figure of every quick-start example
+    page = (tmp_path / "html" / "getting_started.html").read_text(encoding="utf-8")
+    for script in quickstart:
+        assert f"sphx_glr_{script.stem}_" in page, script.name
