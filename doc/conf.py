@@ -34,7 +34,7 @@ def _read_version():
         "_sklearn_lvgp_docs_version", ROOT / "sklearn_lvgp" / "_version.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.__version__
+    return module.version()
 
 
 # -- project -------------------------------------------------------------------------------

@@ -14,9 +14,10 @@ appended for uncommitted changes. It is looked up in this order:
 4. ``FALLBACK_VERSION`` (``0.1.0.dev0+unknown``): no git, no build, no metadata.
 """
 
+import functools
 from pathlib import Path
 
-__all__ = ["__version__"]
+__all__ = ["version"]
 
 #: The version when none of the sources answers (the ``+unknown`` local part says so).
 FALLBACK_VERSION = "0.1.0.dev0+unknown"
@@ -59,7 +60,16 @@ def _from_metadata():
     return dist.version if init == _HERE / "__init__.py" else None
 
 
-def _find_version():
+@functools.cache
+def version():
+    """The package's version, looked up on first use (asking git costs ~0.3 s, which an
+    ``import sklearn_lvgp`` should not pay) and remembered for the process.
+
+    Returns
+    -------
+    version : str
+        The version string.
+    """
     for source in (_from_git, _from_build, _from_metadata):
         found = source()
         if found:
@@ -67,4 +77,7 @@ def _find_version():
     return FALLBACK_VERSION
 
 
-__version__ = _find_version()
+def __getattr__(name):
+    if name == "__version__":
+        return version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

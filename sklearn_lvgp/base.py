@@ -28,7 +28,7 @@ from ._core.validation import (
     check_option,
 )
 from ._core.warn import InconsistentVersionWarning, warn
-from ._version import __version__
+from ._version import version
 from .bounds._dsvi_init import hidden_widths, initial_model, layer_kernels
 from .bounds._dsvi_likelihood import prediction_paths
 from .bounds._iwvi import LatentDSVI
@@ -272,13 +272,13 @@ class _BaseLVGP(BaseEstimator):
 
     def __getstate__(self):
         state = super().__getstate__()
-        state["_sklearn_lvgp_version"] = __version__
+        state["_sklearn_lvgp_version"] = version()
         return state
 
     def __setstate__(self, state):
         saved = state.pop("_sklearn_lvgp_version", "pre-0.1")
-        if saved != __version__:
-            warnings.warn(InconsistentVersionWarning(type(self).__name__, __version__, saved),
+        if saved != version():
+            warnings.warn(InconsistentVersionWarning(type(self).__name__, version(), saved),
                           stacklevel=2)
         super().__setstate__(state)
 

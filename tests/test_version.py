@@ -4,9 +4,11 @@ The git cases need git and setuptools-scm (a build requirement, not a run-time o
 skipped without them; the fallback order is tested without either.
 """
 
+import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,7 +48,16 @@ def test_no_source_gives_the_fallback(monkeypatch, tmp_path):
     assert _version._from_git(tmp_path) is None  # not a checkout
     for name in ("_from_git", "_from_build", "_from_metadata"):
         monkeypatch.setattr(_version, name, lambda: None)
-    assert _version._find_version() == "0.1.0.dev0+unknown"
+    assert _version.version.__wrapped__() == "0.1.0.dev0+unknown"
+
+
+def test_import_does_not_ask_git():
+    # the version is looked up on first use, not when the package is imported
+    code = ("import sys, sklearn_lvgp; "
+            "assert 'setuptools_scm' not in sys.modules, 'imported at import time'; "
+            "assert sklearn_lvgp._version.version.cache_info().currsize == 0")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
+                   env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 @needs_scm
