@@ -52,6 +52,25 @@ def _snapshot(value):
     return value
 
 
+def _interrupt_inside(exc):
+    """The ``KeyboardInterrupt`` that ``exc`` wraps, or None.
+
+    A ``SIGINT`` that arrives while jitted code runs is raised by the first Python code that
+    code calls back into (numba's ``_numba_unpickle``, for instance); numba then returns its
+    result with the exception set, which Python reports as a ``SystemError`` ("CPUDispatcher(...)
+    returned a result with an exception set") whose ``__cause__`` — possibly through another
+    such ``SystemError`` — is the ``KeyboardInterrupt``.
+    """
+    seen = set()
+    while isinstance(exc, SystemError) and id(exc) not in seen:
+        seen.add(id(exc))
+        inner = exc.__cause__ if exc.__cause__ is not None else exc.__context__
+        if isinstance(inner, KeyboardInterrupt):
+            return inner
+        exc = inner
+    return None
+
+
 class _BaseLVGP(BaseEstimator):
     """Template: validate the data and parameters, seed, enter the thread context, call ``_fit``.
 
@@ -93,7 +112,7 @@ class _BaseLVGP(BaseEstimator):
     def _fit_template(self, X, y, **fit_params):
         """The template itself; models with extra ``fit`` arguments pass them on here."""
         if is_dask_collection(X) or is_dask_collection(y):
-            check_int("verbose", self.verbose, min_value=0)
+            check_int("verbose", self.verbose, min_value=-1)
             check_callback(self.callback)
             random_state = check_random_state(self.random_state)
             with self._all_or_nothing(), threads(self.n_jobs), \
@@ -104,7 +123,7 @@ class _BaseLVGP(BaseEstimator):
         with self._all_or_nothing():
             X, y = self._validate_fit_data(X, y)
             self._check_params(X, y)
-            check_int("verbose", self.verbose, min_value=0)
+            check_int("verbose", self.verbose, min_value=-1)
             check_callback(self.callback)
             random_state = check_random_state(self.random_state)
             with threads(self.n_jobs), fit_progress(self, self.callback), \
@@ -222,16 +241,21 @@ class _BaseLVGP(BaseEstimator):
         back as they were: an interrupted first fit leaves it unfitted, an interrupted refit,
         warm start or ``partial_fit`` leaves the previous fitted state (optimiser state and
         random generators included, so a warm start after an interrupt continues from it).
+        An interrupt that numba wrapped in a ``SystemError`` (:func:`_interrupt_inside`) is
+        re-raised as the ``KeyboardInterrupt`` it is, so ``except KeyboardInterrupt`` catches it.
         """
         params = self.get_params(deep=False)  # stored verbatim: never copied or replaced
         saved = {key: value if key in params else _snapshot(value)
                  for key, value in self.__dict__.items()}
         try:
             yield
-        except BaseException:
+        except BaseException as exc:
             self.__dict__.clear()
             self.__dict__.update(saved)
-            raise
+            interrupt = _interrupt_inside(exc)
+            if interrupt is None:
+                raise
+            raise interrupt.with_traceback(exc.__traceback__) from None
 
     def __getstate__(self):
         state = super().__getstate__()
