@@ -131,11 +131,11 @@ class DeepGP(RegressorMixin, _BaseDeepGP, _BaseLVGPRegressor):
     n_jobs : int, default=None
         Threads for the jitted kernel loops.
     verbose : int, default=0
-        Print iteration, ELBO estimate and elapsed time when > 0.
+        > 0: a progress bar (tqdm) or lines of the bound; -1 also silences the compile notice.
     callback : callable or None, default=None
         ``callback(estimator, info)`` after every optimiser iteration of ``fit``; ``info`` is a
-        dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``objective`` (the
-        bound or its minibatch estimate), ``elapsed`` seconds and, at held-out checks,
+        dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``bound`` (the
+        ELBO or its minibatch estimate; higher is better), ``elapsed`` and, at held-out checks,
         ``validation_score``. Returning ``True`` stops that optimisation as converged.
     warm_start : bool, default=False
         Continue from the previous fit's parameters and optimiser state.
@@ -404,7 +404,7 @@ class DeepGP(RegressorMixin, _BaseDeepGP, _BaseLVGPRegressor):
             first = not hasattr(self, "_x")
             X, y = self._validate_fit_data(X, y, reset=first)
             self._check_params(X, y)
-            check_int("verbose", self.verbose, min_value=0)
+            check_int("verbose", self.verbose, min_value=-1)
             Y = y.reshape(len(y), -1) if y.ndim == 1 else y
             if not first and Y.shape[1] != self._model.dims[-1]:
                 raise ValueError(f"y has {Y.shape[1]} targets; the model was fitted with "
