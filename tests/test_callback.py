@@ -50,7 +50,7 @@ def test_callback_sees_every_iteration_and_can_stop_the_fit(est):
     assert len(seen) >= fitted_est.n_iter_ > 0
     assert [i["iteration"] for i in seen] == list(range(1, len(seen) + 1))
     assert {i["stage"] for i in seen} <= {"lbfgs", "adam"}
-    assert all(np.isfinite(i["objective"]) and i["elapsed"] >= 0 for i in seen)
+    assert all(np.isfinite(i["bound"]) and i["elapsed"] >= 0 for i in seen)
 
     stops = []
     stopped = clone(est).set_params(callback=lambda e, i: stops.append(i) or len(stops) >= 3)
