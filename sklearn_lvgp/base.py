@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._compile.precompile import compile_ahead
 from ._compile.report import compile_report
+from ._core.interrupt import interrupts_unwrapped
 from ._core.parallel import threads
 from ._core.progress import check_callback, fit_progress
 from ._core.scaling import normalization
@@ -50,25 +51,6 @@ def _snapshot(value):
     if isinstance(value, (np.random.RandomState, np.random.Generator, AdamState)):
         return copy.deepcopy(value)
     return value
-
-
-def _interrupt_inside(exc):
-    """The ``KeyboardInterrupt`` that ``exc`` wraps, or None.
-
-    A ``SIGINT`` that arrives while jitted code runs is raised by the first Python code that
-    code calls back into (numba's ``_numba_unpickle``, for instance); numba then returns its
-    result with the exception set, which Python reports as a ``SystemError`` ("CPUDispatcher(...)
-    returned a result with an exception set") whose ``__cause__`` — possibly through another
-    such ``SystemError`` — is the ``KeyboardInterrupt``.
-    """
-    seen = set()
-    while isinstance(exc, SystemError) and id(exc) not in seen:
-        seen.add(id(exc))
-        inner = exc.__cause__ if exc.__cause__ is not None else exc.__context__
-        if isinstance(inner, KeyboardInterrupt):
-            return inner
-        exc = inner
-    return None
 
 
 class _BaseLVGP(BaseEstimator):
@@ -241,21 +223,20 @@ class _BaseLVGP(BaseEstimator):
         back as they were: an interrupted first fit leaves it unfitted, an interrupted refit,
         warm start or ``partial_fit`` leaves the previous fitted state (optimiser state and
         random generators included, so a warm start after an interrupt continues from it).
-        An interrupt that numba wrapped in a ``SystemError`` (:func:`_interrupt_inside`) is
-        re-raised as the ``KeyboardInterrupt`` it is, so ``except KeyboardInterrupt`` catches it.
+        An interrupt that numba wrapped in a ``SystemError`` is re-raised as the
+        ``KeyboardInterrupt`` it is (:mod:`sklearn_lvgp._core.interrupt`), so
+        ``except KeyboardInterrupt`` catches it.
         """
         params = self.get_params(deep=False)  # stored verbatim: never copied or replaced
         saved = {key: value if key in params else _snapshot(value)
                  for key, value in self.__dict__.items()}
         try:
-            yield
-        except BaseException as exc:
+            with interrupts_unwrapped():
+                yield
+        except BaseException:
             self.__dict__.clear()
             self.__dict__.update(saved)
-            interrupt = _interrupt_inside(exc)
-            if interrupt is None:
-                raise
-            raise interrupt.with_traceback(exc.__traceback__) from None
+            raise
 
     def __getstate__(self):
         state = super().__getstate__()

@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_lvgp import (
@@ -24,7 +25,7 @@ from sklearn_lvgp import (
     SparseGPRegressor,
     UnscentedGPLVM,
 )
-from sklearn_lvgp.base import _interrupt_inside
+from sklearn_lvgp._core.interrupt import interrupt_inside
 
 CASES = [
     SparseGPRegressor(n_inducing=20, max_iter=100, tol=None, random_state=0),
@@ -77,23 +78,25 @@ def _same(a, b):
     return type(a) is type(b) and hasattr(a, "__dict__") and _same(_state(a), _state(b))
 
 
-def _interrupted_fit(est, X, y, delay):
-    """Refit with an interrupt after ``delay`` s: whether it came as KeyboardInterrupt."""
+def _interrupted(call, delay):
+    """``call()`` with an interrupt after ``delay`` s: whether it came as KeyboardInterrupt
+    inside the call (a SystemError would fail the test here)."""
     timer = threading.Timer(delay, _thread.interrupt_main)
-    timer.start()
+    calling = False
     try:
-        _fit(est, X, y)
-        interrupted = False
-    except KeyboardInterrupt:  # a SystemError would fail the test here
-        interrupted = True
+        timer.start()  # on a loaded machine the interrupt may come before start() returns
+        calling = True
+        call()
+        return False
+    except KeyboardInterrupt:
+        return calling
     finally:
-        try:  # an interrupt that comes after the fit ended lands here
+        try:  # an interrupt that comes after the call ended lands here
             timer.cancel()
             timer.join()
             time.sleep(0.002)
         except KeyboardInterrupt:
             pass
-    return interrupted
 
 
 def _check(est, repeats):
@@ -105,7 +108,7 @@ def _check(est, repeats):
     before = _state(est)
     landed = 0
     for k in range(repeats):
-        if _interrupted_fit(est, X, y, seconds * (0.1 + 0.5 * k / max(repeats - 1, 1))):
+        if _interrupted(lambda: _fit(est, X, y), seconds * (0.1 + 0.5 * k / max(repeats - 1, 1))):
             landed += 1
             after = _state(est)
             assert after.keys() == before.keys()
@@ -117,13 +120,32 @@ def _check(est, repeats):
 
 @pytest.mark.parametrize("est", CASES, ids=lambda e: type(e).__name__)
 def test_interrupt_arrives_as_keyboard_interrupt(est):
-    _check(est, 3)  # 21 interrupts over the seven estimators
+    _check(clone(est), 3)  # 21 interrupts over the seven estimators
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("est", CASES, ids=lambda e: type(e).__name__)
 def test_interrupt_arrives_as_keyboard_interrupt_20_times(est):
-    _check(est, 20)  # 140 interrupts
+    _check(clone(est), 20)  # 140 interrupts
+
+
+@pytest.mark.parametrize("est, method, copies", [(CASES[1], "transform", 5),
+                                                 (CASES[5], "predict_proba", 1)],
+                         ids=["UnscentedGPLVM.transform", "LDGD.predict_proba"])
+def test_interrupt_in_a_method_after_the_fit_arrives_as_keyboard_interrupt(est, method, copies):
+    X, y = _data()
+    X_new = np.tile(X, (copies, 1)) + 0.1  # new rows: q(x*) inferred by an optimisation
+    est = _fit(clone(est).set_params(transform_max_iter=300), X, y)
+    run = getattr(est, method)
+    expected = run(X_new)  # warm
+    t0 = time.perf_counter()
+    run(X_new)
+    seconds = time.perf_counter() - t0
+    before = _state(est)
+    landed = sum(_interrupted(lambda: run(X_new), seconds * (0.1 + 0.25 * k)) for k in range(3))
+    assert landed > 0
+    assert all(_same(v, _state(est)[k]) for k, v in before.items())
+    np.testing.assert_array_equal(run(X_new), expected)
 
 
 def test_interrupt_inside_system_errors_is_found():
@@ -132,7 +154,7 @@ def test_interrupt_inside_system_errors_is_found():
     inner.__cause__ = interrupt
     outer = SystemError("CPUDispatcher(<function f>) returned a result with an exception set")
     outer.__cause__ = inner
-    assert _interrupt_inside(outer) is interrupt
-    assert _interrupt_inside(inner) is interrupt
-    assert _interrupt_inside(SystemError("other")) is None
-    assert _interrupt_inside(ValueError("x")) is None
+    assert interrupt_inside(outer) is interrupt
+    assert interrupt_inside(inner) is interrupt
+    assert interrupt_inside(SystemError("other")) is None
+    assert interrupt_inside(ValueError("x")) is None
