@@ -97,8 +97,8 @@ class _FakeBar:
         self.total, self.desc, self.n, self.postfix, self.closed = total, desc, 0, None, False
         _FakeBar.made.append(self)
 
-    def set_postfix(self, refresh=True, **values):
-        self.postfix = values
+    def set_postfix(self, ordered_dict=None, refresh=True, **values):
+        self.postfix = {**(ordered_dict or {}), **values}
 
     def update(self, n):
         self.n += n
@@ -159,3 +159,24 @@ def test_verbose_minus_one_logs_nothing(caplog):
             est = clone(est).set_params(verbose=-1)
             est.fit(X) if isinstance(est, UnscentedGPLVM) else est.fit(X, y)
     assert not _lines(caplog)
+
+
+def test_held_out_checks_go_to_the_bar_or_to_lines(caplog, monkeypatch):
+    X, y = _data()
+    common = {"n_inducing": 5, "max_iter": 200, "early_stopping": True, "n_iter_no_change": 5,
+              "random_state": 0}
+    with caplog.at_level(logging.INFO, logger="sklearn_lvgp"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        lines_model = DeepGP(**common, verbose=1).fit(X, y)
+        in_lines = [m for m in _lines(caplog) if "held-out score" in m]
+        monkeypatch.setattr(progress, "_tqdm", lambda: _FakeBar)
+        monkeypatch.setattr(progress, "_interactive", lambda: True)
+        _FakeBar.made = []
+        caplog.clear()
+        bar_model = DeepGP(**common, verbose=1).fit(X, y)
+    assert len(in_lines) == len(lines_model.validation_scores_) > 0
+    assert not [m for m in _lines(caplog) if "held-out score" in m]  # in the bar's postfix
+    (bar,) = _FakeBar.made
+    assert float(bar.postfix["held_out"]) == pytest.approx(bar_model.validation_scores_[-1],
+                                                           rel=1e-6)
+    np.testing.assert_array_equal(bar_model.validation_scores_, lines_model.validation_scores_)

@@ -153,9 +153,11 @@ def _tqdm():
 
 def _interactive():
     """Whether standard error is a terminal or the code runs in a Jupyter kernel."""
-    if "ipykernel" in sys.modules:
-        return True
+    ipython = sys.modules.get("IPython")
     try:
+        shell = ipython.get_ipython() if ipython is not None else None
+        if shell is not None and hasattr(shell, "kernel"):
+            return True
         return bool(sys.stderr.isatty())
     except (AttributeError, ValueError):
         return False
@@ -186,6 +188,7 @@ class IterationDisplay:
         self.on = int(verbose) > 0
         self.t0 = time.perf_counter()
         self.bar = None
+        self._postfix = {}
         tqdm = _tqdm() if self.on and _interactive() else None
         if tqdm is not None:
             self.bar = tqdm(total=self.max_iter, desc=name, unit="it", leave=True)
@@ -195,11 +198,22 @@ class IterationDisplay:
         if not self.on:
             return
         if self.bar is not None:
-            self.bar.set_postfix(bound=f"{bound:.6e}", refresh=False)
+            self._postfix["bound"] = f"{bound:.6e}"
+            self.bar.set_postfix(self._postfix, refresh=False)
             self.bar.update(iteration - self.bar.n)
         elif iteration % self.every == 0:
             progress(iteration_line(self.name, iteration, self.max_iter, "bound", bound,
                                     time.perf_counter() - self.t0))
+
+    def held_out(self, iteration, score):
+        """Show a held-out check (early stopping) of iteration ``iteration``."""
+        if not self.on:
+            return
+        if self.bar is not None:
+            self._postfix["held_out"] = f"{score:.6e}"
+            self.bar.set_postfix(self._postfix, refresh=False)
+        else:
+            progress(f"[{self.name}] iter {iteration:6d}  held-out score {score: .6e}")
 
     def close(self):
         if self.bar is not None:

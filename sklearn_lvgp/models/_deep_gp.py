@@ -12,6 +12,7 @@ from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._compile.report import compile_report
 from .._core.parallel import threads
 from .._core.progress import check_callback, fit_progress
 from .._core.scaling import column_moments
@@ -413,7 +414,7 @@ class DeepGP(RegressorMixin, _BaseDeepGP, _BaseLVGPRegressor):
                 self._rs_partial = check_random_state(self.random_state)
             rs = self._rs_partial
             check_callback(self.callback)
-            with threads(self.n_jobs), fit_progress(self, self.callback):
+            with threads(self.n_jobs), fit_progress(self, self.callback), compile_report(self):
                 if first:
                     self._y_ndim = y.ndim
                     self._standardise(X, Y)

@@ -370,8 +370,7 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
                 score = float(validation(x))
                 val_hist.append(score)
                 extra["validation_score"] = score
-                if verbose > 0:
-                    progress(f"[{name}] iter {it:6d}  held-out score {score: .6e}")
+                display.held_out(it, score)
                 if score > best_val + tol * max(1.0, abs(best_val)) or best_x is None:
                     best_val, best_x, n_bad = score, x.copy(), 0
                 else:
