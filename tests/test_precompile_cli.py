@@ -66,3 +66,18 @@ def test_precompile_fills_an_empty_cache_so_a_fit_compiles_nothing(tmp_path):
                 "t.__exit__(None, None, None); print('compiled', c.count)"], tmp_path)
     assert fit.returncode == 0, fit.stderr
     assert "compiled 0" in fit.stdout
+    assert "compiling numba kernels" not in fit.stderr  # nothing compiled: no notice
+
+
+@pytest.mark.slow  # a fit into an empty cache: 31 s on the loaded 2-core machine
+def test_a_cold_fit_gives_the_notice_once_on_stderr(tmp_path):
+    fit = _run(["-c", "import numpy as np; from sklearn_lvgp import SparseGPRegressor; "
+                "X = np.random.default_rng(0).normal(size=(40, 2)); "
+                "[SparseGPRegressor(n_inducing=5, max_iter=5).fit(X, X[:, 0]) "
+                "for _ in range(2)]"], tmp_path)
+    assert fit.returncode == 0, fit.stderr
+    notices = [line for line in fit.stderr.splitlines() if "compiling numba kernels" in line]
+    assert len(notices) == 1
+    assert notices[0].startswith("SparseGPRegressor: compiling numba kernels for "
+                                 "SparseGPRegressor/default/auto (first use in this environment")
+    assert "python -m sklearn_lvgp.precompile" in notices[0]
