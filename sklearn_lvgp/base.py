@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._compile.precompile import compile_ahead
 from ._compile.report import compile_report
+from ._core.interrupt import interrupts_unwrapped
 from ._core.parallel import threads
 from ._core.progress import check_callback, fit_progress
 from ._core.scaling import normalization
@@ -95,7 +96,7 @@ class _BaseLVGP(BaseEstimator):
     def _fit_template(self, X, y, **fit_params):
         """The template itself; models with extra ``fit`` arguments pass them on here."""
         if is_dask_collection(X) or is_dask_collection(y):
-            check_int("verbose", self.verbose, min_value=0)
+            check_int("verbose", self.verbose, min_value=-1)
             check_callback(self.callback)
             random_state = check_random_state(self.random_state)
             with self._all_or_nothing(), threads(self.n_jobs), \
@@ -106,7 +107,7 @@ class _BaseLVGP(BaseEstimator):
         with self._all_or_nothing():
             X, y = self._validate_fit_data(X, y)
             self._check_params(X, y)
-            check_int("verbose", self.verbose, min_value=0)
+            check_int("verbose", self.verbose, min_value=-1)
             check_callback(self.callback)
             random_state = check_random_state(self.random_state)
             with threads(self.n_jobs), fit_progress(self, self.callback), \
@@ -259,12 +260,16 @@ class _BaseLVGP(BaseEstimator):
         back as they were: an interrupted first fit leaves it unfitted, an interrupted refit,
         warm start or ``partial_fit`` leaves the previous fitted state (optimiser state and
         random generators included, so a warm start after an interrupt continues from it).
+        An interrupt that numba wrapped in a ``SystemError`` is re-raised as the
+        ``KeyboardInterrupt`` it is (:mod:`sklearn_lvgp._core.interrupt`), so
+        ``except KeyboardInterrupt`` catches it.
         """
         params = self.get_params(deep=False)  # stored verbatim: never copied or replaced
         saved = {key: value if key in params else _snapshot(value)
                  for key, value in self.__dict__.items()}
         try:
-            yield
+            with interrupts_unwrapped():
+                yield
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(saved)

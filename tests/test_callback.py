@@ -50,7 +50,13 @@ def test_callback_sees_every_iteration_and_can_stop_the_fit(est):
     assert len(seen) >= fitted_est.n_iter_ > 0
     assert [i["iteration"] for i in seen] == list(range(1, len(seen) + 1))
     assert {i["stage"] for i in seen} <= {"lbfgs", "adam"}
-    assert all(np.isfinite(i["objective"]) and i["elapsed"] >= 0 for i in seen)
+    assert all(np.isfinite(i["bound"]) and i["elapsed"] >= 0 for i in seen)
+    # one sign convention: info["bound"] is the bound of elbo_history_ (higher is better)
+    history = getattr(fitted_est, "elbo_history_", None)
+    if history is None:  # SparseGPRegressor keeps the final bound only
+        assert seen[-1]["bound"] == pytest.approx(fitted_est.elbo_, rel=1e-9)
+    else:
+        np.testing.assert_array_equal([i["bound"] for i in seen], history)
 
     stops = []
     stopped = clone(est).set_params(callback=lambda e, i: stops.append(i) or len(stops) >= 3)

@@ -25,6 +25,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -34,7 +35,8 @@ from numba.core.registry import CPUDispatcher
 
 from .._core.progress import progress
 
-__all__ = ["compile_ahead", "plan_key", "encode_type", "decode_type", "resolve", "locators"]
+__all__ = ["compile_ahead", "plan_key", "encode_type", "decode_type", "resolve", "locators",
+           "plan_status", "compile_plan"]
 
 #: Environment variable that turns the helper off with the value ``0``.
 ENV_SWITCH = "SKLEARN_LVGP_PRECOMPILE"
@@ -161,6 +163,46 @@ def _is_cached(dispatcher, sig):
         return None
 
 
+def plan_status(entries):
+    """``(cached, missing, unknown)``: how many of a plan's entries the cache holds, lacks, or
+    cannot tell about (an entry the code no longer has counts as unknown)."""
+    counts = [0, 0, 0]
+    for entry in entries:
+        try:
+            state = _is_cached(*resolve(entry))
+        except Exception:  # noqa: BLE001 - an entry the code no longer has
+            state = None
+        counts[0 if state else 1 if state is False else 2] += 1
+    return tuple(counts)
+
+
+def compile_plan(entries):
+    """Compile a plan's entries in this process, first to last (into numba's cache).
+
+    Returns
+    -------
+    compiled, cached, skipped : int
+        Entries compiled now, found compiled or in the cache, and whose function the code no
+        longer has (or failed to compile: a fit compiles those itself).
+    seconds : float
+        Wall time.
+    """
+    t0 = time.perf_counter()
+    compiled = cached = skipped = 0
+    for entry in entries:
+        try:
+            dispatcher, sig = resolve(entry)
+            if _is_cached(dispatcher, sig):
+                cached += 1
+                continue
+            dispatcher.compile(sig)
+        except Exception:  # noqa: BLE001 - an entry the code no longer has
+            skipped += 1
+            continue
+        compiled += 1
+    return compiled, cached, skipped, time.perf_counter() - t0
+
+
 def _available_cpus():
     try:
         return len(os.sched_getaffinity(0))
@@ -261,7 +303,7 @@ def compile_ahead(estimator):
         if start:
             _RUNNING.add(key)
     proc = start_helper(entries) if start else None
-    if proc is not None and getattr(estimator, "verbose", 0):
+    if proc is not None and getattr(estimator, "verbose", 0) > 0:
         progress(f"{type(estimator).__name__}: a helper process compiles part of the numba "
                  "kernels alongside this fit")
     try:

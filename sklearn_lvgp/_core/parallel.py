@@ -22,6 +22,8 @@ import numba
 from joblib import effective_n_jobs
 from threadpoolctl import ThreadpoolController, threadpool_limits
 
+from .interrupt import interrupts_unwrapped
+
 __all__ = ["threads", "resolve_n_jobs", "current_threads", "serial_section", "mark_serial_thread",
            "serial_twins", "twins_held_serial"]
 
@@ -50,6 +52,9 @@ def resolve_n_jobs(n_jobs):
 def threads(n_jobs):
     """Context manager running numba ``prange`` loops with ``n_jobs`` threads and BLAS with one.
 
+    A Ctrl-C that lands in jitted code inside it leaves it as ``KeyboardInterrupt``
+    (:func:`~sklearn_lvgp._core.interrupt.interrupts_unwrapped`).
+
     Parameters
     ----------
     n_jobs : int or None
@@ -66,7 +71,7 @@ def threads(n_jobs):
     try:
         numba.set_num_threads(n)
         _state.n = n
-        with _one_blas_thread():
+        with _one_blas_thread(), interrupts_unwrapped():
             yield n
     finally:
         _state.n = outer

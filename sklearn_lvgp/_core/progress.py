@@ -1,9 +1,20 @@
-"""The ``callback(estimator, info)`` hook of every fit, reached by every optimiser loop.
+"""The ``callback(estimator, info)`` hook of every fit, reached by every optimiser loop, and
+the ``verbose`` display of the optimisers.
 
 The estimator base class enters :func:`fit_progress` around ``_fit``; the optimisers
 (:func:`sklearn_lvgp.optim._lbfgsb.minimize_lbfgsb`, :func:`sklearn_lvgp.optim._adam.run_adam`) call
 :func:`report` once per iteration. The hook is held in a context variable, so no optimiser call
 site passes it along, and a fit in another thread does not see it.
+
+One sign convention throughout: the value reported is the *bound* (the ELBO, or its minibatch
+estimate), higher is better, as in ``elbo_`` and ``elbo_history_`` — in ``info["bound"]``, in
+the progress lines and in the progress bar.
+
+With ``verbose > 0`` an optimiser shows a `tqdm <https://tqdm.github.io>`_ progress bar
+(``tqdm.auto``: a widget in a notebook) when tqdm is installed (``pip install
+"sklearn_lvgp[progress]"``) and standard error is a terminal or the code runs in a Jupyter
+kernel; otherwise it logs a line every ``max(1, 50 // verbose)`` (L-BFGS-B) or
+``max(1, 100 // verbose)`` (Adam) iterations, as it does when the output goes to a file.
 """
 
 import contextvars
@@ -12,8 +23,8 @@ import sys
 import time
 from contextlib import contextmanager
 
-__all__ = ["fit_progress", "report", "check_callback", "progress", "iteration_line",
-           "logger"]
+__all__ = ["fit_progress", "report", "check_callback", "progress",
+           "iteration_line", "IterationDisplay", "logger"]
 
 #: The package's logger; ``verbose > 0`` messages go to it at INFO level.
 logger = logging.getLogger("sklearn_lvgp")
@@ -46,16 +57,16 @@ def fit_progress(estimator, callback):
         _CURRENT.reset(token)
 
 
-def report(stage, objective, **extra):
+def report(stage, bound, **extra):
     """Tell the fit's callback about one optimiser iteration; True when it asks to stop.
 
     Parameters
     ----------
     stage : str
         Which optimisation of the fit is running (e.g. ``"adam"``, ``"lbfgs"``).
-    objective : float
-        The value the optimiser maximises at this iteration (the bound, or its minibatch
-        estimate).
+    bound : float
+        The bound at this iteration (the ELBO, or its minibatch estimate): higher is better,
+        the sign of ``elbo_`` and ``elbo_history_``.
     **extra
         More entries for ``info`` (e.g. ``validation_score``).
 
@@ -68,7 +79,7 @@ def report(stage, objective, **extra):
     if progress is None:
         return False
     progress.iteration += 1
-    info = {"iteration": progress.iteration, "stage": stage, "objective": float(objective),
+    info = {"iteration": progress.iteration, "stage": stage, "bound": float(bound),
             "elapsed": time.perf_counter() - progress.t0, **extra}
     return progress.callback(progress.estimator, info) is True
 
@@ -100,7 +111,7 @@ def _duration(seconds):
 
 
 def iteration_line(name, iteration, max_iter, label, value, elapsed):
-    """One ``verbose`` line of an optimiser: progress, the objective, elapsed time and ETA.
+    """One ``verbose`` line of an optimiser: progress, the bound, elapsed time and ETA.
 
     The ETA assumes the rest of ``max_iter`` runs at the average pace so far; a fit that
     converges (``tol``) or stops early ends sooner, so it is an upper bound.
@@ -112,7 +123,7 @@ def iteration_line(name, iteration, max_iter, label, value, elapsed):
     iteration, max_iter : int
         Iterations done and the budget.
     label : str
-        What ``value`` is (e.g. ``"objective"``, ``"ELBO estimate"``).
+        What ``value`` is (``"bound"`` for the optimisers).
     value : float
         Its current value.
     elapsed : float
@@ -121,7 +132,7 @@ def iteration_line(name, iteration, max_iter, label, value, elapsed):
     Returns
     -------
     line : str
-        E.g. ``"[DeepGP] iter  1200/10000 (12 %)  ELBO estimate -1.2e+03  14 s, at most
+        E.g. ``"[DeepGP] iter  1200/10000 (12 %)  bound -1.2e+03  14 s, at most
         1 min 43 s left"``.
     """
     width = len(str(int(max_iter)))
@@ -129,3 +140,89 @@ def iteration_line(name, iteration, max_iter, label, value, elapsed):
     left = elapsed / max(iteration, 1) * max(int(max_iter) - iteration, 0)
     return (f"[{name}] iter {iteration:{width}d}/{int(max_iter)} ({share:3.0f} %)  "
             f"{label} {value: .6e}  {_duration(elapsed)}, at most {_duration(left)} left")
+
+
+def _tqdm():
+    """``tqdm.auto.tqdm``, or None when tqdm is not installed."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm
+
+
+def _interactive():
+    """Whether standard error is a terminal or the code runs in a Jupyter kernel."""
+    ipython = sys.modules.get("IPython")
+    try:
+        shell = ipython.get_ipython() if ipython is not None else None
+        if shell is not None and hasattr(shell, "kernel"):
+            return True
+        return bool(sys.stderr.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+class IterationDisplay:
+    """The ``verbose`` display of one optimiser run: a tqdm bar or logged lines.
+
+    A bar (over ``max_iter`` iterations, the bound in its postfix) when tqdm is installed and
+    the output is interactive (:func:`_interactive`), else :func:`iteration_line` every
+    ``every`` iterations. Nothing with ``verbose <= 0``. Use as a context manager, so the bar
+    is closed however the run ends.
+
+    Parameters
+    ----------
+    name : str
+        Who is optimising (the estimator's name).
+    max_iter : int
+        The iteration budget.
+    verbose : int
+        The estimator's ``verbose``.
+    every : int
+        Iterations between two lines when there is no bar.
+    """
+
+    def __init__(self, name, max_iter, verbose, every):
+        self.name, self.max_iter, self.every = name, int(max_iter), max(1, int(every))
+        self.on = int(verbose) > 0
+        self.t0 = time.perf_counter()
+        self.bar = None
+        self._postfix = {}
+        tqdm = _tqdm() if self.on and _interactive() else None
+        if tqdm is not None:
+            self.bar = tqdm(total=self.max_iter, desc=name, unit="it", leave=True)
+
+    def update(self, iteration, bound):
+        """Show iteration ``iteration`` (1-based) with the ``bound`` (higher is better)."""
+        if not self.on:
+            return
+        if self.bar is not None:
+            self._postfix["bound"] = f"{bound:.6e}"
+            self.bar.set_postfix(self._postfix, refresh=False)
+            self.bar.update(iteration - self.bar.n)
+        elif iteration % self.every == 0:
+            progress(iteration_line(self.name, iteration, self.max_iter, "bound", bound,
+                                    time.perf_counter() - self.t0))
+
+    def held_out(self, iteration, score):
+        """Show a held-out check (early stopping) of iteration ``iteration``."""
+        if not self.on:
+            return
+        if self.bar is not None:
+            self._postfix["held_out"] = f"{score:.6e}"
+            self.bar.set_postfix(self._postfix, refresh=False)
+        else:
+            progress(f"[{self.name}] iter {iteration:6d}  held-out score {score: .6e}")
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False

@@ -12,6 +12,7 @@ from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._compile.report import compile_report
 from .._core.parallel import threads
 from .._core.progress import check_callback, fit_progress
 from .._core.scaling import column_moments
@@ -131,11 +132,11 @@ class DeepGP(RegressorMixin, _BaseDeepGP, _BaseLVGPRegressor):
     n_jobs : int, default=None
         Threads for the jitted kernel loops.
     verbose : int, default=0
-        Print iteration, ELBO estimate and elapsed time when > 0.
+        > 0: a progress bar (tqdm) or lines of the bound; -1 also silences the compile notice.
     callback : callable or None, default=None
         ``callback(estimator, info)`` after every optimiser iteration of ``fit``; ``info`` is a
-        dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``objective`` (the
-        bound or its minibatch estimate), ``elapsed`` seconds and, at held-out checks,
+        dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``bound`` (the
+        ELBO or its minibatch estimate; higher is better), ``elapsed`` and, at held-out checks,
         ``validation_score``. Returning ``True`` stops that optimisation as converged.
     warm_start : bool, default=False
         Continue from the previous fit's parameters and optimiser state.
@@ -404,7 +405,7 @@ class DeepGP(RegressorMixin, _BaseDeepGP, _BaseLVGPRegressor):
             first = not hasattr(self, "_x")
             X, y = self._validate_fit_data(X, y, reset=first)
             self._check_params(X, y)
-            check_int("verbose", self.verbose, min_value=0)
+            check_int("verbose", self.verbose, min_value=-1)
             Y = y.reshape(len(y), -1) if y.ndim == 1 else y
             if not first and Y.shape[1] != self._model.dims[-1]:
                 raise ValueError(f"y has {Y.shape[1]} targets; the model was fitted with "
@@ -413,7 +414,7 @@ class DeepGP(RegressorMixin, _BaseDeepGP, _BaseLVGPRegressor):
                 self._rs_partial = check_random_state(self.random_state)
             rs = self._rs_partial
             check_callback(self.callback)
-            with threads(self.n_jobs), fit_progress(self, self.callback):
+            with threads(self.n_jobs), fit_progress(self, self.callback), compile_report(self):
                 if first:
                     self._y_ndim = y.ndim
                     self._standardise(X, Y)

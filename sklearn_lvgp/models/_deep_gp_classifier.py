@@ -99,7 +99,7 @@ class DeepGPClassifier(ClassifierMixin, _BaseDeepGP):
     n_jobs : int, default=None
         Threads for the row chunks and the jitted kernel loops.
     verbose : int, default=0
-        Print progress when > 0.
+        > 0: progress bar or lines (as DeepGP); -1 also silences the first-compile notice.
     callback : callable or None, default=None
         ``callback(estimator, info)`` after every optimiser iteration (as
         :class:`~sklearn_lvgp.DeepGP`).

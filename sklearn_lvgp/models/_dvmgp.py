@@ -108,11 +108,11 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
     n_jobs : int, default=None
         Threads for the jitted loops and BLAS (``-1`` = all cores).
     verbose : int, default=0
-        Print optimisation progress when > 0.
+        > 0: progress bar or lines (as DeepGP); -1 also silences the first-compile notice.
     callback : callable or None, default=None
         ``callback(estimator, info)`` after every optimiser iteration of ``fit``; ``info`` is a
-        dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``objective`` (the
-        bound or its minibatch estimate), ``elapsed`` seconds and, at held-out checks,
+        dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``bound`` (the
+        ELBO or its minibatch estimate; higher is better), ``elapsed`` and, at held-out checks,
         ``validation_score``. Returning ``True`` stops that optimisation as converged.
     warm_start : bool, default=False
         Continue from the previous fit's parameters, standardisation and jitter when the data

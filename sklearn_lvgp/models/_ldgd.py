@@ -141,10 +141,10 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
     n_jobs : int or None, default=None
         Threads for numba kernels and BLAS.
     verbose : int, default=0
-        Progress messages of the optimisers.
+        > 0: progress bar or lines (as DeepGP); -1 also silences the first-compile notice.
     callback : callable or None, default=None
         ``callback(estimator, info)`` after every optimiser iteration of ``fit`` (``info``:
-        ``iteration``, ``stage``, ``objective``, ``elapsed``, at held-out checks
+        ``iteration``, ``stage``, ``bound`` (higher is better), ``elapsed``, at held-out checks
         ``validation_score``); returning ``True`` stops that optimisation as converged.
     warm_start : bool, default=False
         Start from the previous fit's parameters and normalisation when the data, classes and

@@ -126,11 +126,11 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
     n_jobs : int, default=None
         Threads for the numba kernels (``None`` means 1, ``-1`` all cores).
     verbose : int, default=0
-        Print optimiser progress.
+        > 0: progress bar or lines (as DeepGP); -1 also silences the first-compile notice.
     callback : callable or None, default=None
         ``callback(estimator, info)`` after every optimiser iteration of ``fit``; ``info`` is a
-        dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``objective`` (the
-        bound or its minibatch estimate), ``elapsed`` seconds and, at held-out checks,
+        dict with ``iteration``, ``stage`` (``"lbfgs"`` or ``"adam"``), ``bound`` (the
+        ELBO or its minibatch estimate; higher is better), ``elapsed`` and, at held-out checks,
         ``validation_score``. Returning ``True`` stops that optimisation as converged.
     warm_start : bool, default=False
         Start from the previous fit's kernel, inducing inputs, noise variance and jitter when

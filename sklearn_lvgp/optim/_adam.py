@@ -21,7 +21,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .._core.linalg import CholeskyError
-from .._core.progress import iteration_line, progress, report
+from .._core.progress import IterationDisplay, progress, report
 from .._core.warn import warn
 
 __all__ = ["AdamState", "DivergenceError", "StochasticResult", "run_adam", "minibatches",
@@ -270,8 +270,9 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
     beta1, beta2, eps : float
         Adam hyperparameters (Kingma & Ba 2015).
     verbose : int, default=0
-        ``> 0`` prints iteration, ELBO estimate and elapsed time every ``max(1, 100 // verbose)``
-        iterations.
+        ``> 0`` shows the bound estimate (``-value``, higher is better) in a progress bar or,
+        without one, every ``max(1, 100 // verbose)`` iterations
+        (:class:`~sklearn_lvgp._core.progress.IterationDisplay`).
     name : str
         Used in messages.
     stop_tol : float or None, default=None
@@ -308,88 +309,86 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
     stopped = converged = False
     n_failed, x_last = 0, x.copy()
     t0 = time.perf_counter()
-    every = max(1, 100 // max(int(verbose), 1))
-    it = 0
-    for it in range(1, int(max_iter) + 1):
-        step = state.t + 1
-        if natgrad is not None:
+    display = IterationDisplay(name, max_iter, verbose, 100 // max(int(verbose), 1))
+    with display:
+        it = 0
+        for it in range(1, int(max_iter) + 1):
+            step = state.t + 1
+            if natgrad is not None:
+                idx = minibatches(state, n_data, batch_size, random_state)
+                try:
+                    g_step = gamma_at(gamma, step, schedule, decay_rate, decay_steps, horizon)
+                    x = natgrad(x, idx, g_step)
+                except CholeskyError as exc:
+                    raise _diverged(name, step, "the natural-gradient step failed", f" ({exc})") \
+                        from exc
+                if not np.all(np.isfinite(x)):
+                    raise _diverged(name, step, "the natural-gradient step gave non-finite values")
             idx = minibatches(state, n_data, batch_size, random_state)
+            failure = None
             try:
-                g_step = gamma_at(gamma, step, schedule, decay_rate, decay_steps, horizon)
-                x = natgrad(x, idx, g_step)
+                f, g = objective(x, idx)
             except CholeskyError as exc:
-                raise _diverged(name, step, "the natural-gradient step failed", f" ({exc})") \
-                    from exc
-            if not np.all(np.isfinite(x)):
-                raise _diverged(name, step, "the natural-gradient step gave non-finite values")
-        idx = minibatches(state, n_data, batch_size, random_state)
-        failure = None
-        try:
-            f, g = objective(x, idx)
-        except CholeskyError as exc:
-            failure = ("a Cholesky factorisation failed", f" ({exc})", exc)
-        except ArithmeticError as exc:
-            failure = ("a floating-point operation failed", f" ({type(exc).__name__}: {exc})",
-                       exc)
-        else:
-            if not np.isfinite(f):
-                failure = (f"the ELBO estimate is {-f}", "", None)
-            elif not np.all(np.isfinite(g)):
-                failure = ("the ELBO gradient is not finite", "", None)
-        if failure is not None:
-            n_failed += 1
-            if on_nonfinite == "raise" or n_failed > 10:
-                what = failure[0] + (" (10 consecutive failures)" if n_failed > 10 else "")
-                raise _diverged(name, step if on_nonfinite == "raise" else it, what,
-                                failure[1]) from failure[2]
-            x = x_last.copy()  # undo the step that led here; the next draw differs
-            history[it - 1] = np.nan
-            continue
-        n_failed = 0
-        x_last = x.copy()
-        if frozen is not None:
-            g = np.where(frozen, 0.0, g)
-        history[it - 1] = f
-        state.t = step
-        state.m = beta1 * state.m + (1.0 - beta1) * g
-        state.v = beta2 * state.v + (1.0 - beta2) * g * g
-        if frozen is not None:
-            # momentum left from earlier Adam steps (warm start) must not move what natgrad owns
-            state.m[frozen] = 0.0
-        mhat = state.m / (1.0 - beta1 ** step)
-        vhat = state.v / (1.0 - beta2 ** step)
-        lr = learning_rate_at(learning_rate, step, schedule, decay_rate, decay_steps, horizon)
-        x = x - lr * mhat / (np.sqrt(vhat) + eps)
-        if lower is not None:
-            x = np.clip(x, lower, upper)
-        if verbose and it % every == 0:
-            progress(iteration_line(name, it, max_iter, "ELBO estimate", -f,
-                                    time.perf_counter() - t0))
-        extra = {}
-        if validation is not None and it % validation_every == 0:
-            score = float(validation(x))
-            val_hist.append(score)
-            extra["validation_score"] = score
-            if verbose:
-                progress(f"[{name}] iter {it:6d}  held-out score {score: .6e}")
-            if score > best_val + tol * max(1.0, abs(best_val)) or best_x is None:
-                best_val, best_x, n_bad = score, x.copy(), 0
+                failure = ("a Cholesky factorisation failed", f" ({exc})", exc)
+            except ArithmeticError as exc:
+                failure = ("a floating-point operation failed", f" ({type(exc).__name__}: {exc})",
+                           exc)
             else:
-                n_bad += 1
-                if n_bad >= n_iter_no_change:
-                    stopped = True
-                    x = best_x
-                    break
-        if report("adam", -f, **extra):
-            converged = True
-            break
-        if (validation is None and stop_tol is not None and it >= 2 * window
-                and it % window == 0):
-            prev = np.nanmean(history[it - 2 * window: it - window])
-            last = np.nanmean(history[it - window: it])
-            if prev - last <= stop_tol * max(1.0, abs(prev)):
+                if not np.isfinite(f):
+                    failure = (f"the ELBO estimate is {-f}", "", None)
+                elif not np.all(np.isfinite(g)):
+                    failure = ("the ELBO gradient is not finite", "", None)
+            if failure is not None:
+                n_failed += 1
+                if on_nonfinite == "raise" or n_failed > 10:
+                    what = failure[0] + (" (10 consecutive failures)" if n_failed > 10 else "")
+                    raise _diverged(name, step if on_nonfinite == "raise" else it, what,
+                                    failure[1]) from failure[2]
+                x = x_last.copy()  # undo the step that led here; the next draw differs
+                history[it - 1] = np.nan
+                continue
+            n_failed = 0
+            x_last = x.copy()
+            if frozen is not None:
+                g = np.where(frozen, 0.0, g)
+            history[it - 1] = f
+            state.t = step
+            state.m = beta1 * state.m + (1.0 - beta1) * g
+            state.v = beta2 * state.v + (1.0 - beta2) * g * g
+            if frozen is not None:
+                # momentum left from earlier Adam steps (warm start) must not move what natgrad owns
+                state.m[frozen] = 0.0
+            mhat = state.m / (1.0 - beta1 ** step)
+            vhat = state.v / (1.0 - beta2 ** step)
+            lr = learning_rate_at(learning_rate, step, schedule, decay_rate, decay_steps, horizon)
+            x = x - lr * mhat / (np.sqrt(vhat) + eps)
+            if lower is not None:
+                x = np.clip(x, lower, upper)
+            display.update(it, -f)
+            extra = {}
+            if validation is not None and it % validation_every == 0:
+                score = float(validation(x))
+                val_hist.append(score)
+                extra["validation_score"] = score
+                display.held_out(it, score)
+                if score > best_val + tol * max(1.0, abs(best_val)) or best_x is None:
+                    best_val, best_x, n_bad = score, x.copy(), 0
+                else:
+                    n_bad += 1
+                    if n_bad >= n_iter_no_change:
+                        stopped = True
+                        x = best_x
+                        break
+            if report("adam", -f, **extra):
                 converged = True
                 break
+            if (validation is None and stop_tol is not None and it >= 2 * window
+                    and it % window == 0):
+                prev = np.nanmean(history[it - 2 * window: it - window])
+                last = np.nanmean(history[it - window: it])
+                if prev - last <= stop_tol * max(1.0, abs(prev)):
+                    converged = True
+                    break
     restored = False
     if best_x is not None and not stopped:
         # max_iter reached: keep the best checked state, as sklearn's MLP early stopping does;
@@ -397,8 +396,8 @@ def run_adam(objective, x0, *, n_data, batch_size, max_iter, learning_rate, rand
         final = val_hist[-1] if it % validation_every == 0 else float(validation(x))
         if best_val > final:
             x, restored = best_x, True
-    if verbose:
+    if verbose > 0:
         progress(f"[{name}] done: {it} iterations in {time.perf_counter() - t0:.2f}s"
-              + (" (early stopping)" if stopped else "")
-              + (" (best held-out state restored)" if restored else ""))
+                 + (" (early stopping)" if stopped else "")
+                 + (" (best held-out state restored)" if restored else ""))
     return StochasticResult(x, it, history[:it], stopped, np.asarray(val_hist), converged)

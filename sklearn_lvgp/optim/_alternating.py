@@ -233,7 +233,7 @@ def local_step(kernel, Z, rule, post, mu, S, Y, *, max_iter=LOCAL_ITER, tol=None
     opts = {} if tol is None else {"ftol": float(tol), "gtol": float(tol)}
     res = minimize_rowwise(heldout_rows_objective(kernel, Z, rule, post, Y), x0,
                            max_iter=max_iter, **opts)
-    if verbose:
+    if verbose > 0:
         progress(f"[{name}] {x0.shape[0]} rows: iterations median "
                  f"{np.median(res.n_iter) if res.n_iter.size else 0:g}, max "
                  f"{int(np.max(res.n_iter, initial=0))}; {int(np.sum(res.status != 0))} not "
@@ -463,8 +463,8 @@ def fit_alternating(state, kernel, Z, noise_variance, rule, *, noise_bounds, jit
                               name=name, warn_unconverged=False)
         globals_x = res.x
         history.append(-res.fun - state.kl())
-        if verbose:
-            progress(f"[{name}] round {r + 1:4d}  ELBO {history[-1]: .6e}")
+        if verbose > 0:
+            progress(f"[{name}] round {r + 1:4d}  bound {history[-1]: .6e}")
         if r > 0 and abs(history[-1] - history[-2]) <= tol * abs(history[-2]):
             converged = True
             break

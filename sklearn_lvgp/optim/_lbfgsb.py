@@ -16,7 +16,7 @@ from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
 from .._core.linalg import CholeskyError
-from .._core.progress import iteration_line, progress, report
+from .._core.progress import IterationDisplay, progress, report
 from .._core.warn import warn
 from ._adam import run_adam, warn_budget_spent
 
@@ -101,7 +101,9 @@ def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0,
     tol : float or None
         Passed as ``ftol`` and ``gtol``; ``None`` keeps scipy's defaults.
     verbose : int
-        ``> 0`` prints the objective every ``max(1, 50 // verbose)`` iterations.
+        ``> 0`` shows the bound (``-fun``, higher is better) in a progress bar or, without
+        one, every ``max(1, 50 // verbose)`` iterations
+        (:class:`~sklearn_lvgp._core.progress.IterationDisplay`).
     name : str
         Used in messages.
     warn_unconverged : bool, default=True
@@ -125,15 +127,13 @@ def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0,
                   for row in bounds]
     history = []
     t0 = time.perf_counter()
-    every = max(1, 50 // max(int(verbose), 1))
+    display = IterationDisplay(name, max_iter, verbose, 50 // max(int(verbose), 1))
 
     stopped = []
 
     def callback(xk):
         history.append(guard.best_f)
-        if verbose and len(history) % every == 0:
-            progress(iteration_line(name, len(history), max_iter, "objective", guard.best_f,
-                                    time.perf_counter() - t0))
+        display.update(len(history), -guard.best_f)
         if report("lbfgs", -guard.best_f) or _flat(history, stop_tol, window):
             stopped.append(True)
             raise StopIteration  # scipy ends the run and returns the current iterate
@@ -141,8 +141,9 @@ def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0,
     options = {"maxiter": int(max_iter)}
     if tol is not None:
         options.update(ftol=float(tol), gtol=float(tol))
-    res = minimize(guard, np.array(x0, dtype=np.float64), jac=True, method="L-BFGS-B",
-                   bounds=bounds, callback=callback, options=options)
+    with display:
+        res = minimize(guard, np.array(x0, dtype=np.float64), jac=True, method="L-BFGS-B",
+                       bounds=bounds, callback=callback, options=options)
     if guard.best_x is None:
         raise _no_finite_point(guard, name)
     converged = bool(res.status == 0) or bool(stopped)
@@ -152,9 +153,9 @@ def minimize_lbfgsb(fun, x0, *, bounds=None, max_iter=1000, tol=None, verbose=0,
             "Increase max_iter or loosen tol.",
             ConvergenceWarning,
         )
-    if verbose:
-        progress(f"[{name}] done: {res.nit} iterations, objective {guard.best_f:.6e}, "
-              f"{time.perf_counter() - t0:.2f}s ({res.message})")
+    if verbose > 0:
+        progress(f"[{name}] done: {res.nit} iterations, bound {-guard.best_f:.6e}, "
+                 f"{time.perf_counter() - t0:.2f}s ({res.message})")
     return OptimizeResult(guard.best_x, guard.best_f, int(res.nit), converged,
                           np.asarray(history), str(res.message))
 
