@@ -1,0 +1,207 @@
+"""The uncollapsed GPLVM bound of a minibatch (Hensman, Fusi & Lawrence 2013; Lalchand et al. 2022).
+
+With q(u_d) kept explicit — whitened, ``u_d = L_u v_d`` with ``q(v_d) = N(m_d, L_d L_dᵀ)`` per
+output column, as the SVGP layer of :mod:`sklearn_lvgp.variational` — the GPLVM bound is a sum
+over rows (:cite:`hensman2013gaussian`, :cite:`lalchand2022generalised`). Over a minibatch B of
+the N rows, with ``c = N / |B|``,
+
+    L = c Σ_{n∈B} Σ_{d observed in n} E_{q(x_n)} E_{q(f_nd)}[log N(y_nd | f_nd, σ²)]
+        − KL(q(u) ‖ p(u)) − c Σ_{n∈B} KL(q(x_n) ‖ N(0, I)),
+
+and the data term of entry (n, d) is, with ``G_d = L_u⁻ᵀ m_d`` and
+``W_d = L_u⁻ᵀ (m_d m_dᵀ + L_d L_dᵀ − I) L_u⁻¹`` (Titsias & Lawrence 2010, eq. 27, with q(u) free),
+
+    −½ log 2πσ² − (y_nd² − 2 y_nd ψ1_n G_d + ψ0_n + tr(W_d Ψ2_n)) / 2σ²,
+
+linear in the row's Ψ-statistics (from :mod:`sklearn_lvgp.expectations`: every rule). Its
+adjoints wrt the statistics therefore depend on the global parameters only, so the bound runs in
+one pass (``two_pass = False``): a chunk computes its Ψ-statistics, their backward pass with
+those adjoints (its rows' gradients) and the sums the global gradients need — per column group
+of :func:`~sklearn_lvgp.bounds._collapsed_masked.column_groups` (missing entries are a mask):
+ψ0_g, Ψ1ᵀY, Ψ2_g, Σy² and the group's row count, the statistics of
+:class:`~sklearn_lvgp.bounds._collapsed_masked.MaskedPsi`. The same sums give the natural-
+gradient step of q(u) (:func:`~sklearn_lvgp.variational.natgrad_from_statistics`): with the
+whitened features ``a_n = L_u⁻¹ k(Z, x_n)``, ``E Σ_n a_n y_nᵀ = L_u⁻¹ Ψ1ᵀY`` and
+``E Σ_n a_n a_nᵀ = L_u⁻¹ Ψ2 L_u⁻ᵀ``.
+
+Cost of a minibatch of B rows: the Ψ-statistics, O(B·M²·Q) (RBF) or O(B·K·M·Q) plus the
+O(B·K·M²) Ψ2 GEMM (point-set rules of K points); with missing entries each row's own Ψ2 adjoint,
+O(B·G·M²) for G column groups; the global terms O(G·M³ + D·M³). Nothing grows with N.
+"""
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from .._core.linalg import solve_lower, solve_upper, tril
+from ..engine._protocol import ChunkedBound
+from ..expectations import psi_statistics, psi_vjp
+from ..variational._kl import kl_divergence, kl_divergence_vjp, standard_normal_kl_and_vjp
+from ..variational._layer import prior_factor, prior_factor_vjp
+from ._collapsed import psi_row_cost, rule_rows
+from ._collapsed_masked import CHUNK_PSI2_ELEMENTS, MaskedPosterior
+
+__all__ = ["SviParams", "UncollapsedPsi", "svi_posterior"]
+
+
+class SviParams(NamedTuple):
+    """Parameters of one evaluation of :class:`UncollapsedPsi`.
+
+    Attributes
+    ----------
+    kernel : Kernel
+    Z : ndarray of shape (M, Q)
+    noise_variance : float
+    rule : "analytic" or PointRule
+    groups : ColumnGroups
+        The column groups of the whole data's mask (:func:`column_groups`).
+    q_mu : ndarray of shape (M, D)
+        Whitened means ``m_d``.
+    q_sqrt : ndarray of shape (D, M, M)
+        Lower-triangular ``L_d`` (the upper triangle is ignored).
+    scale : float
+        ``N / |B|``: the weight of the minibatch's rows.
+    jitter : float
+        Relative jitter of ``K_uu``.
+    max_tries : int
+        Jitter escalations before a ``CholeskyError``.
+    """
+
+    kernel: object
+    Z: np.ndarray
+    noise_variance: float
+    rule: object
+    groups: object
+    q_mu: np.ndarray
+    q_sqrt: np.ndarray
+    scale: float = 1.0
+    jitter: float = 1e-6
+    max_tries: int = 0
+
+
+class SviGlobals(NamedTuple):
+    """What :meth:`UncollapsedPsi.prepare` computes once per evaluation."""
+
+    params: SviParams
+    prior: object  # PriorFactor
+    Gm: np.ndarray  # (M, D): L_u⁻ᵀ m_d
+    E: np.ndarray  # (n_groups, M, M): Σ_{d∈g} (m_d m_dᵀ + S_d) − D_g I
+    dpsi0: np.ndarray  # (n_groups,)
+    dPY_T: np.ndarray  # (D, M)
+    dPsi2: np.ndarray  # (n_groups, M, M)
+
+
+class UncollapsedPsi(ChunkedBound):
+    """The minibatch GPLVM bound with explicit q(u), as a one-pass protocol bound.
+
+    Rows: ``Y`` (zeros at the missing entries), ``R`` (row-by-group membership of
+    :func:`~sklearn_lvgp.bounds._collapsed_masked.column_groups`), ``mu`` and ``S`` (the rows'
+    q(x_n)). :meth:`prepare` takes an :class:`SviParams`; :meth:`gradient` returns the value
+    and a dict with ``Z``, ``theta``, ``noise``, ``q_mu``, ``q_sqrt`` (lower triangle) and
+    ``natgrad``, the data sums ``(AwR, AwA)`` of the natural-gradient step of q(u).
+    """
+
+    row_names = ("Y", "R", "mu", "S")
+    two_pass = False
+
+    def prepare(self, params):
+        p = params
+        prior = prior_factor(p.kernel, p.Z, p.jitter, p.max_tries)
+        M, D = p.q_mu.shape
+        c, s2 = float(p.scale), float(p.noise_variance)
+        Ls = tril(p.q_sqrt)
+        outer = np.einsum("md,ld->dml", p.q_mu, p.q_mu) + np.matmul(Ls, Ls.transpose(0, 2, 1))
+        n_groups = len(p.groups.columns)
+        E = np.empty((n_groups, M, M))
+        dPsi2 = np.empty((n_groups, M, M))
+        for g, cols in enumerate(p.groups.columns):
+            E[g] = outer[cols].sum(axis=0) - cols.size * np.eye(M)
+            dPsi2[g] = -c / (2.0 * s2) * solve_upper(prior.Lu, solve_upper(prior.Lu, E[g]).T)
+        Gm = solve_upper(prior.Lu, p.q_mu)
+        dpsi0 = np.array([-c * cols.size / (2.0 * s2) for cols in p.groups.columns])
+        return SviGlobals(p, prior, Gm, E, dpsi0, (c / s2) * Gm.T, dPsi2)
+
+    def chunk_cost(self, G):
+        M, Q = G.params.Z.shape
+        work, _, cap = psi_row_cost(G.params.rule, M, Q)
+        n_groups = len(G.params.groups.columns)
+        return (work + n_groups * M * M, max(1, min(cap, CHUNK_PSI2_ELEMENTS // (M * M))), 0)
+
+    def plan_key(self, G):
+        rule = G.params.rule
+        return (("svi", rule.weights.shape[0] if hasattr(rule, "weights") else 0)
+                + G.params.Z.shape + (len(G.params.groups.columns),))
+
+    def chunk_stats(self, G, rows, ctx):  # one pass: everything in chunk_backward
+        raise NotImplementedError("UncollapsedPsi is a one-pass bound.")
+
+    def finish(self, G, stats):
+        raise NotImplementedError("UncollapsedPsi is a one-pass bound.")
+
+    def chunk_backward(self, G, step, rows, ctx, need_local=True):
+        p = G.params
+        Y, R, mu, S = rows["Y"], rows["R"], rows["mu"], rows["S"]
+        n, M = Y.shape[0], p.Z.shape[0]
+        rule = p.rule if ctx.start is None else rule_rows(p.rule, ctx.start, ctx.stop)
+        summed = R.shape[1] == 1 and bool(np.all(R == 1.0))  # every row in the one group
+        stats, cache = psi_statistics(p.kernel, p.Z, mu, S, rule, per_point=not summed)
+        if summed:
+            psi0 = np.array([np.sum(stats.psi0)])
+            Psi2 = stats.Psi2.reshape(1, M, M)
+            dpsi0, dPsi2 = G.dpsi0[0], G.dPsi2[0]
+        else:
+            psi0 = R.T @ stats.psi0
+            Psi2 = (R.T @ stats.Psi2.reshape(n, M * M)).reshape(-1, M, M)
+            dpsi0 = R @ G.dpsi0
+            dPsi2 = (R @ G.dPsi2.reshape(-1, M * M)).reshape(n, M, M)
+        with np.errstate(divide="ignore", invalid="ignore"):  # dS of S = 0 rows (S as data)
+            pv = psi_vjp(dpsi0, Y @ G.dPY_T, dPsi2, cache)
+        kl, dkl_mu, dkl_S = standard_normal_kl_and_vjp(mu, S)
+        local = None
+        if need_local:
+            local = {"mu": pv.mu - p.scale * dkl_mu, "S": pv.S - p.scale * dkl_S}
+        return local, (kl, pv.Z, pv.theta, psi0, stats.Psi1.T @ Y, Psi2,
+                       np.einsum("nd,nd->d", Y, Y), R.sum(axis=0))
+
+    def gradient(self, G, step, partials):
+        kl_x, dZ, dtheta, psi0, PY, Psi2, YY, count = partials
+        p, Lu = G.params, G.prior.Lu
+        c, s2 = float(p.scale), float(p.noise_variance)
+        col_group = p.groups.column_group
+        sizes = np.array([cols.size for cols in p.groups.columns], dtype=np.float64)
+        # whitened statistics: B = L_u⁻¹ Ψ1ᵀY, P_g = L_u⁻¹ Ψ2_g L_u⁻ᵀ
+        B = solve_lower(Lu, PY)
+        P = np.stack([solve_lower(Lu, solve_lower(Lu, Psi2[g]).T) for g in range(len(sizes))])
+        P = 0.5 * (P + P.transpose(0, 2, 1))
+        quad = (float(np.sum(YY)) - 2.0 * float(np.sum(B * p.q_mu)) + float(sizes @ psi0)
+                + float(np.einsum("gml,gml->", G.E, P)))
+        n_obs = float(count[col_group].sum())
+        data = -0.5 * c * n_obs * math.log(2.0 * math.pi * s2) - c * quad / (2.0 * s2)
+        kl_u, kl_cache = kl_divergence(p.q_mu, p.q_sqrt, whiten=True)
+        kv = kl_divergence_vjp(-1.0, kl_cache)
+        Pd = P[col_group]  # (D, M, M)
+        dq_mu = (c / s2) * (B - np.einsum("dml,ld->md", Pd, p.q_mu)) + kv.q_mu
+        dq_sqrt = tril(-(c / s2) * np.matmul(Pd, tril(p.q_sqrt))) + kv.q_sqrt
+        # L_u enters through B and the P_g: dL_u = −L_u⁻ᵀ [dB Bᵀ + 2 Σ_g dP_g P_g]
+        inner = (c / s2) * p.q_mu @ B.T - (c / s2) * np.einsum("gml,glk->mk", G.E, P)
+        dZ_K, dtheta_K = prior_factor_vjp(p.kernel, G.prior, dL_dLu=tril(-solve_upper(Lu, inner)))
+        dnoise = -0.5 * c * n_obs / s2 + c * quad / (2.0 * s2 * s2)
+        value = data - kl_u - c * kl_x
+        natgrad = ((c / s2) * B, (c / s2) * Pd)
+        return value, {"Z": dZ + dZ_K, "theta": dtheta + dtheta_K, "noise": dnoise,
+                       "q_mu": dq_mu, "q_sqrt": dq_sqrt, "natgrad": natgrad}
+
+
+def svi_posterior(kernel, Z, q_mu, q_sqrt, noise_variance, jitter=1e-6):
+    """The fitted q(u) as a :class:`~sklearn_lvgp.bounds._collapsed_masked.MaskedPosterior`
+    (one group per column), so that prediction, ``transform`` and held-out scores run as for a
+    collapsed fit: ``G_d = L_u⁻ᵀ m_d``, ``Cs_d = L_u⁻ᵀ L_d L_dᵀ L_u⁻¹``."""
+    Lu = prior_factor(kernel, Z, jitter, 6).Lu
+    M, D = q_mu.shape
+    Ls = tril(q_sqrt)
+    Cs = np.stack([solve_upper(Lu, solve_upper(Lu, Ls[d] @ Ls[d].T).T) for d in range(D)])
+    Kinv = solve_upper(Lu, solve_lower(Lu, np.eye(M)))
+    return MaskedPosterior(Lu, solve_upper(Lu, q_mu), 0.5 * (Kinv + Kinv.T),
+                           0.5 * (Cs + Cs.transpose(0, 2, 1)), np.arange(D), float(noise_variance),
+                           ())

@@ -1,0 +1,57 @@
+"""The minibatch (uncollapsed) GPLVM bound in the conformance test: complete data and a mask,
+closed-form and unscented Ψ-statistics, and a minibatch weight ``N / |B|`` other than one.
+
+Its global blocks are q(u) (whitened means and lower-triangular square roots), the inducing
+inputs, the kernel's ``theta`` and the noise variance; its local blocks the rows' q(x_n).
+"""
+
+import numpy as np
+from conformance import N, Problem
+
+from sklearn_lvgp._core.linalg import tril
+from sklearn_lvgp.bounds._collapsed_masked import column_groups
+from sklearn_lvgp.bounds._svi import SviParams, UncollapsedPsi
+from sklearn_lvgp.expectations import make_rule
+from sklearn_lvgp.kernels import RBF, Matern32
+
+
+def _svi_problem(kernel, rule_name, seed, missing, scale):
+    kernel = kernel.initialize(2, np.random.RandomState(0))
+    rule = make_rule(rule_name, kernel, 2)[1]
+    r = np.random.default_rng(seed)
+    D, M = 3, 5
+    Y = r.standard_normal((N, D))
+    observed = r.random((N, D)) > missing
+    observed[0] = True
+    if missing:
+        observed[5] = False  # a row with every entry missing
+    groups = column_groups(observed)
+    mu = r.standard_normal((N, 2))
+    S = r.uniform(0.1, 0.6, (N, 2))
+    Z = r.standard_normal((M, 2))
+    q_mu = r.standard_normal((M, D))
+    q_sqrt = tril(0.3 * r.standard_normal((D, M, M))) + 0.8 * np.eye(M)
+
+    def params(b, n):
+        k = kernel.clone_with_theta(b["theta"])
+        return SviParams(k, b["Z"], float(b["noise"]), rule, groups, b["q_mu"],
+                         tril(b["q_sqrt"]), scale)
+
+    def grads(g):
+        return {"Z": g["Z"], "theta": g["theta"], "noise": g["noise"], "q_mu": g["q_mu"],
+                "q_sqrt": g["q_sqrt"]}
+
+    return Problem(UncollapsedPsi(), {"Y": np.where(observed, Y, 0.0), "R": groups.member,
+                                      "mu": mu, "S": S},
+                   {"Z": Z, "theta": kernel.theta.copy(), "noise": np.array(0.3), "q_mu": q_mu,
+                    "q_sqrt": q_sqrt}, ("mu", "S"), params, grads)
+
+
+REGISTRY = {
+    "svi-psi-analytic-rbf": lambda: _svi_problem(RBF(length_scale=[0.9, 1.2]), "analytic", 6,
+                                                 0.0, 1.0),
+    "svi-psi-analytic-rbf-masked": lambda: _svi_problem(RBF(length_scale=[0.9, 1.2]),
+                                                        "analytic", 7, 0.3, 3.5),
+    "svi-psi-unscented-matern32-masked":
+        lambda: _svi_problem(Matern32(length_scale=[1.0, 0.7]), "unscented", 8, 0.3, 2.0),
+}
