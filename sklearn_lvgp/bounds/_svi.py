@@ -133,26 +133,50 @@ class UncollapsedPsi(ChunkedBound):
         return (("svi", rule.weights.shape[0] if hasattr(rule, "weights") else 0)
                 + G.params.Z.shape + (len(G.params.groups.columns),))
 
-    def chunk_stats(self, G, rows, ctx):  # one pass: everything in chunk_backward
-        raise NotImplementedError("UncollapsedPsi is a one-pass bound.")
+    @staticmethod
+    def _psi(G, rows, ctx, need_cache):
+        """A chunk's Ψ-statistics (summed where every row is in the one group), its per-group
+        ψ0_g, Ψ1ᵀY and Ψ2_g, and the Ψ cache."""
+        p, Y, R = G.params, rows["Y"], rows["R"]
+        n, M = Y.shape[0], p.Z.shape[0]
+        rule = p.rule if ctx.start is None else rule_rows(p.rule, ctx.start, ctx.stop)
+        summed = R.shape[1] == 1 and bool(np.all(R == 1.0))
+        stats, cache = psi_statistics(p.kernel, p.Z, rows["mu"], rows["S"], rule,
+                                      per_point=not summed, need_cache=need_cache)
+        if summed:
+            sums = (np.array([np.sum(stats.psi0)]), stats.Psi1.T @ Y, stats.Psi2.reshape(1, M, M))
+        else:
+            sums = (R.T @ stats.psi0, stats.Psi1.T @ Y,
+                    (R.T @ stats.Psi2.reshape(n, M * M)).reshape(-1, M, M))
+        return summed, sums, cache
 
-    def finish(self, G, stats):
-        raise NotImplementedError("UncollapsedPsi is a one-pass bound.")
+    def chunk_stats(self, G, rows, ctx):
+        """Forward pass only: the chunk's ``(ψ0_g, Ψ1ᵀY, Ψ2_g)``, the statistics of
+        :meth:`natgrad_sums`. Not part of :func:`~sklearn_lvgp.engine.evaluate_bound`'s one
+        pass: the SVI optimiser runs it before its natural-gradient step, so that the step
+        uses the minibatch's statistics at the current hyperparameters."""
+        return self._psi(G, rows, ctx, need_cache=False)[1]
+
+    @staticmethod
+    def natgrad_sums(G, stats):
+        """``(AwR, AwA)`` of :func:`~sklearn_lvgp.variational.natgrad_from_statistics` (whitened,
+        AwA per column) from reduced ``(ψ0_g, Ψ1ᵀY, Ψ2_g)``: ``c/σ² L_u⁻¹ Ψ1ᵀY`` and
+        ``c/σ² L_u⁻¹ Ψ2_g(d) L_u⁻ᵀ``. Also returns the whitened ``B`` and ``P_g``."""
+        _, PY, Psi2 = stats
+        Lu, w = G.prior.Lu, float(G.params.scale) / float(G.params.noise_variance)
+        B = solve_lower(Lu, PY)
+        P = np.stack([solve_lower(Lu, solve_lower(Lu, Psi2[g]).T) for g in range(len(Psi2))])
+        P = 0.5 * (P + P.transpose(0, 2, 1))
+        return (w * B, w * P[G.params.groups.column_group]), B, P
 
     def chunk_backward(self, G, step, rows, ctx, need_local=True):
         p = G.params
         Y, R, mu, S = rows["Y"], rows["R"], rows["mu"], rows["S"]
         n, M = Y.shape[0], p.Z.shape[0]
-        rule = p.rule if ctx.start is None else rule_rows(p.rule, ctx.start, ctx.stop)
-        summed = R.shape[1] == 1 and bool(np.all(R == 1.0))  # every row in the one group
-        stats, cache = psi_statistics(p.kernel, p.Z, mu, S, rule, per_point=not summed)
+        summed, (psi0, PY, Psi2), cache = self._psi(G, rows, ctx, need_cache=True)
         if summed:
-            psi0 = np.array([np.sum(stats.psi0)])
-            Psi2 = stats.Psi2.reshape(1, M, M)
             dpsi0, dPsi2 = G.dpsi0[0], G.dPsi2[0]
         else:
-            psi0 = R.T @ stats.psi0
-            Psi2 = (R.T @ stats.Psi2.reshape(n, M * M)).reshape(-1, M, M)
             dpsi0 = R @ G.dpsi0
             dPsi2 = (R @ G.dPsi2.reshape(-1, M * M)).reshape(n, M, M)
         with np.errstate(divide="ignore", invalid="ignore"):  # dS of S = 0 rows (S as data)
@@ -161,8 +185,8 @@ class UncollapsedPsi(ChunkedBound):
         local = None
         if need_local:
             local = {"mu": pv.mu - p.scale * dkl_mu, "S": pv.S - p.scale * dkl_S}
-        return local, (kl, pv.Z, pv.theta, psi0, stats.Psi1.T @ Y, Psi2,
-                       np.einsum("nd,nd->d", Y, Y), R.sum(axis=0))
+        return local, (kl, pv.Z, pv.theta, psi0, PY, Psi2, np.einsum("nd,nd->d", Y, Y),
+                       R.sum(axis=0))
 
     def gradient(self, G, step, partials):
         kl_x, dZ, dtheta, psi0, PY, Psi2, YY, count = partials
@@ -171,9 +195,7 @@ class UncollapsedPsi(ChunkedBound):
         col_group = p.groups.column_group
         sizes = np.array([cols.size for cols in p.groups.columns], dtype=np.float64)
         # whitened statistics: B = L_u⁻¹ Ψ1ᵀY, P_g = L_u⁻¹ Ψ2_g L_u⁻ᵀ
-        B = solve_lower(Lu, PY)
-        P = np.stack([solve_lower(Lu, solve_lower(Lu, Psi2[g]).T) for g in range(len(sizes))])
-        P = 0.5 * (P + P.transpose(0, 2, 1))
+        natgrad, B, P = self.natgrad_sums(G, (psi0, PY, Psi2))
         quad = (float(np.sum(YY)) - 2.0 * float(np.sum(B * p.q_mu)) + float(sizes @ psi0)
                 + float(np.einsum("gml,gml->", G.E, P)))
         n_obs = float(count[col_group].sum())
@@ -188,7 +210,6 @@ class UncollapsedPsi(ChunkedBound):
         dZ_K, dtheta_K = prior_factor_vjp(p.kernel, G.prior, dL_dLu=tril(-solve_upper(Lu, inner)))
         dnoise = -0.5 * c * n_obs / s2 + c * quad / (2.0 * s2 * s2)
         value = data - kl_u - c * kl_x
-        natgrad = ((c / s2) * B, (c / s2) * Pd)
         return value, {"Z": dZ + dZ_K, "theta": dtheta + dtheta_K, "noise": dnoise,
                        "q_mu": dq_mu, "q_sqrt": dq_sqrt, "natgrad": natgrad}
 
