@@ -93,6 +93,7 @@ VARIANTS = {
         {"optimizer": "adam", "learning_rate": 0.05, "max_iter": 300, "early_stopping": True,
          "n_iter_no_change": 1},
         {"optimizer": "svi", "batch_size": 7, "max_iter": 3, "learning_rate": 0.05},
+        {"optimizer": "svi", "batch_size": 7, "max_iter": 3, "encoder": "mlp"},
     ],
 }
 

@@ -156,3 +156,24 @@ def test_svi_refuses_a_column_with_no_observed_value():
     X[:, 2] = np.nan
     with pytest.raises(ValueError, match=r"column\(s\) \[2\] of X have no observed value"):
         _svi(max_iter=2).fit(X)
+
+
+def test_svi_with_an_encoder():
+    X = _curve(80)
+    r = np.random.default_rng(4)
+    Xn = np.where(r.random(X.shape) < 0.1, np.nan, X)
+    model = _svi(max_iter=40, batch_size=20, encoder="mlp").fit(Xn)
+    again = _svi(max_iter=40, batch_size=20, encoder="mlp").fit(Xn)
+    assert np.isfinite(model.elbo_) and model.elbo_ == again.elbo_
+    assert np.all(model.latent_variance_ > 0)
+    # the encoder improves on its start (the PCA means and latent_variance_init)
+    start = _svi(max_iter=1, batch_size=80, encoder="mlp", learning_rate=1e-12).fit(Xn)
+    assert model.elbo_ > start.elbo_
+    assert model.transform(Xn[:4] + 0.01).shape == (4, 2)
+
+
+@pytest.mark.parametrize("params", [{"encoder": "mlp", "optimizer": "adam"},
+                                    {"encoder": "cnn"}])
+def test_encoder_needs_svi(params):
+    with pytest.raises(ValueError, match="encoder must be None or 'mlp'"):
+        _svi(max_iter=2, **params).fit(_curve(30))

@@ -37,12 +37,13 @@ import numpy as np
 from .._core.linalg import solve_lower, solve_upper, tril
 from ..engine._protocol import ChunkedBound
 from ..expectations import psi_statistics, psi_vjp
+from ..nn._ldgd_encoder import encoder_forward, encoder_vjp
 from ..variational._kl import kl_divergence, kl_divergence_vjp, standard_normal_kl_and_vjp
 from ..variational._layer import prior_factor, prior_factor_vjp
 from ._collapsed import psi_row_cost, rule_rows
 from ._collapsed_masked import CHUNK_PSI2_ELEMENTS, MaskedPosterior
 
-__all__ = ["SviParams", "UncollapsedPsi", "svi_posterior"]
+__all__ = ["AmortisedUncollapsedPsi", "SviParams", "UncollapsedPsi", "svi_posterior"]
 
 
 class SviParams(NamedTuple):
@@ -66,6 +67,8 @@ class SviParams(NamedTuple):
         Relative jitter of ``K_uu``.
     max_tries : int
         Jitter escalations before a ``CholeskyError``.
+    encoder : list of ndarray or None
+        Weights of the encoder of :class:`AmortisedUncollapsedPsi`.
     """
 
     kernel: object
@@ -78,6 +81,7 @@ class SviParams(NamedTuple):
     scale: float = 1.0
     jitter: float = 1e-6
     max_tries: int = 0
+    encoder: list = None
 
 
 class SviGlobals(NamedTuple):
@@ -212,6 +216,38 @@ class UncollapsedPsi(ChunkedBound):
         value = data - kl_u - c * kl_x
         return value, {"Z": dZ + dZ_K, "theta": dtheta + dtheta_K, "noise": dnoise,
                        "q_mu": dq_mu, "q_sqrt": dq_sqrt, "natgrad": natgrad}
+
+
+class AmortisedUncollapsedPsi(UncollapsedPsi):
+    """:class:`UncollapsedPsi` with q(x_n) = N(μ(y_n), diag σ(y_n)²) from an encoder MLP.
+
+    The encoder is the ReLU network with a mean and a softplus standard-deviation head of
+    :mod:`sklearn_lvgp.nn._ldgd_encoder`, reading the row with zeros at its missing entries
+    (Lalchand et al. 2022 amortise q(x_n) the same way). Rows: ``Y`` and ``R``; the encoder's
+    weights (``params.encoder``) are a global block, ``gradient`` returns their gradients as
+    ``grads["encoder"]`` (a list in the weights' order), and there are no local gradients.
+    """
+
+    row_names = ("Y", "R")
+
+    @staticmethod
+    def _encoded(G, rows):
+        mu, sigma, cache = encoder_forward(G.params.encoder, rows["Y"])
+        return {**rows, "mu": mu, "S": sigma * sigma}, sigma, cache
+
+    def chunk_stats(self, G, rows, ctx):
+        return super().chunk_stats(G, self._encoded(G, rows)[0], ctx)
+
+    def chunk_backward(self, G, step, rows, ctx, need_local=True):
+        rows, sigma, cache = self._encoded(G, rows)
+        local, partial = super().chunk_backward(G, step, rows, ctx, need_local=True)
+        dW = encoder_vjp(local["mu"], 2.0 * sigma * local["S"], cache)
+        return None, partial + (dW,)
+
+    def gradient(self, G, step, partials):
+        value, grads = super().gradient(G, step, partials[:-1])
+        grads["encoder"] = list(partials[-1])
+        return value, grads
 
 
 def svi_posterior(kernel, Z, q_mu, q_sqrt, noise_variance, jitter=1e-6):

@@ -30,6 +30,7 @@ from ..kernels import as_lvgp_kernel
 from ..kernels._stationary import default_rbf
 from ..optim._alternating import DaskLocals, InMemoryLocals, fit_alternating, heldout_latents
 from ..optim._lbfgsb import minimize_adam, minimize_lbfgsb
+from ..nn._ldgd_encoder import encoder_fit_mean_head, encoder_init, encoder_shapes
 from ..optim._svi import fit_svi
 from ._latent_map import LatentMapMixin
 
@@ -37,6 +38,8 @@ __all__ = ["UnscentedGPLVM"]
 
 #: Rows from which ``optimizer="auto"`` uses the alternating local/global optimiser.
 ALTERNATING_MIN_ROWS = 100_000
+#: Hidden widths of ``encoder="mlp"``.
+ENCODER_HIDDEN = (50, 20)
 
 
 class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
@@ -97,6 +100,11 @@ class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, Transforme
     natgrad_gamma : float, default=0.1
         Natural-gradient step size on q(u) with ``optimizer="svi"``, in (0, 1] (the first
         step is 1: q(u) starts at the optimum for the first minibatch).
+    encoder : {None, "mlp"}, default=None
+        With ``optimizer="svi"``: ``"mlp"`` amortises q(x_n) by a ReLU network of the row
+        (zeros at its missing entries; hidden widths 50 and 20, a mean and a softplus standard
+        deviation head, the mean head started at ``init``), trained by Adam instead of a q(x_n)
+        per row; ``latent_mean_`` and ``latent_variance_`` are then its outputs.
     tol : float, default=None
         Optimiser tolerance (L-BFGS-B ``ftol``/``gtol``; Adam and SVI windowed relative
         change).
@@ -189,7 +197,7 @@ class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, Transforme
     def __init__(self, n_components=2, kernel=None, expectation="auto", n_inducing=20,
                  gh_order=2, n_samples=32, init="pca", latent_variance_init=0.1,
                  noise_variance_init=None, normalize_X="center", optimizer="auto", max_iter=2000,
-                 batch_size=None, natgrad_gamma=0.1, tol=None, early_stopping=False, validation_fraction=0.1, n_iter_no_change=5,
+                 batch_size=None, natgrad_gamma=0.1, encoder=None, tol=None, early_stopping=False, validation_fraction=0.1, n_iter_no_change=5,
                  learning_rate=0.01, transform_max_iter=200, jitter=1e-6,
                  random_state=None, n_jobs=None, verbose=0, callback=None, warm_start=False):
         self.n_components = n_components
@@ -206,6 +214,7 @@ class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         self.max_iter = max_iter
         self.batch_size = batch_size
         self.natgrad_gamma = natgrad_gamma
+        self.encoder = encoder
         self.tol = tol
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
@@ -241,6 +250,9 @@ class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         check_int("transform_max_iter", self.transform_max_iter, min_value=1)
         check_float("jitter", self.jitter, 0.0)
         self._check_early_stopping(X.shape[0])
+        if self.encoder is not None and (self.encoder != "mlp" or self.optimizer != "svi"):
+            raise ValueError("encoder must be None or 'mlp', with optimizer='svi'; got "
+                             f"encoder={self.encoder!r}, optimizer={self.optimizer!r}.")
         if self.early_stopping and self.optimizer in ("lbfgs", "alternating", "svi"):
             raise ValueError("early_stopping applies to the Adam path (optimizer='adam' or "
                              f"'auto'); got optimizer={self.optimizer!r}.")
@@ -322,11 +334,15 @@ class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         mc_state = check_random_state(random_state.randint(np.iinfo(np.int32).max))
         bound = collapsed_psi_bound(Y)  # chunked map-reduce (masked where Y has NaN)
         if optimizer == "svi":
+            enc = None if self.encoder is None else encoder_fit_mean_head(encoder_init(
+                encoder_shapes(Y.shape[1], ENCODER_HIDDEN, Q), mc_state,
+                np.sqrt(self.latent_variance_init)), np.nan_to_num(Y), mu0)
             out = fit_svi(Y, mu0, S0, work, Z0, noise0, rule, jitter=jitter, tol=self.tol,
                           batch_size=min(N, 1000) if self.batch_size is None else self.batch_size,
                           max_epochs=self.max_iter, learning_rate=self.learning_rate,
                           natgrad_gamma=self.natgrad_gamma, noise_bounds=noise_box,
                           random_state=mc_state, verbose=self.verbose, name=type(self).__name__,
+                          encoder=enc,
                           draw_rule=(lambda n: monte_carlo_rule(self.n_samples, Q, mc_state,
                                                                 n_points=n)) if stochastic else None)
             x = packer.pack({"mu": out.mu, "S": out.S, "Z": out.Z, "theta": out.theta,

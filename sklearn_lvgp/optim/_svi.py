@@ -14,7 +14,9 @@ that one evaluation it takes
 * an Adam step on the q(x_n) = N(μ_n, diag S_n) of the batch's rows (in ``(μ, log S)``), each
   row with its own moment estimates and step count, so a step costs nothing for the rows it
   does not touch and an epoch's time grows linearly with N (Lalchand et al. 2022,
-  :cite:`lalchand2022generalised`, with point-wise q(x_n)).
+  :cite:`lalchand2022generalised`, with point-wise q(x_n)) — or, with an ``encoder``, an Adam
+  step on the encoder's weights (q(x_n) amortised,
+  :class:`~sklearn_lvgp.bounds._svi.AmortisedUncollapsedPsi`).
 
 ``max_epochs`` passes over the data; with ``tol`` the run stops when the mean bound estimate of
 the last 100 steps improves on the 100 before by less than ``tol`` (relative), as
@@ -33,15 +35,18 @@ from .._core.linalg import CholeskyError
 from .._core.progress import iteration_line, progress, report
 from .._core.warn import warn
 from ..bounds._collapsed_masked import column_groups
-from ..bounds._svi import SviParams, UncollapsedPsi, svi_posterior
+from ..bounds._svi import AmortisedUncollapsedPsi, SviParams, UncollapsedPsi, svi_posterior
 from ..engine._protocol import evaluate_bound
 from ..engine._rows import InMemoryRows
+from ..nn._ldgd_encoder import encoder_forward
 from ..variational._natgrad import natgrad_from_statistics
 from ._adam import AdamState, _diverged, minibatches
 
 __all__ = ["SviResult", "fit_svi"]
 
-BOUND = UncollapsedPsi()
+BOUND, AMORTISED = UncollapsedPsi(), AmortisedUncollapsedPsi()
+#: Rows per block of the encoder's final pass over all rows.
+ENCODE_ROWS = 65536
 #: Steps of the windows of the ``tol`` rule.
 WINDOW = 100
 
@@ -63,6 +68,7 @@ class SviResult(NamedTuple):
     n_epochs: int
     history: np.ndarray
     converged: bool
+    encoder: list = None
 
 
 class _Adam:
@@ -84,7 +90,7 @@ class _Adam:
 
 def fit_svi(Y, mu, S, kernel, Z, noise_variance, rule, *, batch_size, max_epochs, learning_rate,
             natgrad_gamma, noise_bounds, jitter, random_state, draw_rule=None, tol=None,
-            verbose=0, name="SVI", chunk_rows=None):
+            verbose=0, name="SVI", chunk_rows=None, encoder=None):
     """Fit the GPLVM by stochastic variational inference.
 
     Parameters
@@ -125,6 +131,9 @@ def fit_svi(Y, mu, S, kernel, Z, noise_variance, rule, *, batch_size, max_epochs
         Used in messages.
     chunk_rows : int or None
         Rows per chunk of the engine (tests); ``None`` plans them.
+    encoder : list of ndarray or None
+        Starting weights of an encoder of q(x_n) (:mod:`sklearn_lvgp.nn._ldgd_encoder`);
+        ``mu`` and ``S`` are then ignored, and the result's are the encoder's outputs.
 
     Returns
     -------
@@ -143,6 +152,11 @@ def fit_svi(Y, mu, S, kernel, Z, noise_variance, rule, *, batch_size, max_epochs
     lower = np.concatenate([np.full(nz, -np.inf), theta_box[:, 0], [noise_bounds[0]]])
     upper = np.concatenate([np.full(nz, np.inf), theta_box[:, 1], [noise_bounds[1]]])
     adam_g, adam_x, order = _Adam((g.size,)), _Adam((N, 2 * Q)), AdamState(0)
+    bound = BOUND if encoder is None else AMORTISED
+    if encoder is not None:
+        shapes = [w.shape for w in encoder]
+        w_flat = np.concatenate([np.ravel(w) for w in encoder])
+        adam_x, splits = _Adam(w_flat.shape), np.cumsum([w.size for w in encoder])[:-1]
     batch = min(int(batch_size), N)
     per_epoch = max(1, N // batch)
     steps = []
@@ -153,31 +167,40 @@ def fit_svi(Y, mu, S, kernel, Z, noise_variance, rule, *, batch_size, max_epochs
         idx = minibatches(order, N, batch, random_state)
         Zt = g[:nz].reshape(M, Q)
         kernel.theta = g[nz:nz + nt]
-        arrays = {"Y": data["Y"][idx], "R": data["R"][idx], "mu": mu[idx],
-                  "S": np.exp(logS[idx])}
+        arrays = {"Y": data["Y"][idx], "R": data["R"][idx]}
+        if encoder is None:
+            arrays.update(mu=mu[idx], S=np.exp(logS[idx]))
+        else:
+            encoder = [w.reshape(sh) for w, sh in zip(np.split(w_flat, splits), shapes,
+                                                       strict=True)]
         params = SviParams(kernel, Zt, math.exp(g[-1]),
                            rule if draw_rule is None else draw_rule(idx.size), groups, q_mu,
-                           q_sqrt, N / idx.size, jitter)
+                           q_sqrt, N / idx.size, jitter, encoder=encoder)
         try:  # the natural-gradient step first, from the batch's statistics at θ_t
             source = InMemoryRows(arrays, chunk_rows=chunk_rows)
-            G = BOUND.prepare(params)
-            sums = BOUND.natgrad_sums(G, source.map_reduce(
-                BOUND.chunk_stats, G, source.plan(BOUND, G), BOUND.row_names))[0]
+            G = bound.prepare(params)
+            sums = bound.natgrad_sums(G, source.map_reduce(
+                bound.chunk_stats, G, source.plan(bound, G), bound.row_names))[0]
             q_mu, q_sqrt = natgrad_from_statistics(q_mu, q_sqrt, *sums,
                                                    1.0 if it == 1 else natgrad_gamma)
             value, grads, local, _, _ = evaluate_bound(
-                BOUND, params._replace(q_mu=q_mu, q_sqrt=q_sqrt), source, need_local=True)
+                bound, params._replace(q_mu=q_mu, q_sqrt=q_sqrt), source,
+                need_local=encoder is None)
         except CholeskyError as exc:
             raise _diverged(name, it, "a Cholesky factorisation failed", f" ({exc})") from exc
         gg = np.concatenate([np.ravel(grads["Z"]), grads["theta"],
                              [grads["noise"] * params.noise_variance]])
-        gx = np.hstack([local["mu"], local["S"] * arrays["S"]])
+        gx = (np.concatenate([np.ravel(w) for w in grads["encoder"]]) if encoder is not None
+              else np.hstack([local["mu"], local["S"] * arrays["S"]]))
         if not (np.isfinite(value) and np.all(np.isfinite(gg)) and np.all(np.isfinite(gx))):
             raise _diverged(name, it, f"the ELBO estimate or its gradient is not finite "
                             f"(estimate {value})")
         g = np.clip(adam_g.step(g, gg, learning_rate), lower, upper)
-        x = adam_x.step(np.hstack([mu[idx], logS[idx]]), gx, learning_rate, idx)
-        mu[idx], logS[idx] = x[:, :Q], x[:, Q:]
+        if encoder is not None:
+            w_flat = adam_x.step(w_flat, gx, learning_rate)
+        else:
+            x = adam_x.step(np.hstack([mu[idx], logS[idx]]), gx, learning_rate, idx)
+            mu[idx], logS[idx] = x[:, :Q], x[:, Q:]
         steps.append(value / N)
         if verbose and it % every == 0:
             progress(iteration_line(name, it, int(max_epochs) * per_epoch,
@@ -198,6 +221,11 @@ def fit_svi(Y, mu, S, kernel, Z, noise_variance, rule, *, batch_size, max_epochs
     kernel.theta = g[nz:nz + nt]
     noise = math.exp(g[-1])
     S = np.exp(logS)
+    if encoder is not None:
+        encoder = [w.reshape(sh) for w, sh in zip(np.split(w_flat, splits), shapes, strict=True)]
+        for a in range(0, N, ENCODE_ROWS):
+            mu[a:a + ENCODE_ROWS], sigma, _ = encoder_forward(encoder, data["Y"][a:a + ENCODE_ROWS])
+            S[a:a + ENCODE_ROWS] = sigma * sigma
     final = SviParams(kernel, Z, noise, rule, groups, q_mu, q_sqrt, 1.0, jitter, 6)
     elbo = evaluate_bound(BOUND, final, InMemoryRows({**data, "mu": mu, "S": S},
                                                      chunk_rows=chunk_rows),
@@ -207,4 +235,4 @@ def fit_svi(Y, mu, S, kernel, Z, noise_variance, rule, *, batch_size, max_epochs
                         for e in range(n_epochs)])
     return SviResult(mu, S, Z, kernel.theta.copy(), noise, q_mu, q_sqrt,
                      svi_posterior(kernel, Z, q_mu, q_sqrt, noise, jitter), float(elbo),
-                     n_epochs, history, converged)
+                     n_epochs, history, converged, encoder)
