@@ -36,7 +36,7 @@ import numpy as np
 
 from .._core.linalg import solve_lower, solve_upper, tril
 from ..engine._protocol import ChunkedBound
-from ..expectations import psi_statistics, psi_vjp
+from ..expectations import PointRule, psi_statistics, psi_vjp
 from ..nn._ldgd_encoder import encoder_forward, encoder_vjp
 from ..variational._kl import kl_divergence, kl_divergence_vjp, standard_normal_kl_and_vjp
 from ..variational._layer import prior_factor, prior_factor_vjp
@@ -130,6 +130,8 @@ class UncollapsedPsi(ChunkedBound):
         M, Q = G.params.Z.shape
         work, _, cap = psi_row_cost(G.params.rule, M, Q)
         n_groups = len(G.params.groups.columns)
+        if n_groups == 1:  # summed Ψ2: no per-point (rows, M, M) array
+            return work, max(1, cap), 0
         return (work + n_groups * M * M, max(1, min(cap, CHUNK_PSI2_ELEMENTS // (M * M))), 0)
 
     def plan_key(self, G):
@@ -139,20 +141,31 @@ class UncollapsedPsi(ChunkedBound):
 
     @staticmethod
     def _psi(G, rows, ctx, need_cache):
-        """A chunk's Ψ-statistics (summed where every row is in the one group), its per-group
-        ψ0_g, Ψ1ᵀY and Ψ2_g, and the Ψ cache."""
+        """A chunk's per-group ``(ψ0_g, Ψ1ᵀY, Ψ2_g)``, the Ψ cache and ``keep``.
+
+        With one column group the Ψ-statistics are summed over the rows in it (``keep``, a
+        mask; the rows with no observed entry have no data term), so no per-point Ψ2 is
+        formed; with several, per point (``keep`` is ``None``) and spread over the groups.
+        The cache is ``None`` when no row of the chunk is in the group."""
         p, Y, R = G.params, rows["Y"], rows["R"]
         n, M = Y.shape[0], p.Z.shape[0]
         rule = p.rule if ctx.start is None else rule_rows(p.rule, ctx.start, ctx.stop)
-        summed = R.shape[1] == 1 and bool(np.all(R == 1.0))
-        stats, cache = psi_statistics(p.kernel, p.Z, rows["mu"], rows["S"], rule,
-                                      per_point=not summed, need_cache=need_cache)
-        if summed:
-            sums = (np.array([np.sum(stats.psi0)]), stats.Psi1.T @ Y, stats.Psi2.reshape(1, M, M))
-        else:
-            sums = (R.T @ stats.psi0, stats.Psi1.T @ Y,
-                    (R.T @ stats.Psi2.reshape(n, M * M)).reshape(-1, M, M))
-        return summed, sums, cache
+        mu, S = rows["mu"], rows["S"]
+        if R.shape[1] > 1:
+            stats, cache = psi_statistics(p.kernel, p.Z, mu, S, rule, per_point=True,
+                                          need_cache=need_cache)
+            return None, (R.T @ stats.psi0, stats.Psi1.T @ Y,
+                          (R.T @ stats.Psi2.reshape(n, M * M)).reshape(-1, M, M)), cache
+        keep = R[:, 0] != 0.0
+        if not keep.all():
+            mu, S, Y = mu[keep], S[keep], Y[keep]
+            if isinstance(rule, PointRule) and rule.nodes.ndim == 3:
+                rule = rule._replace(nodes=rule.nodes[keep])
+        if not keep.any():
+            return keep, (np.zeros(1), np.zeros((M, Y.shape[1])), np.zeros((1, M, M))), None
+        stats, cache = psi_statistics(p.kernel, p.Z, mu, S, rule, need_cache=need_cache)
+        return keep, (np.array([float(np.sum(stats.psi0))]), stats.Psi1.T @ Y,
+                      stats.Psi2.reshape(1, M, M)), cache
 
     def chunk_stats(self, G, rows, ctx):
         """Forward pass only: the chunk's ``(ψ0_g, Ψ1ᵀY, Ψ2_g)``, the statistics of
@@ -177,19 +190,23 @@ class UncollapsedPsi(ChunkedBound):
         p = G.params
         Y, R, mu, S = rows["Y"], rows["R"], rows["mu"], rows["S"]
         n, M = Y.shape[0], p.Z.shape[0]
-        summed, (psi0, PY, Psi2), cache = self._psi(G, rows, ctx, need_cache=True)
-        if summed:
-            dpsi0, dPsi2 = G.dpsi0[0], G.dPsi2[0]
-        else:
-            dpsi0 = R @ G.dpsi0
-            dPsi2 = (R @ G.dPsi2.reshape(-1, M * M)).reshape(n, M, M)
+        keep, (psi0, PY, Psi2), cache = self._psi(G, rows, ctx, need_cache=True)
+        dmu, dS = np.zeros_like(mu), np.zeros_like(S)
+        dZ, dtheta = np.zeros_like(p.Z), np.zeros(p.kernel.n_theta)
         with np.errstate(divide="ignore", invalid="ignore"):  # dS of S = 0 rows (S as data)
-            pv = psi_vjp(dpsi0, Y @ G.dPY_T, dPsi2, cache)
+            if keep is None:
+                dPsi2 = (R @ G.dPsi2.reshape(-1, M * M)).reshape(n, M, M)
+                dmu, dS, dZ, dtheta = psi_vjp(R @ G.dpsi0, Y @ G.dPY_T, dPsi2, cache)
+            elif keep.all():
+                dmu, dS, dZ, dtheta = psi_vjp(G.dpsi0[0], Y @ G.dPY_T, G.dPsi2[0], cache)
+            elif cache is not None:
+                dmu[keep], dS[keep], dZ, dtheta = psi_vjp(G.dpsi0[0], Y[keep] @ G.dPY_T,
+                                                          G.dPsi2[0], cache)
         kl, dkl_mu, dkl_S = standard_normal_kl_and_vjp(mu, S)
         local = None
         if need_local:
-            local = {"mu": pv.mu - p.scale * dkl_mu, "S": pv.S - p.scale * dkl_S}
-        return local, (kl, pv.Z, pv.theta, psi0, PY, Psi2, np.einsum("nd,nd->d", Y, Y),
+            local = {"mu": dmu - p.scale * dkl_mu, "S": dS - p.scale * dkl_S}
+        return local, (kl, dZ, dtheta, psi0, PY, Psi2, np.einsum("nd,nd->d", Y, Y),
                        R.sum(axis=0))
 
     def gradient(self, G, step, partials):

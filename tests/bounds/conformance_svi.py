@@ -16,9 +16,10 @@ from sklearn_lvgp.kernels import RBF, Matern32
 from sklearn_lvgp.nn._ldgd_encoder import encoder_init, encoder_shapes
 
 
-def _svi_problem(kernel, rule_name, seed, missing, scale, hidden=None):
+def _svi_problem(kernel, rule_name, seed, missing, scale, hidden=None, empty_rows=()):
     kernel = kernel.initialize(2, np.random.RandomState(0))
-    rule = make_rule(rule_name, kernel, 2)[1]
+    rule = make_rule(rule_name, kernel, 2, n_samples=3, random_state=np.random.RandomState(seed),
+                     n_points=N)[1]
     r = np.random.default_rng(seed)
     D, M = 3, 5
     Y = r.standard_normal((N, D))
@@ -26,6 +27,7 @@ def _svi_problem(kernel, rule_name, seed, missing, scale, hidden=None):
     observed[0] = True
     if missing:
         observed[5] = False  # a row with every entry missing
+    observed[list(empty_rows)] = False  # (complete otherwise: one column group, summed Ψ)
     groups = column_groups(observed)
     mu = r.standard_normal((N, 2))
     S = r.uniform(0.1, 0.6, (N, 2))
@@ -70,6 +72,9 @@ REGISTRY = {
                                                         "analytic", 7, 0.3, 3.5),
     "svi-psi-unscented-matern32-masked":
         lambda: _svi_problem(Matern32(length_scale=[1.0, 0.7]), "unscented", 8, 0.3, 2.0),
+    # Monte Carlo nodes per row: the rows left out of the summed Ψ leave their nodes out too
+    "svi-psi-monte-carlo-rbf-empty-rows": lambda: _svi_problem(
+        RBF(length_scale=[0.9, 1.2]), "monte_carlo", 10, 0.0, 2.0, empty_rows=(3, 7, 8)),
     "svi-psi-encoder-analytic-rbf-masked": lambda: _svi_problem(
         RBF(length_scale=[0.9, 1.2]), "analytic", 9, 0.3, 1.5, hidden=(4,)),
 }
