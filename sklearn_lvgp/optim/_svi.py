@@ -151,9 +151,11 @@ def fit_svi(Y, mu, S, kernel, Z, noise_variance, rule, *, batch_size, max_epochs
     nz, nt = Z.size, kernel.n_theta
     lower = np.concatenate([np.full(nz, -np.inf), theta_box[:, 0], [noise_bounds[0]]])
     upper = np.concatenate([np.full(nz, np.inf), theta_box[:, 1], [noise_bounds[1]]])
-    adam_g, adam_x, order = _Adam((g.size,)), _Adam((N, 2 * Q)), AdamState(0)
+    adam_g, order = _Adam((g.size,)), AdamState(0)
     bound = BOUND if encoder is None else AMORTISED
-    if encoder is not None:
+    if encoder is None:  # Adam's moments of every row's q(x_n)
+        adam_x = _Adam((N, 2 * Q))
+    else:
         shapes = [w.shape for w in encoder]
         w_flat = np.concatenate([np.ravel(w) for w in encoder])
         adam_x, splits = _Adam(w_flat.shape), np.cumsum([w.size for w in encoder])[:-1]
