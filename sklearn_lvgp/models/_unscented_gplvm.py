@@ -28,9 +28,9 @@ from ..engine._dask import DaskPairwiseRows, DaskRows, _dask, is_dask_collection
 from ..expectations import EXPECTATIONS, PointRule, make_rule, monte_carlo_rule
 from ..kernels import as_lvgp_kernel
 from ..kernels._stationary import default_rbf
+from ..nn._ldgd_encoder import encoder_fit_mean_head, encoder_init, encoder_shapes
 from ..optim._alternating import DaskLocals, InMemoryLocals, fit_alternating, heldout_latents
 from ..optim._lbfgsb import minimize_adam, minimize_lbfgsb
-from ..nn._ldgd_encoder import encoder_fit_mean_head, encoder_init, encoder_shapes
 from ..optim._svi import fit_svi
 from ._latent_map import LatentMapMixin
 
@@ -197,7 +197,8 @@ class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, Transforme
     def __init__(self, n_components=2, kernel=None, expectation="auto", n_inducing=20,
                  gh_order=2, n_samples=32, init="pca", latent_variance_init=0.1,
                  noise_variance_init=None, normalize_X="center", optimizer="auto", max_iter=2000,
-                 batch_size=None, natgrad_gamma=0.1, encoder=None, tol=None, early_stopping=False, validation_fraction=0.1, n_iter_no_change=5,
+                 batch_size=None, natgrad_gamma=0.1, encoder=None, tol=None,
+                 early_stopping=False, validation_fraction=0.1, n_iter_no_change=5,
                  learning_rate=0.01, transform_max_iter=200, jitter=1e-6,
                  random_state=None, n_jobs=None, verbose=0, callback=None, warm_start=False):
         self.n_components = n_components
@@ -342,9 +343,8 @@ class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, Transforme
                           max_epochs=self.max_iter, learning_rate=self.learning_rate,
                           natgrad_gamma=self.natgrad_gamma, noise_bounds=noise_box,
                           random_state=mc_state, verbose=self.verbose, name=type(self).__name__,
-                          encoder=enc,
-                          draw_rule=(lambda n: monte_carlo_rule(self.n_samples, Q, mc_state,
-                                                                n_points=n)) if stochastic else None)
+                          encoder=enc, draw_rule=(lambda n: monte_carlo_rule(
+                              self.n_samples, Q, mc_state, n_points=n)) if stochastic else None)
             x = packer.pack({"mu": out.mu, "S": out.S, "Z": out.Z, "theta": out.theta,
                              "noise": out.noise_variance})
             n_iter, history, checks, bound = out.n_epochs, out.history, None, out
