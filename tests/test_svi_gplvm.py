@@ -62,6 +62,40 @@ def test_optimal_q_u_gives_the_collapsed_bound_and_gradients(missing, rule_name)
     np.testing.assert_allclose(out.grads["q_sqrt"], 0.0, atol=1e-9)
 
 
+@pytest.mark.parametrize("missing", [0.0, 0.3])
+@pytest.mark.parametrize("rule_name", ["analytic", "unscented"])
+def test_kept_and_recomputed_psi_caches_agree(missing, rule_name, monkeypatch):
+    # the backward pass reads the forward pass's Ψ cache where the plan keeps it, and
+    # recomputes it (without Ψ2 where it can) where it does not
+    import sklearn_lvgp.engine._rows as rows_module
+
+    r = np.random.default_rng(2)
+    N, D, Q, M = 30, 3, 2, 6
+    Y = np.where(r.random((N, D)) < missing, np.nan, r.standard_normal((N, D)))
+    observed = ~np.isnan(Y)
+    observed[4] = False
+    groups = column_groups(observed)
+    kernel = (RBF(length_scale=[1.0, 1.3]) if rule_name == "analytic"
+              else Matern32(length_scale=[1.0, 1.3])).initialize(Q, np.random.RandomState(0))
+    params = SviParams(kernel, r.standard_normal((M, Q)), 0.3, make_rule(rule_name, kernel, Q)[1],
+                       groups, r.standard_normal((M, D)),
+                       np.repeat(0.7 * np.eye(M)[None], D, axis=0), 2.5)
+    arrays = {"Y": np.where(observed, Y, 0.0), "R": groups.member,
+              "mu": r.standard_normal((N, Q)), "S": r.uniform(0.1, 0.5, (N, Q))}
+    kept = evaluate_bound(UncollapsedPsi(), params, InMemoryRows(arrays, chunk_rows=7))
+    monkeypatch.setattr(rows_module, "KEEP_TOTAL", 0)
+    source = InMemoryRows(arrays, chunk_rows=7)
+    assert not source.chunks(UncollapsedPsi(), UncollapsedPsi().prepare(params))[1]
+    recomputed = evaluate_bound(UncollapsedPsi(), params, source)
+    assert recomputed.value == pytest.approx(kept.value, rel=1e-13)
+    for name in ("Z", "theta", "q_mu", "q_sqrt"):
+        np.testing.assert_allclose(recomputed.grads[name], kept.grads[name], rtol=1e-11,
+                                   atol=1e-12, err_msg=name)
+    for name in ("mu", "S"):
+        np.testing.assert_allclose(recomputed.local[name], kept.local[name], rtol=1e-11,
+                                   atol=1e-12, err_msg=name)
+
+
 def _svi(**kw):
     return UnscentedGPLVM(**{"n_components": 2, "n_inducing": 10, "optimizer": "svi",
                              "learning_rate": 0.05, "random_state": 0, **kw})

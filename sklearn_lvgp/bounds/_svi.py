@@ -13,16 +13,17 @@ and the data term of entry (n, d) is, with ``G_d = L_u⁻ᵀ m_d`` and
 
     −½ log 2πσ² − (y_nd² − 2 y_nd ψ1_n G_d + ψ0_n + tr(W_d Ψ2_n)) / 2σ²,
 
-linear in the row's Ψ-statistics (from :mod:`sklearn_lvgp.expectations`: every rule). Its
-adjoints wrt the statistics therefore depend on the global parameters only, so the bound runs in
-one pass (``two_pass = False``): a chunk computes its Ψ-statistics, their backward pass with
-those adjoints (its rows' gradients) and the sums the global gradients need — per column group
-of :func:`~sklearn_lvgp.bounds._collapsed_masked.column_groups` (missing entries are a mask):
-ψ0_g, Ψ1ᵀY, Ψ2_g, Σy² and the group's row count, the statistics of
-:class:`~sklearn_lvgp.bounds._collapsed_masked.MaskedPsi`. The same sums give the natural-
-gradient step of q(u) (:func:`~sklearn_lvgp.variational.natgrad_from_statistics`): with the
-whitened features ``a_n = L_u⁻¹ k(Z, x_n)``, ``E Σ_n a_n y_nᵀ = L_u⁻¹ Ψ1ᵀY`` and
-``E Σ_n a_n a_nᵀ = L_u⁻¹ Ψ2 L_u⁻ᵀ``.
+linear in the row's Ψ-statistics (from :mod:`sklearn_lvgp.expectations`: every rule), so its
+adjoints wrt the statistics depend on the global parameters only. The forward pass reduces, per
+column group of :func:`~sklearn_lvgp.bounds._collapsed_masked.column_groups` (missing entries
+are a mask), ψ0_g, Ψ1ᵀY, Ψ2_g, Σy² and the group's row count — the statistics of
+:class:`~sklearn_lvgp.bounds._collapsed_masked.MaskedPsi` — and the rows' KL; the global step
+has nothing to solve; the backward pass runs the Ψ backward pass with those adjoints. The
+statistics also give the natural-gradient step of q(u)
+(:func:`~sklearn_lvgp.variational.natgrad_from_statistics`): with the whitened features
+``a_n = L_u⁻¹ k(Z, x_n)``, ``E Σ_n a_n y_nᵀ = L_u⁻¹ Ψ1ᵀY`` and ``E Σ_n a_n a_nᵀ = L_u⁻¹ Ψ2
+L_u⁻ᵀ``; they do not depend on q(u), so the SVI optimiser takes that step between the two
+passes, and the backward pass sees the new q(u) (with the forward pass's Ψ cache where kept).
 
 Cost of a minibatch of B rows: the Ψ-statistics, O(B·M²·Q) (RBF) or O(B·K·M·Q) plus the
 O(B·K·M²) Ψ2 GEMM (point-set rules of K points); with missing entries each row's own Ψ2 adjoint,
@@ -97,7 +98,7 @@ class SviGlobals(NamedTuple):
 
 
 class UncollapsedPsi(ChunkedBound):
-    """The minibatch GPLVM bound with explicit q(u), as a one-pass protocol bound.
+    """The minibatch GPLVM bound with explicit q(u), as a protocol bound.
 
     Rows: ``Y`` (zeros at the missing entries), ``R`` (row-by-group membership of
     :func:`~sklearn_lvgp.bounds._collapsed_masked.column_groups`), ``mu`` and ``S`` (the rows'
@@ -107,7 +108,6 @@ class UncollapsedPsi(ChunkedBound):
     """
 
     row_names = ("Y", "R", "mu", "S")
-    two_pass = False
 
     def prepare(self, params):
         p = params
@@ -128,11 +128,12 @@ class UncollapsedPsi(ChunkedBound):
 
     def chunk_cost(self, G):
         M, Q = G.params.Z.shape
-        work, _, cap = psi_row_cost(G.params.rule, M, Q)
+        work, kept, cap = psi_row_cost(G.params.rule, M, Q)
         n_groups = len(G.params.groups.columns)
         if n_groups == 1:  # summed Ψ2: no per-point (rows, M, M) array
-            return work, max(1, cap), 0
-        return (work + n_groups * M * M, max(1, min(cap, CHUNK_PSI2_ELEMENTS // (M * M))), 0)
+            return work, max(1, cap), kept
+        return (work + n_groups * M * M, max(1, min(cap, CHUNK_PSI2_ELEMENTS // (M * M))),
+                kept + M * M)
 
     def plan_key(self, G):
         rule = G.params.rule
@@ -140,46 +141,60 @@ class UncollapsedPsi(ChunkedBound):
                 + G.params.Z.shape + (len(G.params.groups.columns),))
 
     @staticmethod
-    def _psi(G, rows, ctx, need_cache):
-        """A chunk's per-group ``(ψ0_g, Ψ1ᵀY, Ψ2_g)``, the Ψ cache and ``keep``.
+    def _rows(G, rows, ctx):
+        """``(keep, mu, S, Y, rule)`` of the chunk's rows whose Ψ-statistics are needed.
 
-        With one column group the Ψ-statistics are summed over the rows in it (``keep``, a
-        mask; the rows with no observed entry have no data term), so no per-point Ψ2 is
-        formed; with several, per point (``keep`` is ``None``) and spread over the groups.
-        The cache is ``None`` when no row of the chunk is in the group."""
+        With one column group the statistics are summed over the rows in it (``keep``, a mask:
+        the rows with no observed entry have no data term), so no per-point Ψ2 is formed; with
+        several they are per point (``keep`` is ``None``) and spread over the groups."""
         p, Y, R = G.params, rows["Y"], rows["R"]
-        n, M = Y.shape[0], p.Z.shape[0]
         rule = p.rule if ctx.start is None else rule_rows(p.rule, ctx.start, ctx.stop)
         mu, S = rows["mu"], rows["S"]
         if R.shape[1] > 1:
-            stats, cache = psi_statistics(p.kernel, p.Z, mu, S, rule, per_point=True,
-                                          need_cache=need_cache)
-            return None, (R.T @ stats.psi0, stats.Psi1.T @ Y,
-                          (R.T @ stats.Psi2.reshape(n, M * M)).reshape(-1, M, M)), cache
+            return None, mu, S, Y, rule
         keep = R[:, 0] != 0.0
         if not keep.all():
             mu, S, Y = mu[keep], S[keep], Y[keep]
             if isinstance(rule, PointRule) and rule.nodes.ndim == 3:
                 rule = rule._replace(nodes=rule.nodes[keep])
-        if not keep.any():
-            return keep, (np.zeros(1), np.zeros((M, Y.shape[1])), np.zeros((1, M, M))), None
-        stats, cache = psi_statistics(p.kernel, p.Z, mu, S, rule, need_cache=need_cache)
-        return keep, (np.array([float(np.sum(stats.psi0))]), stats.Psi1.T @ Y,
-                      stats.Psi2.reshape(1, M, M)), cache
+        return keep, mu, S, Y, rule
 
     def chunk_stats(self, G, rows, ctx):
-        """Forward pass only: the chunk's ``(ψ0_g, Ψ1ᵀY, Ψ2_g)``, the statistics of
-        :meth:`natgrad_sums`. Not part of :func:`~sklearn_lvgp.engine.evaluate_bound`'s one
-        pass: the SVI optimiser runs it before its natural-gradient step, so that the step
-        uses the minibatch's statistics at the current hyperparameters."""
-        return self._psi(G, rows, ctx, need_cache=False)[1]
+        """Forward pass: the chunk's ``(ψ0_g, Ψ1ᵀY, Ψ2_g, Σy², row count per group,
+        Σ KL(q(x_n)))``; the Ψ cache is kept for the backward pass when the plan says so."""
+        p, R = G.params, rows["R"]
+        M, D = p.Z.shape[0], rows["Y"].shape[1]
+        keep, mu, S, Y, rule = self._rows(G, rows, ctx)
+        cache = None
+        if keep is None:
+            n = Y.shape[0]
+            st, cache = psi_statistics(p.kernel, p.Z, mu, S, rule, per_point=True,
+                                       need_cache=ctx.keep)
+            sums = (R.T @ st.psi0, st.Psi1.T @ Y,
+                    (R.T @ st.Psi2.reshape(n, M * M)).reshape(-1, M, M))
+        elif keep.any():
+            st, cache = psi_statistics(p.kernel, p.Z, mu, S, rule, need_cache=ctx.keep)
+            sums = (np.array([float(np.sum(st.psi0))]), st.Psi1.T @ Y, st.Psi2.reshape(1, M, M))
+        else:
+            sums = (np.zeros(1), np.zeros((M, D)), np.zeros((1, M, M)))
+        if ctx.cache is not None:
+            ctx.cache[ctx.index] = cache if ctx.keep else None
+        kl = standard_normal_kl_and_vjp(rows["mu"], rows["S"])[0]
+        return sums + (np.einsum("nd,nd->d", rows["Y"], rows["Y"]), R.sum(axis=0), kl)
+
+    def finish(self, G, stats):
+        """The global step: nothing to solve (q(u) is a parameter); the reduced statistics are
+        what :meth:`gradient` reads. The SVI optimiser takes its natural-gradient step on
+        q(u) from them (:meth:`natgrad_sums`) and calls this with the new q(u): the statistics
+        do not depend on q(u)."""
+        return stats
 
     @staticmethod
     def natgrad_sums(G, stats):
         """``(AwR, AwA)`` of :func:`~sklearn_lvgp.variational.natgrad_from_statistics` (whitened,
-        AwA per column) from reduced ``(ψ0_g, Ψ1ᵀY, Ψ2_g)``: ``c/σ² L_u⁻¹ Ψ1ᵀY`` and
+        AwA per column) from the reduced statistics: ``c/σ² L_u⁻¹ Ψ1ᵀY`` and
         ``c/σ² L_u⁻¹ Ψ2_g(d) L_u⁻ᵀ``. Also returns the whitened ``B`` and ``P_g``."""
-        _, PY, Psi2 = stats
+        PY, Psi2 = stats[1], stats[2]
         Lu, w = G.prior.Lu, float(G.params.scale) / float(G.params.noise_variance)
         B = solve_lower(Lu, PY)
         P = np.stack([solve_lower(Lu, solve_lower(Lu, Psi2[g]).T) for g in range(len(Psi2))])
@@ -187,30 +202,32 @@ class UncollapsedPsi(ChunkedBound):
         return (w * B, w * P[G.params.groups.column_group]), B, P
 
     def chunk_backward(self, G, step, rows, ctx, need_local=True):
-        p = G.params
-        Y, R, mu, S = rows["Y"], rows["R"], rows["mu"], rows["S"]
-        n, M = Y.shape[0], p.Z.shape[0]
-        keep, (psi0, PY, Psi2), cache = self._psi(G, rows, ctx, need_cache=True)
-        dmu, dS = np.zeros_like(mu), np.zeros_like(S)
+        p, R = G.params, rows["R"]
+        M = p.Z.shape[0]
+        keep, mu, S, Y, rule = self._rows(G, rows, ctx)
+        cache = None if ctx.cache is None else ctx.cache[ctx.index]
+        dmu, dS = np.zeros_like(rows["mu"]), np.zeros_like(rows["S"])
         dZ, dtheta = np.zeros_like(p.Z), np.zeros(p.kernel.n_theta)
         with np.errstate(divide="ignore", invalid="ignore"):  # dS of S = 0 rows (S as data)
             if keep is None:
-                dPsi2 = (R @ G.dPsi2.reshape(-1, M * M)).reshape(n, M, M)
+                if cache is None:  # not kept from the forward pass: recomputed
+                    _, cache = psi_statistics(p.kernel, p.Z, mu, S, rule, per_point=True)
+                dPsi2 = (R @ G.dPsi2.reshape(-1, M * M)).reshape(-1, M, M)
                 dmu, dS, dZ, dtheta = psi_vjp(R @ G.dpsi0, Y @ G.dPY_T, dPsi2, cache)
-            elif keep.all():
-                dmu, dS, dZ, dtheta = psi_vjp(G.dpsi0[0], Y @ G.dPY_T, G.dPsi2[0], cache)
-            elif cache is not None:
-                dmu[keep], dS[keep], dZ, dtheta = psi_vjp(G.dpsi0[0], Y[keep] @ G.dPY_T,
+            elif keep.any():
+                if cache is None:
+                    _, cache = psi_statistics(p.kernel, p.Z, mu, S, rule, need_psi2=False)
+                dmu[keep], dS[keep], dZ, dtheta = psi_vjp(G.dpsi0[0], Y @ G.dPY_T,
                                                           G.dPsi2[0], cache)
-        kl, dkl_mu, dkl_S = standard_normal_kl_and_vjp(mu, S)
         local = None
         if need_local:
+            _, dkl_mu, dkl_S = standard_normal_kl_and_vjp(rows["mu"], rows["S"])
             local = {"mu": dmu - p.scale * dkl_mu, "S": dS - p.scale * dkl_S}
-        return local, (kl, dZ, dtheta, psi0, PY, Psi2, np.einsum("nd,nd->d", Y, Y),
-                       R.sum(axis=0))
+        return local, (dZ, dtheta)
 
     def gradient(self, G, step, partials):
-        kl_x, dZ, dtheta, psi0, PY, Psi2, YY, count = partials
+        psi0, PY, Psi2, YY, count, kl_x = step
+        dZ, dtheta = partials
         p, Lu = G.params, G.prior.Lu
         c, s2 = float(p.scale), float(p.noise_variance)
         col_group = p.groups.column_group
@@ -260,6 +277,7 @@ class AmortisedUncollapsedPsi(UncollapsedPsi):
         local, partial = super().chunk_backward(G, step, rows, ctx, need_local=True)
         dW = encoder_vjp(local["mu"], 2.0 * sigma * local["S"], cache)
         return None, partial + (dW,)
+
 
     def gradient(self, G, step, partials):
         value, grads = super().gradient(G, step, partials[:-1])

@@ -2,13 +2,14 @@
 
 Each step draws a minibatch of ``batch_size`` rows (shuffled epochs without replacement,
 :func:`~sklearn_lvgp.optim._adam.minibatches`) and evaluates the uncollapsed bound
-:class:`~sklearn_lvgp.bounds._svi.UncollapsedPsi` on them in one pass of the chunk engine. From
-that one evaluation it takes
+:class:`~sklearn_lvgp.bounds._svi.UncollapsedPsi` on them on the chunk engine, and takes
 
 * a natural-gradient step on q(u) of size ``natgrad_gamma`` — the Gaussian-likelihood step of
   the SVGP layer, :func:`~sklearn_lvgp.variational.natgrad_from_statistics`, from the batch's
-  whitened Ψ sums (Hensman, Fusi & Lawrence 2013, :cite:`hensman2013gaussian`); q(u) starts at
-  the prior and the first step has size one (the q(u) optimal for the first minibatch);
+  whitened Ψ sums (Hensman, Fusi & Lawrence 2013, :cite:`hensman2013gaussian`), between the
+  bound's forward and backward passes (the gradients below are those at the new q(u): with
+  ``natgrad_gamma=1`` on all rows they are the collapsed bound's); q(u) starts at the prior and
+  the first step has size one (the q(u) optimal for the first minibatch);
 * an Adam step (Kingma & Ba 2015) on the global hyperparameters — inducing inputs, kernel
   ``theta`` (clipped to its bounds) and log noise variance (clipped to ``noise_bounds``);
 * an Adam step on the q(x_n) = N(μ_n, diag S_n) of the batch's rows (in ``(μ, log S)``), each
@@ -36,6 +37,7 @@ from .._core.progress import iteration_line, progress, report
 from .._core.warn import warn
 from ..bounds._collapsed_masked import column_groups
 from ..bounds._svi import AmortisedUncollapsedPsi, SviParams, UncollapsedPsi, svi_posterior
+from ..engine._executor import serial_global_steps
 from ..engine._protocol import evaluate_bound
 from ..engine._rows import InMemoryRows
 from ..nn._ldgd_encoder import encoder_forward
@@ -69,6 +71,26 @@ class SviResult(NamedTuple):
     history: np.ndarray
     converged: bool
     encoder: list = None
+
+
+@serial_global_steps
+def _step(bound, params, source, gamma):
+    """One evaluation of ``bound`` with a natural-gradient step on q(u) between its passes:
+    the forward pass's statistics (at the current hyperparameters and q(x_n)) give the step,
+    and the backward pass and the gradients are those at the new q(u) — the sequence of
+    :func:`~sklearn_lvgp.engine.evaluate_bound` with q(u) updated by its global step."""
+    G = bound.prepare(params)
+    plan = source.plan(bound, G)
+    stats = source.map_reduce(bound.chunk_stats, G, plan, bound.row_names)
+    q_mu, q_sqrt = natgrad_from_statistics(params.q_mu, params.q_sqrt,
+                                           *bound.natgrad_sums(G, stats)[0], gamma)
+    G = bound.prepare(params._replace(q_mu=q_mu, q_sqrt=q_sqrt))
+    step = bound.finish(G, stats)
+    need_local = params.encoder is None
+    partials, local = source.map_reduce_backward(bound.chunk_backward, G, step, plan,
+                                                 need_local, bound.row_names)
+    value, grads = bound.gradient(G, step, partials)
+    return q_mu, q_sqrt, value, grads, local
 
 
 class _Adam:
@@ -178,16 +200,10 @@ def fit_svi(Y, mu, S, kernel, Z, noise_variance, rule, *, batch_size, max_epochs
         params = SviParams(kernel, Zt, math.exp(g[-1]),
                            rule if draw_rule is None else draw_rule(idx.size), groups, q_mu,
                            q_sqrt, N / idx.size, jitter, encoder=encoder)
-        try:  # the natural-gradient step first, from the batch's statistics at θ_t
-            source = InMemoryRows(arrays, chunk_rows=chunk_rows)
-            G = bound.prepare(params)
-            sums = bound.natgrad_sums(G, source.map_reduce(
-                bound.chunk_stats, G, source.plan(bound, G), bound.row_names))[0]
-            q_mu, q_sqrt = natgrad_from_statistics(q_mu, q_sqrt, *sums,
-                                                   1.0 if it == 1 else natgrad_gamma)
-            value, grads, local, _, _ = evaluate_bound(
-                bound, params._replace(q_mu=q_mu, q_sqrt=q_sqrt), source,
-                need_local=encoder is None)
+        try:
+            q_mu, q_sqrt, value, grads, local = _step(
+                bound, params, InMemoryRows(arrays, chunk_rows=chunk_rows),
+                1.0 if it == 1 else natgrad_gamma)
         except CholeskyError as exc:
             raise _diverged(name, it, "a Cholesky factorisation failed", f" ({exc})") from exc
         gg = np.concatenate([np.ravel(grads["Z"]), grads["theta"],
