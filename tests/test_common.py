@@ -92,6 +92,8 @@ VARIANTS = {
         {"expectation": "gauss_hermite", "kernel": Matern32(), "n_components": 1},
         {"optimizer": "adam", "learning_rate": 0.05, "max_iter": 300, "early_stopping": True,
          "n_iter_no_change": 1},
+        {"optimizer": "svi", "batch_size": 7, "max_iter": 3, "learning_rate": 0.05},
+        {"optimizer": "svi", "batch_size": 7, "max_iter": 3, "encoder": "mlp"},
     ],
 }
 

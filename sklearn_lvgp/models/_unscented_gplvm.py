@@ -15,10 +15,10 @@ from .._core.scaling import NORMALIZE_OPTIONS, normalization, observed_log_scale
 from .._core.validation import (
     check_bool,
     check_data_scale,
-    check_finite_array,
     check_float,
     check_int,
     check_n_inducing,
+    check_natgrad_gamma,
     check_option,
 )
 from .._core.warn import warn
@@ -27,16 +27,22 @@ from ..bounds._collapsed_masked import collapsed_psi_bound, predictive_for
 from ..engine._dask import DaskPairwiseRows, DaskRows, _dask, is_dask_collection, map_row_blocks
 from ..expectations import EXPECTATIONS, PointRule, make_rule, monte_carlo_rule
 from ..kernels._stationary import default_rbf
+from ..nn._ldgd_encoder import encoder_fit_mean_head, encoder_init, encoder_shapes
 from ..optim._alternating import DaskLocals, InMemoryLocals, fit_alternating, heldout_latents
 from ..optim._lbfgsb import minimize_adam, minimize_lbfgsb
+from ..optim._svi import fit_svi
+from ._latent_map import LatentMapMixin
 
 __all__ = ["UnscentedGPLVM"]
 
 #: Rows from which ``optimizer="auto"`` uses the alternating local/global optimiser.
 ALTERNATING_MIN_ROWS = 100_000
+#: Hidden widths of ``encoder="mlp"``.
+ENCODER_HIDDEN = (50, 20)
 
 
-class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVGP):
+class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                     _BaseLVGP):
     """Bayesian Gaussian-process latent variable model with any kernel.
 
     Fits q(x_n) = N(μ_n, diag S_n) for every row by maximising the collapsed variational bound of
@@ -76,16 +82,32 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         the data would overflow, e.g. at 1e±150), also divide by the standard deviations, or
         use the data as they are (the paper's experiments); predictions, ``inverse_transform``
         and ``score_samples`` are in the original units.
-    optimizer : {"auto", "lbfgs", "alternating", "adam"}, default="auto"
+    optimizer : {"auto", "lbfgs", "alternating", "adam", "svi"}, default="auto"
         ``"lbfgs"``: one L-BFGS-B over all parameters. ``"alternating"``: rounds of a local
         step (each chunk of rows improves its q(x_n) with the model fixed, in parallel) and a
         global step (L-BFGS-B over Z, θ and σ²), as Gal, van der Wilk & Rasmussen (2014) do;
-        memory then holds no optimiser state per row (``max_iter`` counts rounds). ``"auto"``
-        is Adam for Monte Carlo, ``"alternating"`` from 100 000 rows and L-BFGS-B below.
+        memory then holds no optimiser state per row (``max_iter`` counts rounds). ``"svi"``:
+        stochastic variational inference on the uncollapsed bound with an explicit q(u)
+        (Hensman, Fusi & Lawrence 2013): minibatches of ``batch_size`` rows, natural-gradient
+        steps on q(u), Adam on θ, Z, σ² and the batch rows' q(x_n) (``max_iter`` counts
+        epochs); ``elbo_`` is then the uncollapsed bound over all rows and ``elbo_history_``
+        the mean minibatch estimate of each epoch. ``"auto"`` is Adam for Monte Carlo,
+        ``"alternating"`` from 100 000 rows and L-BFGS-B below.
     max_iter : int, default=2000
-        Maximum optimiser iterations (rounds with ``"alternating"``).
+        Maximum optimiser iterations (rounds with ``"alternating"``, epochs with ``"svi"``).
+    batch_size : int, default=None
+        Rows per step of ``optimizer="svi"``; ``None`` is ``min(n_samples, 1000)``.
+    natgrad_gamma : float, default=0.1
+        Natural-gradient step size on q(u) with ``optimizer="svi"``, in (0, 1] (the first
+        step is 1: q(u) starts at the optimum for the first minibatch).
+    encoder : {None, "mlp"}, default=None
+        With ``optimizer="svi"``: ``"mlp"`` amortises q(x_n) by a ReLU network of the row
+        (zeros at its missing entries; hidden widths 50 and 20, a mean and a softplus standard
+        deviation head, the mean head started at ``init``), trained by Adam instead of a q(x_n)
+        per row; ``latent_mean_`` and ``latent_variance_`` are then its outputs.
     tol : float, default=None
-        Optimiser tolerance (L-BFGS-B ``ftol``/``gtol``; Adam windowed relative change).
+        Optimiser tolerance (L-BFGS-B ``ftol``/``gtol``; Adam and SVI windowed relative
+        change).
         ``None`` keeps scipy's defaults, and runs Adam for exactly ``max_iter`` steps.
     early_stopping : bool, default=False
         Adam only (``"auto"`` then means Adam): hold out ``validation_fraction`` of the rows
@@ -175,7 +197,8 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
     def __init__(self, n_components=2, kernel=None, expectation="auto", n_inducing=20,
                  gh_order=2, n_samples=32, init="pca", latent_variance_init=0.1,
                  noise_variance_init=None, normalize_X="center", optimizer="auto", max_iter=2000,
-                 tol=None, early_stopping=False, validation_fraction=0.1, n_iter_no_change=5,
+                 batch_size=None, natgrad_gamma=0.1, encoder=None, tol=None,
+                 early_stopping=False, validation_fraction=0.1, n_iter_no_change=5,
                  learning_rate=0.01, transform_max_iter=200, jitter=1e-6,
                  random_state=None, n_jobs=None, verbose=0, callback=None, warm_start=False):
         self.n_components = n_components
@@ -190,6 +213,9 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         self.normalize_X = normalize_X
         self.optimizer = optimizer
         self.max_iter = max_iter
+        self.batch_size = batch_size
+        self.natgrad_gamma = natgrad_gamma
+        self.encoder = encoder
         self.tol = tol
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
@@ -214,14 +240,21 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
                     allow_none=True)
         check_option("normalize_X", self.normalize_X, NORMALIZE_OPTIONS)
         check_bool("warm_start", self.warm_start)
-        check_option("optimizer", self.optimizer, ("auto", "lbfgs", "alternating", "adam"))
+        check_option("optimizer", self.optimizer, ("auto", "lbfgs", "alternating", "adam", "svi"))
+        check_int("batch_size", self.batch_size, min_value=1, allow_none=True)
+        if check_natgrad_gamma(self.natgrad_gamma) is None or np.ndim(self.natgrad_gamma):
+            raise ValueError(f"natgrad_gamma must be a float in (0, 1], got "
+                             f"{self.natgrad_gamma!r}.")
         check_int("max_iter", self.max_iter, min_value=1)
         check_float("tol", self.tol, 0.0, allow_none=True)
         check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
         check_int("transform_max_iter", self.transform_max_iter, min_value=1)
         check_float("jitter", self.jitter, 0.0)
         self._check_early_stopping(X.shape[0])
-        if self.early_stopping and self.optimizer in ("lbfgs", "alternating"):
+        if self.encoder is not None and (self.encoder != "mlp" or self.optimizer != "svi"):
+            raise ValueError("encoder must be None or 'mlp', with optimizer='svi'; got "
+                             f"encoder={self.encoder!r}, optimizer={self.optimizer!r}.")
+        if self.early_stopping and self.optimizer in ("lbfgs", "alternating", "svi"):
             raise ValueError("early_stopping applies to the Adam path (optimizer='adam' or "
                              f"'auto'); got optimizer={self.optimizer!r}.")
         if self.early_stopping and self.n_inducing > X.shape[0] - max(
@@ -234,7 +267,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             check_option("init", self.init, ("pca", "pca_unscaled", "random"))
         if self.expectation == "monte_carlo" and self.optimizer in ("lbfgs", "alternating"):
             raise ValueError("expectation='monte_carlo' gives a stochastic objective; use "
-                             f"optimizer='adam' (or 'auto'), not {self.optimizer!r}.")
+                             f"optimizer='adam', 'svi' or 'auto', not {self.optimizer!r}.")
         if X.shape[0] < 2:
             raise ValueError(f"UnscentedGPLVM needs at least 2 samples, got n_samples = "
                              f"{X.shape[0]}.")
@@ -301,7 +334,21 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
         work = kernel.clone()
         mc_state = check_random_state(random_state.randint(np.iinfo(np.int32).max))
         bound = collapsed_psi_bound(Y)  # chunked map-reduce (masked where Y has NaN)
-        if optimizer == "alternating":
+        if optimizer == "svi":
+            enc = None if self.encoder is None else encoder_fit_mean_head(encoder_init(
+                encoder_shapes(Y.shape[1], ENCODER_HIDDEN, Q), mc_state,
+                np.sqrt(self.latent_variance_init)), np.nan_to_num(Y), mu0)
+            out = fit_svi(Y, mu0, S0, work, Z0, noise0, rule, jitter=jitter, tol=self.tol,
+                          batch_size=min(N, 1000) if self.batch_size is None else self.batch_size,
+                          max_epochs=self.max_iter, learning_rate=self.learning_rate,
+                          natgrad_gamma=self.natgrad_gamma, noise_bounds=noise_box,
+                          random_state=mc_state, verbose=self.verbose, name=type(self).__name__,
+                          encoder=enc, draw_rule=(lambda n: monte_carlo_rule(
+                              self.n_samples, Q, mc_state, n_points=n)) if stochastic else None)
+            x = packer.pack({"mu": out.mu, "S": out.S, "Z": out.Z, "theta": out.theta,
+                             "noise": out.noise_variance})
+            n_iter, history, checks, bound = out.n_epochs, out.history, None, out
+        elif optimizer == "alternating":
             out = self._alternate(InMemoryLocals(bound, mu0.copy(), S0.copy()), work, Z0, noise0,
                                   rule, jitter, noise_box)
             x = packer.pack({"mu": out.mu, "S": out.S, "Z": out.Z, "theta": out.theta,
@@ -424,11 +471,15 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
                           jitter=jitter, max_tries=max_tries)
 
     def _hold(self, p, kernel, Y, rule, jitter, bound=None):
-        """Hold the model of the unpacked ``p`` fitted on ``Y``, its ``elbo_`` and q(u)."""
+        """Hold the model of the unpacked ``p`` fitted on ``Y``, its ``elbo_`` and q(u)
+        (``bound``: a :class:`~sklearn_lvgp.optim._svi.SviResult` holds its own)."""
         kernel.theta = p["theta"]
         self.kernel_, self.latent_mean_, self.latent_variance_ = kernel, p["mu"], p["S"]
         self.inducing_inputs_, self.noise_variance_ = p["Z"], float(p["noise"])
         self._rule, self._jitter, self._Y = rule, jitter, Y
+        if hasattr(bound, "post"):
+            self._post, self.elbo_ = bound.post, bound.elbo
+            return
         elbo, _, self._post = self._elbo_and_grads(kernel, Y, p, rule, jitter, 6, bound)
         self.elbo_ = float(elbo)
 
@@ -560,80 +611,6 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BaseLVG
             ``mean(score_samples(X))``.
         """
         return float(np.mean(self.score_samples(X)))
-
-    # --------------------------------------------------------------------------- prediction
-    def _check_latent(self, name, A, n=None):
-        A = check_finite_array(name, A)
-        if A.ndim != 2 or A.shape[1] != self.n_components or (n is not None and A.shape[0] != n):
-            expected = f"({'n' if n is None else n}, {self.n_components})"
-            raise ValueError(f"{name} must have shape {expected}, got {A.shape}.")
-        return A
-
-    def predict_uncertain(self, mean, var, full_cov=False, include_noise=True):
-        """Compute the moments of the data-space predictive at Gaussian latent inputs.
-
-        The exact mean and variance of the non-Gaussian predictive (Girard et al. 2003).
-
-        Parameters
-        ----------
-        mean : array-like of shape (n, n_components)
-            Means of the latent inputs.
-        var : array-like of shape (n, n_components)
-            Variances of the latent inputs (``>= 0``).
-        full_cov : bool, default=False
-            Return the (n, D, D) covariance across outputs.
-        include_noise : bool, default=True
-            Add the Gaussian noise variance to the diagonal.
-
-        Returns
-        -------
-        mean : ndarray of shape (n, n_features)
-            Predictive mean.
-        var : ndarray of shape (n, n_features) or (n, n_features, n_features)
-            Predictive variance (or covariance).
-        """
-        check_is_fitted(self)
-        mean = self._check_latent("mean", mean)
-        var = self._check_latent("var", var, mean.shape[0])
-        if np.any(var < 0):
-            raise ValueError("var must be non-negative.")
-        with threads(self.n_jobs):
-            m, v = self._predictive().moments(mean, var, full_cov,
-                                              self.noise_variance_ if include_noise else None)
-        scale = np.outer(self.X_scale_, self.X_scale_) if full_cov else self.X_scale_ ** 2
-        return m * self.X_scale_ + self.X_mean_, v * scale
-
-    def inverse_transform(self, X, return_std=False, latent_var=None, include_noise=True):
-        """Map latent points to data space (predictive mean).
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_components)
-            Latent points.
-        return_std : bool, default=False
-            Also return per-output predictive standard deviations.
-        latent_var : array-like of shape (n, n_components), default=None
-            Latent variances; when given the uncertain-input moments (Girard et al. 2003) are used.
-        include_noise : bool, default=True
-            Include the noise variance in the standard deviation.
-
-        Returns
-        -------
-        Y : ndarray of shape (n, n_features)
-            Predictive mean.
-        std : ndarray of shape (n, n_features)
-            Predictive standard deviation (only if ``return_std``).
-        """
-        check_is_fitted(self)
-        X = self._check_latent("X", X)
-        if latent_var is not None:
-            m, v = self.predict_uncertain(X, latent_var, include_noise=include_noise)
-            return (m, np.sqrt(v)) if return_std else m
-        with threads(self.n_jobs):
-            m, v = self._predictive().moments(
-                X, noise_variance=self.noise_variance_ if include_noise else None)
-        m = m * self.X_scale_ + self.X_mean_
-        return (m, np.sqrt(v) * self.X_scale_) if return_std else m
 
     # ------------------------------------------------------------------------------ sklearn
     @property
