@@ -7,7 +7,7 @@ from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -330,10 +330,24 @@ class _BaseLVGP(BaseEstimator):
                 raise ValueError(f"{type(self).__name__} on dask input does not support "
                                  f"{setting} ({why}); fit on numpy arrays for this setting.")
 
-    def _check_early_stopping(self, n_samples):
-        """The early-stopping parameters, and enough of the ``n_samples`` rows to hold out."""
+    def _record_iterations(self, n_iter, history, continuing):
+        """``n_iter_`` and ``elbo_history_`` of this fit, added to the previous fit's when a
+        ``warm_start`` fit continues it."""
+        self.n_iter_ = n_iter + (self.n_iter_ if continuing else 0)
+        self.elbo_history_ = np.concatenate([self.elbo_history_ if continuing else [],
+                                             np.asarray(history, dtype=float)])
+
+    def _check_early_stopping(self, n_samples, n_inducing=None):
+        """The early-stopping parameters, and enough of the ``n_samples`` rows to hold out (and
+        to place ``n_inducing`` inducing inputs on the rest)."""
         check_early_stopping(self.early_stopping, self.validation_fraction,
                              self.n_iter_no_change, n_samples)
+        n_train = n_samples - max(1, int(round(self.validation_fraction * n_samples)))
+        if self.early_stopping and n_inducing is not None and n_inducing > n_train:
+            raise ValueError(
+                f"n_inducing={n_inducing} is larger than the {n_train} rows left for "
+                f"training after holding out validation_fraction={self.validation_fraction} "
+                "for early stopping; lower n_inducing or validation_fraction.")
 
     def _held_out_rows(self, n_rows, random_state):
         """Sorted ``(train, held_out)`` row indices with ``early_stopping`` (models with one
@@ -386,6 +400,49 @@ class _BaseLVGP(BaseEstimator):
         mu[train], var[train] = self.latent_mean_, self.latent_variance_
         mu[held_out], var[held_out] = mu_v, var_v
         self.latent_mean_, self.latent_variance_ = mu, var
+
+
+class _BaseLatentTransformer(TransformerMixin, _BaseLVGP):
+    """What the latent-variable transformers (``UnscentedGPLVM``, ``LDGD``) share: ``transform``
+    to the posterior latent q(x*) of rows, partition by partition on dask, and the output
+    shape. A subclass provides ``_latent_moments(X) -> (mean, std)`` of raw rows."""
+
+    def transform(self, X, return_std=False):
+        """Posterior latent means (and standard deviations) of rows of data.
+
+        Each row's q(x*) is its own problem with the model fixed (how it is inferred: the
+        estimator's description of ``transform_max_iter``), so a dask array or DataFrame is
+        transformed partition by partition (lazy dask arrays are returned).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Rows in data space.
+        return_std : bool, default=False
+            Also return the latent standard deviations.
+
+        Returns
+        -------
+        mean : ndarray of shape (n, n_components)
+            Latent means.
+        std : ndarray of shape (n, n_components)
+            Latent standard deviations (only if ``return_std``).
+        """
+        check_is_fitted(self)
+        if is_dask_collection(X):
+            return self._on_partitions(self.transform, X, self.n_components,
+                                       2 if return_std else 1, return_std=return_std)
+        mean, std = self._latent_moments(X)
+        return (mean, std) if return_std else mean
+
+    @property
+    def _n_features_out(self):
+        return self.n_components
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags
 
 
 class _BaseLVGPRegressor(_BaseLVGP):

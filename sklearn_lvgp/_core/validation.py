@@ -91,6 +91,13 @@ def check_early_stopping(early_stopping, validation_fraction, n_iter_no_change, 
                          f"{n_samples}.")
 
 
+def check_min_samples(n_samples, estimator_name, minimum=2):
+    """Refuse fewer than ``minimum`` rows, naming the estimator."""
+    if n_samples < minimum:
+        raise ValueError(f"{estimator_name} needs at least {minimum} samples, got n_samples = "
+                         f"{n_samples}.")
+
+
 def check_n_inducing(n_inducing, n_samples, estimator_name):
     """``n_inducing`` must be a positive int no larger than the number of samples."""
     M = check_int("n_inducing", n_inducing, min_value=1)
@@ -99,6 +106,16 @@ def check_n_inducing(n_inducing, n_samples, estimator_name):
             f"{estimator_name} needs at least n_inducing={M} samples to place its inducing "
             f"points, got n_samples = {n_samples}. Lower n_inducing or pass more data.")
     return M
+
+
+def check_latent_points(name, A, n_components, n_rows=None):
+    """A float64 copy of the latent points ``A`` after checking that they are finite and of
+    shape ``(n, n_components)`` (``(n_rows, n_components)`` when ``n_rows`` is given)."""
+    A = check_finite_array(name, A)
+    if A.ndim != 2 or A.shape[1] != n_components or (n_rows is not None and A.shape[0] != n_rows):
+        expected = f"({'n' if n_rows is None else n_rows}, {n_components})"
+        raise ValueError(f"{name} must be latent points of shape {expected}, got {A.shape}.")
+    return A
 
 
 def check_finite_array(name, A, shape=None):

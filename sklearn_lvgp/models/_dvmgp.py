@@ -19,6 +19,7 @@ from .._core.validation import (
     check_data_scale,
     check_float,
     check_int,
+    check_min_samples,
     check_n_inducing,
     check_option,
 )
@@ -226,8 +227,7 @@ class DVMGP(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, _
     # ----------------------------------------------------------------------------- checks
     def _check_params(self, X, y):
         name = type(self).__name__
-        if X.shape[0] < 2:
-            raise ValueError(f"{name} needs at least 2 samples, got n_samples = {X.shape[0]}.")
+        check_min_samples(X.shape[0], name)
         check_int("n_components", self.n_components, min_value=1, allow_none=True)
         check_n_inducing(self.n_inducing, X.shape[0], name)
         M = check_int("n_inducing_projection", self.n_inducing_projection, min_value=1)

@@ -333,13 +333,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
                 "q_w='gaussian'/'amortized' with expectation='unscented', and no "
                 "input_projection_dim; use optimizer='adam' for sampled objectives.")
         check_n_inducing(self.n_inducing, X.shape[0], "GPCDE")  # after the data-free checks
-        if self.early_stopping:
-            n_train = X.shape[0] - max(1, int(round(self.validation_fraction * X.shape[0])))
-            if self.n_inducing > n_train:
-                raise ValueError(
-                    f"n_inducing={self.n_inducing} is larger than the {n_train} rows left for "
-                    f"training after holding out validation_fraction={self.validation_fraction} "
-                    "for early stopping; lower n_inducing or validation_fraction.")
+        self._check_early_stopping(X.shape[0], self.n_inducing)  # again: rows for Z too
 
     def _deterministic(self):
         """Whether the bound is deterministic (no sampling: L-BFGS-B can optimise it)."""
@@ -479,9 +473,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
             n_iter += WARM_UP_STEPS + n_iter1
             if history1[-1] > history[-1]:
                 self._x, history = x1, np.concatenate([warm_history, history1])
-        self.elbo_history_ = (np.concatenate([self.elbo_history_, history]) if continuing
-                              else history)
-        self.n_iter_ = self.n_iter_ + n_iter if continuing else n_iter
+        self._record_iterations(n_iter, history, continuing)
         # L-BFGS-B: the bound at the end; Adam: the mean of the last 100 minibatch estimates
         self.elbo_ = float(np.mean(history[-(1 if optimizer == "lbfgs" else 100):]))
         if compare:

@@ -10,7 +10,7 @@ The bound, its training and test-time problems and the fitted posterior are in
 """
 
 import numpy as np
-from sklearn.base import ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import ClassifierMixin, ClassNamePrefixFeaturesOutMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -21,14 +21,14 @@ from .._core.validation import (
     check_bool,
     check_class_labels,
     check_data_scale,
-    check_finite_array,
     check_float,
     check_int,
+    check_latent_points,
     check_layer_widths,
     check_option,
 )
 from .._core.warn import warn
-from ..base import _BaseLVGP
+from ..base import _BaseLatentTransformer
 from ..bounds._ldgd_objective import PRESETS, Globals
 from ..bounds._ldgd_posterior import LDGDPosterior
 from ..bounds._ldgd_problem import TrainingProblem, path_settings
@@ -48,7 +48,7 @@ def _labels(proba, classes):
     return classes[np.argmax(proba, axis=1)]
 
 
-class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _BaseLVGP):
+class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, _BaseLatentTransformer):
     """Latent discriminative generative decoder (LDGD) and its amortised variant (Fast LDGD).
 
     Every training row ``y_i`` with label ``c_i`` has a latent point with posterior
@@ -117,7 +117,9 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
     validation_fraction, n_iter_no_change : float, int, default=0.1, 5
         Held-out fraction and patience (in checks) of early stopping.
     transform_max_iter : int, default=500
-        Adam steps of the test-time inference of ``q(x*)`` (non-amortised model).
+        Adam steps of the test-time inference of ``q(x*)`` (non-amortised model) in
+        ``transform`` and the predictions: from the regression path alone (labels are unknown),
+        training rows too; Fast LDGD's encoder gives ``q(x*)`` directly.
     x_init : {"pca", "random"}, default="pca"
         Initial latent means: PCA scores (padded with small columns when ``Q > D``) or
         ``N(0, I)`` draws.
@@ -335,9 +337,8 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
             optimizer, self._x_flat if continuing else x0, prob.bounds(), full=full,
             minibatch=minibatch, n_data=prob.N, batch_size=min(self.batch_size, prob.N),
             random_state=random_state, **adam)
-        self.elbo_history_ = (np.concatenate([self.elbo_history_, history]) if continuing
-                              else history)
-        self.n_iter_, self._x_flat = n_iter + (self.n_iter_ if continuing else 0), x
+        self._record_iterations(n_iter, history, continuing)
+        self._x_flat = x
         self._transform_seed = int(random_state.randint(np.iinfo(np.int32).max))
         return x
 
@@ -462,6 +463,11 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
                        name=f"{type(self).__name__}.transform")
         return prob.latents(res.x)
 
+    def _latent_moments(self, X):
+        """``transform``: q(x*) of every row (training rows too) from the regression path alone
+        (labels are unknown); Fast LDGD's encoder gives it directly."""
+        return self._latents(X)
+
     def _latents(self, X):
         check_is_fitted(self)
         Xs = self._scale(validate_data(self, X, dtype=np.float64, reset=False))
@@ -470,36 +476,6 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
             return self._infer_latents(Xs)
 
     # ---------------------------------------------------------------------------- public
-    def transform(self, X, return_std=False):
-        """Posterior latent means of rows: test-time ``q(x*)`` with the model fixed.
-
-        The regression path alone is used (labels are unknown); for Fast LDGD the encoder gives
-        ``q(x*)`` directly. Training rows are inferred the same way (``latent_mean_`` holds the
-        fitted training posteriors).
-
-        Each row's ``q(x*)`` is inferred on its own, so a dask array or DataFrame ``X`` is
-        transformed partition by partition (lazy dask arrays are returned).
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_features)
-            Rows in data space.
-        return_std : bool, default=False
-            Also return the latent standard deviations.
-
-        Returns
-        -------
-        mean : ndarray of shape (n, n_components)
-            Latent means of ``q(x*)``.
-        std : ndarray of shape (n, n_components)
-            Latent standard deviations; only if ``return_std``.
-        """
-        if is_dask_collection(X):
-            return self._on_partitions(self.transform, X, self.n_components,
-                                   2 if return_std else 1, return_std=return_std)
-        mu, sigma = self._latents(X)
-        return (mu, sigma) if return_std else mu
-
     def predict_f(self, X, return_var=False):
         """Classification-GP marginals ``μ_k``, ``v_k`` at the inferred ``μ*``.
 
@@ -585,7 +561,7 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
             Predictive standard deviation; only if ``return_std``.
         """
         check_is_fitted(self)
-        H = check_finite_array("X", X)
+        H = check_latent_points("X", X, self.n_components)
         if H.ndim != 2 or H.shape[1] != self.n_components:
             raise ValueError(f"X must be latent points of shape (n, {self.n_components}), got "
                              f"{H.shape}.")
@@ -632,11 +608,3 @@ class LDGD(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin, _
         mean, std = self.inverse_transform(Z, return_std=True)
         return reparameterise(mean, std, rs.standard_normal(mean.shape)), Z
 
-    @property
-    def _n_features_out(self):
-        return self.n_components
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.transformer_tags.preserves_dtype = ["float64"]
-        return tags

@@ -25,6 +25,7 @@ from .._core.validation import (
     check_finite_array,
     check_float,
     check_int,
+    check_min_samples,
     check_n_inducing,
     check_option,
 )
@@ -220,8 +221,7 @@ class SparseGPRegressor(RegressorMixin, _BaseLVGPRegressor):
             check_option("n_inducing", self.n_inducing, ("all",))
         else:
             check_n_inducing(self.n_inducing, n, name)
-        if n < 2:
-            raise ValueError(f"{name} needs at least 2 samples, got n_samples = {n}.")
+        check_min_samples(n, name)
         check_bool("optimize_inducing", self.optimize_inducing)
         check_bool("warm_start", self.warm_start)
         check_float("noise_variance_init", self.noise_variance_init, min_value=0.0,

@@ -2,7 +2,7 @@
 
 
 import numpy as np
-from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import ClassNamePrefixFeaturesOutMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -17,32 +17,29 @@ from .._core.validation import (
     check_data_scale,
     check_float,
     check_int,
+    check_latent_points,
+    check_min_samples,
     check_n_inducing,
     check_natgrad_gamma,
     check_option,
 )
 from .._core.warn import warn
-from ..base import _BaseLVGP
+from ..base import _BaseLatentTransformer
 from ..bounds._collapsed_masked import collapsed_psi_bound, predictive_for
-from ..engine._dask import DaskPairwiseRows, DaskRows, _dask, is_dask_collection, map_row_blocks
+from ..engine._dask import DaskPairwiseRows, DaskRows, _dask
 from ..expectations import EXPECTATIONS, PointRule, make_rule, monte_carlo_rule
 from ..kernels._stationary import default_rbf
-from ..nn._ldgd_encoder import encoder_fit_mean_head, encoder_init, encoder_shapes
+from ..nn._ldgd_encoder import encoder_started_at
 from ..optim._alternating import DaskLocals, InMemoryLocals, fit_alternating, heldout_latents
 from ..optim._lbfgsb import minimize_adam, minimize_lbfgsb
 from ..optim._svi import fit_svi
-from ._latent_map import LatentMapMixin
 
 __all__ = ["UnscentedGPLVM"]
 
 #: Rows from which ``optimizer="auto"`` uses the alternating local/global optimiser.
 ALTERNATING_MIN_ROWS = 100_000
-#: Hidden widths of ``encoder="mlp"``.
-ENCODER_HIDDEN = (50, 20)
 
-
-class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
-                     _BaseLVGP):
+class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, _BaseLatentTransformer):
     """Bayesian Gaussian-process latent variable model with any kernel.
 
     Fits q(x_n) = N(μ_n, diag S_n) for every row by maximising the collapsed variational bound of
@@ -122,8 +119,9 @@ class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, Transforme
     learning_rate : float, default=0.01
         Adam step size.
     transform_max_iter : int, default=200
-        Iterations of each new row's own L-BFGS when inferring its latent q(x*) (every row is
-        its own problem, with its own convergence test).
+        Iterations of each new row's own L-BFGS when inferring its latent q(x*) in
+        ``transform`` and ``score_samples`` (every row is its own problem, with its own
+        convergence test); training rows return their fitted ``latent_mean_``.
     jitter : float, default=1e-6
         Relative jitter on ``Kuu`` (escalated with a warning if needed).
     random_state : int, RandomState instance or None, default=None
@@ -250,27 +248,20 @@ class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
         check_int("transform_max_iter", self.transform_max_iter, min_value=1)
         check_float("jitter", self.jitter, 0.0)
-        self._check_early_stopping(X.shape[0])
+        self._check_early_stopping(X.shape[0], self.n_inducing)
         if self.encoder is not None and (self.encoder != "mlp" or self.optimizer != "svi"):
             raise ValueError("encoder must be None or 'mlp', with optimizer='svi'; got "
                              f"encoder={self.encoder!r}, optimizer={self.optimizer!r}.")
         if self.early_stopping and self.optimizer in ("lbfgs", "alternating", "svi"):
             raise ValueError("early_stopping applies to the Adam path (optimizer='adam' or "
                              f"'auto'); got optimizer={self.optimizer!r}.")
-        if self.early_stopping and self.n_inducing > X.shape[0] - max(
-                1, int(round(self.validation_fraction * X.shape[0]))):
-            raise ValueError(f"n_inducing={self.n_inducing} is larger than the rows left for "
-                             "training after holding out validation_fraction for early "
-                             "stopping; lower n_inducing or validation_fraction.")
         self._kernel, self._white_noise = self._kernel_and_noise(self.n_components)
         if isinstance(self.init, str):
             check_option("init", self.init, ("pca", "pca_unscaled", "random"))
         if self.expectation == "monte_carlo" and self.optimizer in ("lbfgs", "alternating"):
             raise ValueError("expectation='monte_carlo' gives a stochastic objective; use "
                              f"optimizer='adam', 'svi' or 'auto', not {self.optimizer!r}.")
-        if X.shape[0] < 2:
-            raise ValueError(f"UnscentedGPLVM needs at least 2 samples, got n_samples = "
-                             f"{X.shape[0]}.")
+        check_min_samples(X.shape[0], type(self).__name__)
 
     # -------------------------------------------------------------------------------- fit
     def _warm_start_key(self, X):
@@ -335,9 +326,8 @@ class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         mc_state = check_random_state(random_state.randint(np.iinfo(np.int32).max))
         bound = collapsed_psi_bound(Y)  # chunked map-reduce (masked where Y has NaN)
         if optimizer == "svi":
-            enc = None if self.encoder is None else encoder_fit_mean_head(encoder_init(
-                encoder_shapes(Y.shape[1], ENCODER_HIDDEN, Q), mc_state,
-                np.sqrt(self.latent_variance_init)), np.nan_to_num(Y), mu0)
+            enc = None if self.encoder is None else encoder_started_at(
+                Y, mu0, mc_state, np.sqrt(self.latent_variance_init))
             out = fit_svi(Y, mu0, S0, work, Z0, noise0, rule, jitter=jitter, tol=self.tol,
                           batch_size=min(N, 1000) if self.batch_size is None else self.batch_size,
                           max_epochs=self.max_iter, learning_rate=self.learning_rate,
@@ -360,7 +350,8 @@ class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, Transforme
                 work.theta = p["theta"]
                 r = (monte_carlo_rule(self.n_samples, Q, mc_state, n_points=N) if stochastic
                      else rule)
-                value, grads, _ = self._elbo_and_grads(work, Y, p, r, jitter, bound=bound)
+                value, grads, _ = bound.elbo(work, p["Z"], p["mu"], p["S"], float(p["noise"]), r,
+                                             jitter=jitter)
                 return -value, -packer.pack_grad(grads, p)
 
             x0 = packer.pack({"mu": mu0, "S": S0, "Z": Z0, "theta": kernel.theta, "noise": noise0})
@@ -436,8 +427,7 @@ class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, Transforme
     def _commit(self, name, optimizer, n_iter, history, continuing, random_state):
         """The fitted attributes beside the model; warns when relevance_ cannot rank dims."""
         self.expectation_, self.optimizer_ = name, optimizer
-        self.n_iter_ = n_iter + (self.n_iter_ if continuing else 0)
-        self.elbo_history_ = np.concatenate([self.elbo_history_ if continuing else [], history])
+        self._record_iterations(n_iter, history, continuing)
         r = self.relevance_ = self.kernel_.relevance(self.n_components)
         if r.size > 1 and np.all(r == r[0]):
             warn(f"{type(self).__name__}: the kernel {self.kernel_!r} has one length scale for "
@@ -462,14 +452,6 @@ class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, Transforme
 
         return self._held_out_scorer(hold, score)
 
-    @staticmethod
-    def _elbo_and_grads(kernel, Y, p, rule, jitter, max_tries=0, bound=None):
-        """ELBO, its gradient wrt each constrained block and q(u); ``bound``: the fit's
-        :class:`~sklearn_lvgp.bounds._collapsed.CollapsedPsiBound` of ``Y`` (or a new one)."""
-        bound = collapsed_psi_bound(Y) if bound is None else bound
-        return bound.elbo(kernel, p["Z"], p["mu"], p["S"], float(p["noise"]), rule,
-                          jitter=jitter, max_tries=max_tries)
-
     def _hold(self, p, kernel, Y, rule, jitter, bound=None):
         """Hold the model of the unpacked ``p`` fitted on ``Y``, its ``elbo_`` and q(u)
         (``bound``: a :class:`~sklearn_lvgp.optim._svi.SviResult` holds its own)."""
@@ -480,7 +462,9 @@ class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         if hasattr(bound, "post"):
             self._post, self.elbo_ = bound.post, bound.elbo
             return
-        elbo, _, self._post = self._elbo_and_grads(kernel, Y, p, rule, jitter, 6, bound)
+        bound = collapsed_psi_bound(Y) if bound is None else bound
+        elbo, _, self._post = bound.elbo(kernel, p["Z"], p["mu"], p["S"], float(p["noise"]), rule,
+                                         jitter=jitter, max_tries=6)
         self.elbo_ = float(elbo)
 
     # ------------------------------------------------- new rows: q(x*) with the model fixed
@@ -533,33 +517,12 @@ class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, Transforme
             out = self._predictive(np.isnan(Ystar).any()).heldout_scores(Ystar, mu, S)
         return out - observed_log_scale(Ystar, self.X_scale_)
 
-    def transform(self, X, return_std=False):
-        """Posterior latent means (and standard deviations) of rows of data.
-
-        Training rows return the fitted ``latent_mean_``; unseen rows are inferred by maximising
-        their per-point bound with the model held fixed (L-BFGS-B, ``transform_max_iter``).
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_features)
-            Rows in data space.
-        return_std : bool, default=False
-            Also return the latent standard deviations.
-
-        Returns
-        -------
-        mean : ndarray of shape (n, n_components)
-            Latent means.
-        std : ndarray of shape (n, n_components)
-            Latent standard deviations (only if ``return_std``).
-        """
-        check_is_fitted(self)
-        if is_dask_collection(X):
-            return map_row_blocks(lambda b: self.transform(b, return_std=return_std),
-                                  X, self.n_components, 2 if return_std else 1)
+    def _latent_moments(self, X):
+        """Training rows: the fitted ``latent_mean_``; unseen rows: each its own L-BFGS-B with
+        the model fixed (``transform_max_iter``)."""
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite="allow-nan")
         mu, S = self._latents(X)
-        return (mu, np.sqrt(S)) if return_std else mu
+        return mu, np.sqrt(S)
 
     def fit_transform(self, X, y=None):
         """Fit and return the latent means of the training rows.
@@ -612,14 +575,75 @@ class UnscentedGPLVM(LatentMapMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         """
         return float(np.mean(self.score_samples(X)))
 
-    # ------------------------------------------------------------------------------ sklearn
-    @property
-    def _n_features_out(self):
-        return self.n_components
+    def predict_uncertain(self, mean, var, full_cov=False, include_noise=True):
+        """Compute the moments of the data-space predictive at Gaussian latent inputs.
 
+        The exact mean and variance of the non-Gaussian predictive (Girard et al. 2003).
+
+        Parameters
+        ----------
+        mean : array-like of shape (n, n_components)
+            Means of the latent inputs.
+        var : array-like of shape (n, n_components)
+            Variances of the latent inputs (``>= 0``).
+        full_cov : bool, default=False
+            Return the (n, D, D) covariance across outputs.
+        include_noise : bool, default=True
+            Add the Gaussian noise variance to the diagonal.
+
+        Returns
+        -------
+        mean : ndarray of shape (n, n_features)
+            Predictive mean.
+        var : ndarray of shape (n, n_features) or (n, n_features, n_features)
+            Predictive variance (or covariance).
+        """
+        check_is_fitted(self)
+        mean = check_latent_points("mean", mean, self.n_components)
+        var = check_latent_points("var", var, self.n_components, mean.shape[0])
+        if np.any(var < 0):
+            raise ValueError("var must be non-negative.")
+        with threads(self.n_jobs):
+            m, v = self._predictive().moments(mean, var, full_cov,
+                                              self.noise_variance_ if include_noise else None)
+        scale = np.outer(self.X_scale_, self.X_scale_) if full_cov else self.X_scale_ ** 2
+        return m * self.X_scale_ + self.X_mean_, v * scale
+
+    def inverse_transform(self, X, return_std=False, latent_var=None, include_noise=True):
+        """Map latent points to data space (predictive mean).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_components)
+            Latent points.
+        return_std : bool, default=False
+            Also return per-output predictive standard deviations.
+        latent_var : array-like of shape (n, n_components), default=None
+            Latent variances; when given the uncertain-input moments (Girard et al. 2003) are used.
+        include_noise : bool, default=True
+            Include the noise variance in the standard deviation.
+
+        Returns
+        -------
+        Y : ndarray of shape (n, n_features)
+            Predictive mean.
+        std : ndarray of shape (n, n_features)
+            Predictive standard deviation (only if ``return_std``).
+        """
+        check_is_fitted(self)
+        X = check_latent_points("X", X, self.n_components)
+        if latent_var is not None:
+            m, v = self.predict_uncertain(X, latent_var, include_noise=include_noise)
+            return (m, np.sqrt(v)) if return_std else m
+        with threads(self.n_jobs):
+            m, v = self._predictive().moments(
+                X, noise_variance=self.noise_variance_ if include_noise else None)
+        m = m * self.X_scale_ + self.X_mean_
+        return (m, np.sqrt(v) * self.X_scale_) if return_std else m
+
+    # ------------------------------------------------------------------------------ sklearn
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.transformer_tags.preserves_dtype = ["float64"]
         tags.input_tags.allow_nan = True  # missing at random: the bound skips NaN entries
         # Monte Carlo nodes come from random_state, so every rule is reproducible: no
         # non_deterministic tag (the checks it would skip pass).

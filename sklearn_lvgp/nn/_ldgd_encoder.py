@@ -12,7 +12,7 @@ from .._core.params import softplus, softplus_inverse
 from ._mlp import mlp_forward, mlp_vjp
 
 __all__ = ["encoder_shapes", "encoder_init", "encoder_forward", "encoder_vjp",
-           "encoder_fit_mean_head"]
+           "encoder_fit_mean_head", "encoder_started_at"]
 
 
 def encoder_shapes(n_features, hidden, n_components):
@@ -148,3 +148,30 @@ def encoder_fit_mean_head(weights, Y, target, ridge=1e-6):
     out = list(weights)
     out[-4], out[-3] = sol[:-1].copy(), sol[-1].copy()
     return out
+
+
+def encoder_started_at(Y, target, random_state, sigma_init, hidden=(50, 20)):
+    """A new ``D -> hidden... -> (Q, Q)`` encoder whose mean head maps ``Y`` (NaN read as 0)
+    near ``target`` (:func:`encoder_fit_mean_head`) and whose σ head starts at ``sigma_init``.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (n, D)
+        Inputs (NaN at missing entries).
+    target : ndarray of shape (n, Q)
+        Desired latent means.
+    random_state : RandomState
+        Draws the initial weights.
+    sigma_init : float
+        Initial standard deviation of the σ head.
+    hidden : tuple of int, default=(50, 20)
+        Hidden widths.
+
+    Returns
+    -------
+    weights : list of ndarray
+        The encoder's weights.
+    """
+    shapes = encoder_shapes(Y.shape[1], hidden, target.shape[1])
+    return encoder_fit_mean_head(encoder_init(shapes, random_state, sigma_init),
+                                 np.nan_to_num(Y), target)
