@@ -32,6 +32,8 @@ Benchmarks (see ``benchmarks/README.rst``):
 
 ``gpcde_iteration``, ``ldgd_step``, ``ldgd_fit``, ``ldgd_iterations``
     See ``bench_gpcde.py`` and ``bench_ldgd.py``.
+``likelihood_step_cost``, ``likelihood_classifier_threads``
+    See ``bench_likelihoods.py``.
 
 The machine description goes to ``results/machine.json`` on every run. The markdown printed here
 is what ``RESULTS.md`` quotes.
@@ -54,6 +56,7 @@ import bench_dvmgp  # noqa: E402
 import bench_fit  # noqa: E402
 import bench_gpcde  # noqa: E402
 import bench_ldgd  # noqa: E402
+import bench_likelihoods  # noqa: E402
 import bench_psi  # noqa: E402
 import bench_sgpr  # noqa: E402
 
@@ -72,6 +75,9 @@ BENCHMARKS = {
     "ldgd_step": (bench_ldgd.run_step, bench_ldgd.report_step),
     "ldgd_fit": (bench_ldgd.run_fit, bench_ldgd.report_fit),
     "ldgd_iterations": (bench_ldgd.run_iterations, bench_ldgd.report_iterations),
+    "likelihood_step_cost": (bench_likelihoods.run_step_cost, bench_likelihoods.report_step_cost),
+    "likelihood_classifier_threads": (bench_likelihoods.run_classifier_threads,
+                                      bench_likelihoods.report_classifier_threads),
 }
 #: Long reproductions run only when named with ``--only``.
 OPT_IN = {"sgpr_kin8nm"}

@@ -15,10 +15,12 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_lvgp import GPCDE, DeepGP, SparseGPRegressor
 from sklearn_lvgp._core.parallel import threads
+from sklearn_lvgp.datasets import add_target_outliers, uci_hl_splits
 from sklearn_lvgp.datasets._conditional import (
     bimodal_conditional_log_density,
     make_bimodal_conditional,
 )
+from sklearn_lvgp.likelihoods import StudentT
 
 SEEDS = range(5)
 
@@ -168,3 +170,60 @@ def test_ldgd_classifies_the_moons_across_seeds():
     scores, baseline = np.array(scores), np.array(baseline)
     assert np.sum(scores >= 0.98) >= 3, scores
     assert np.all(scores >= baseline), (scores, baseline)
+
+
+def _robust_rmse_ratios(splits, **kw):
+    """Test RMSE of the Student-t DeepGP over the Gaussian one's, per seed: 5 % of the training
+    targets shifted by ±10 standard deviations (``add_target_outliers`` with its defaults, seeded
+    by the seed), test targets clean."""
+    ratios = []
+    for seed, (X, y, Xt, yt) in enumerate(splits):
+        y_out, _ = add_target_outliers(y, random_state=seed)
+        rmse = []
+        for likelihood in (None, StudentT()):
+            with threads(1), warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)  # reduced Adam budget
+                m = DeepGP(likelihood=likelihood, random_state=0, **kw).fit(X, y_out)
+            rmse.append(np.sqrt(np.mean((m.predict(Xt) - yt) ** 2)))
+        ratios.append(rmse[1] / rmse[0])
+    return np.array(ratios)
+
+
+def test_student_t_deep_gp_beats_the_gaussian_on_outliers_across_seeds():
+    """Robust regression with the Student-t likelihood: with 5 % gross outliers in the training
+    targets, the Student-t DeepGP beats the Gaussian one in test RMSE on clean test rows on at
+    least 4 of 5 seeds, and on no seed is it worse. Data: the unimodal generator of
+    ``examples/plot_calibration_seeds.py`` (x ~ U(-2, 2), y = sin 2x + 0.3x + 0.1 eps, 200
+    training and 500 test rows from ``default_rng(seed)``). Outliers:
+    ``add_target_outliers(y_train, random_state=seed)`` (10 rows shifted by ±10 standard
+    deviations of y). ``StudentT()`` with its defaults (df = 4 fixed, scale learned) against the
+    default Gaussian likelihood; SVGP (``n_layers=1``), 20 inducing inputs, 300 Adam steps
+    (reduced budget). Measured test RMSE, Gaussian against Student-t, on seeds 0-4: 0.196 /
+    0.104, 0.446 / 0.104, 0.332 / 0.104, 0.404 / 0.103, 0.414 / 0.105 (ratios 0.23-0.53; the
+    Student-t fits are at the noise level 0.1)."""
+    def split(seed):
+        rng = np.random.default_rng(seed)
+        x = rng.uniform(-2, 2, size=(700, 1))
+        y = np.sin(2 * x[:, 0]) + 0.3 * x[:, 0] + 0.1 * rng.standard_normal(700)
+        return x[:200], y[:200], x[200:], y[200:]
+
+    ratios = _robust_rmse_ratios((split(seed) for seed in SEEDS), n_layers=1, n_inducing=20,
+                                 max_iter=300)
+    assert np.sum(ratios < 1.0) >= 4, ratios
+    assert np.all(ratios <= 1.0), ratios
+
+
+def test_student_t_deep_gp_beats_the_gaussian_on_boston_outliers_across_seeds(shared_data):
+    """The same claim on UCI boston (published Hernández-Lobato & Adams splits 0-4, one per
+    seed): with 5 % gross outliers in the training targets (``add_target_outliers(y_train,
+    random_state=seed)``, 23 rows shifted by ±10 standard deviations), the Student-t DeepGP beats
+    the Gaussian one in test RMSE on the clean test rows on at least 4 of 5 splits, and on no
+    split is it worse. ``StudentT()`` with its defaults; SVGP (``n_layers=1``), 30 inducing
+    inputs, 300 Adam steps (reduced budget). Measured test RMSE, Gaussian against Student-t, on
+    splits 0-4: 4.735 / 2.349, 5.180 / 2.951, 5.401 / 2.346, 6.539 / 3.026, 7.753 / 5.467
+    (ratios 0.43-0.71)."""
+    splits = ((X, y, Xt, yt) for _, X, y, Xt, yt in uci_hl_splits(
+        "boston", n_splits=len(SEEDS), data_home=shared_data, download_if_missing=False))
+    ratios = _robust_rmse_ratios(splits, n_layers=1, n_inducing=30, max_iter=300)
+    assert np.sum(ratios < 1.0) >= 4, ratios
+    assert np.all(ratios <= 1.0), ratios

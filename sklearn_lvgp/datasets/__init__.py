@@ -22,11 +22,13 @@ from ._loaders import (
     uci_hl_splits,
 )
 from ._moons import make_ldgd_moons
+from ._outliers import add_target_outliers
 from ._registry import UCI_HL_DATASETS, UCI_RAW_DATASETS, UCI_WILSON_DATASETS
 from ._synthetic_dvmgp import make_two_parabolas, two_parabolas_split
 
 __all__ = ["UCI_HL_DATASETS", "UCI_RAW_DATASETS", "UCI_WILSON_DATASETS",
-           "bimodal_conditional_log_density", "clear_data_home", "data_home", "fetch_oil_flow",
-           "fetch_uci", "fetch_usps", "get_data_home", "load_airline", "load_oil_flow",
-           "load_uci_hl", "load_usps", "make_bimodal_conditional", "make_ldgd_moons",
-           "make_two_parabolas", "shuffle_test_mask", "two_parabolas_split", "uci_hl_splits"]
+           "add_target_outliers", "bimodal_conditional_log_density", "clear_data_home",
+           "data_home", "fetch_oil_flow", "fetch_uci", "fetch_usps", "get_data_home",
+           "load_airline", "load_oil_flow", "load_uci_hl", "load_usps",
+           "make_bimodal_conditional", "make_ldgd_moons", "make_two_parabolas",
+           "shuffle_test_mask", "two_parabolas_split", "uci_hl_splits"]

@@ -306,8 +306,10 @@ class DeepGP(RegressorMixin, _BaseDeepGP, _BaseLVGPRegressor):
                              f"sklearn_lvgp.likelihoods or None, got {lik!r}; use "
                              "DeepGPClassifier for classes.")
         if self._latent():
-            raise ValueError("latent_dim >= 1 needs the default Gaussian likelihood "
-                             "(likelihood=None).")
+            raise ValueError(f"latent_dim={self.latent_dim!r} (latent covariates) needs the "
+                             "default Gaussian likelihood (likelihood=None), got "
+                             f"likelihood={type(lik).__name__}; set latent_dim=None for this "
+                             "likelihood.")
 
     def _scaled_targets(self):
         lik = self._likelihood_param()
@@ -539,6 +541,10 @@ class DeepGP(RegressorMixin, _BaseDeepGP, _BaseLVGPRegressor):
             raise ValueError(f"method='kde' estimates a 1-D density; the model has {n_targets} "
                              "targets. Use method='mixture'.")
         Y = self._check_targets(y, X.shape[0], 1)[:, 0]
+        if self._model.likelihood is not None:
+            raise ValueError("method='kde' draws from sample_y, which needs the default Gaussian "
+                             f"likelihood (likelihood=None), not "
+                             f"{type(self._model.likelihood).__name__}; use method='mixture'.")
         return kde_rows(lambda rows, rs: self.sample_y(rows, n_kde_samples, rs), X, Y,
                         n_kde_samples, check_random_state(random_state), self.n_layers)
 

@@ -122,7 +122,11 @@ def test_natgrad_with_a_likelihood_trains():
 @pytest.mark.parametrize("kwargs, match", [
     ({"likelihood": Bernoulli()}, "DeepGPClassifier"),
     ({"likelihood": "t"}, "regression likelihood"),
-    ({"likelihood": StudentT(), "latent_dim": 1}, "Gaussian likelihood"),
+    ({"likelihood": StudentT(), "latent_dim": 1},
+     r"latent_dim=1 \(latent covariates\) needs the default Gaussian likelihood "
+     r"\(likelihood=None\), got likelihood=StudentT"),
+    ({"likelihood": Poisson(), "latent_dim": 2, "inference": "iwvi"},
+     r"latent_dim=2 .*likelihood=None.*likelihood=Poisson"),
 ])
 def test_likelihood_errors(kwargs, match):
     X = np.random.RandomState(0).randn(20, 1)
@@ -137,6 +141,8 @@ def test_gaussian_only_methods_raise_with_a_likelihood():
         m.sample_y(X)
     with pytest.raises(ValueError, match="Gaussian likelihood"):
         m.predict(X, return_cov=True)
+    with pytest.raises(ValueError, match=r"method='kde' .*likelihood=None.*not StudentT"):
+        m.predict_log_density(X, X[:, 0], method="kde")
 
 
 @pytest.mark.parametrize("natgrad_gamma", [None, 0.1], ids=["adam", "ngd"])
