@@ -26,8 +26,8 @@ Beta: the naval decay ``y`` (0.950, 0.951, ..., 1.000) is mapped to ``(r + 0.5) 
 Usage::
 
     python benchmarks/repro_natgrad_uci.py a [--splits 5] [--steps 500]
-    python benchmarks/repro_natgrad_uci.py d [--splits 3] [--steps 300] [--rows 2000]
-    python benchmarks/repro_natgrad_uci.py e [--splits 3] [--steps 300] [--rows 2000]
+    python benchmarks/repro_natgrad_uci.py d [--splits 5] [--steps 300] [--rows 2000]
+    python benchmarks/repro_natgrad_uci.py e [--splits 5] [--steps 300] [--rows 2000]
 
 Writes ``examples/output/repro_natgrad_<group>.md`` and ``.json`` (``--quick``: 2 splits, 30
 steps, 300 rows, nothing written).
@@ -232,7 +232,7 @@ def main(argv=None):
     p.add_argument("--from-json", action="store_true",
                    help="re-tabulate the recorded runs of examples/output instead of fitting")
     args = p.parse_args(argv)
-    n_splits = args.splits or (5 if args.group == "a" else 3)
+    n_splits = args.splits or 5
     steps = args.steps or (500 if args.group == "a" else 300)
     rows = args.rows
     if args.quick:

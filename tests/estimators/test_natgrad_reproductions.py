@@ -77,4 +77,3 @@ def test_natgrad_ahead_of_adam_full_subset(shared_data_with, case):
         data, estimator = _breast_cancer(5), DeepGPClassifier
     wins = [np.greater(*_bounds(estimator, X, y, 500, s)[::-1]) for s, X, y in data]
     assert sum(wins) >= 4, wins
-
