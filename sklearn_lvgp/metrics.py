@@ -94,10 +94,26 @@ def log_predictive_density(estimator, X, y, sample_weight=None):
 
 
 def neg_log_predictive_density(estimator, X, y, sample_weight=None):
-    """Deprecated name of :func:`log_predictive_density` (the same value).
+    """Score by the mean log predictive density (deprecated: use log_predictive_density).
 
-    The name read as the negated NLPD while the function returns the log density itself; it
+    The same value as :func:`log_predictive_density`. The name read as the negated NLPD while the function returns the log density itself; it
     warns (``FutureWarning``) and will be removed.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A fitted regressor with ``predict_log_density(X, y)``, or a ``Pipeline`` ending in one.
+    X : array-like of shape (n_samples, n_features)
+        Test inputs.
+    y : array-like of shape (n_samples,) or (n_samples, n_targets)
+        Test targets.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Weights of the rows in the mean.
+
+    Returns
+    -------
+    score : float
+        ``log_predictive_density(estimator, X, y, sample_weight)``.
     """
     warn("neg_log_predictive_density is deprecated: use log_predictive_density (or "
          "scoring='log_predictive_density'), which returns the same value, the mean log "
@@ -140,11 +156,12 @@ def get_scorer(scoring):
 
 
 def get_scorer_names():
-    """Names :func:`get_scorer` accepts: scikit-learn's and this package's, sorted.
+    """Return the names :func:`get_scorer` accepts: scikit-learn's and this package's.
 
     Returns
     -------
     names : list of str
+        The names, sorted.
     """
     from sklearn.metrics import get_scorer_names as sklearn_names
 
