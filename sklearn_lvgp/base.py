@@ -297,11 +297,15 @@ class _BaseLVGP(BaseEstimator):
         """
         rest, noise = split_white(self.kernel)
         if noise is not None:
+            start = (f"its noise_level ({noise:.3g}) is the starting noise variance (set "
+                     "noise_variance_init to choose another)"
+                     if self.noise_variance_init is None else
+                     f"the starting noise variance is noise_variance_init="
+                     f"{self.noise_variance_init!r}, not its noise_level ({noise:.3g})")
             warn(f"{type(self).__name__}: the WhiteKernel in kernel duplicates the model's own "
-                 f"Gaussian noise and was merged into it: its noise_level ({noise:.3g}) is the "
-                 "starting noise variance unless noise_variance_init is set, and its "
-                 "noise_level_bounds are not used (the noise variance is fitted). Remove the "
-                 "WhiteKernel from kernel to silence this note.", UserWarning)
+                 f"Gaussian noise and was merged into it: {start}, and its noise_level_bounds "
+                 "are not used (the noise variance is fitted). Remove the WhiteKernel from "
+                 "kernel to silence this note.", UserWarning)
         return as_lvgp_kernel(rest, input_dim=input_dim), noise
 
     def _check_params(self, X, y):

@@ -96,8 +96,9 @@ def log_predictive_density(estimator, X, y, sample_weight=None):
 def neg_log_predictive_density(estimator, X, y, sample_weight=None):
     """Score by the mean log predictive density (deprecated: use log_predictive_density).
 
-    The same value as :func:`log_predictive_density`. The name read as the negated NLPD while the function returns the log density itself; it
-    warns (``FutureWarning``) and will be removed.
+    The same value as :func:`log_predictive_density`. The name read as the negated NLPD while
+    the function returns the log density itself; it warns (``FutureWarning``) and will be
+    removed.
 
     Parameters
     ----------

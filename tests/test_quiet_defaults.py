@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import kernels as skk
 from sklearn.model_selection import train_test_split
 
-from sklearn_lvgp import SparseGPRegressor, UnscentedGPLVM
+from sklearn_lvgp import GPCDE, SparseGPRegressor, UnscentedGPLVM
 from sklearn_lvgp.kernels import RBF
 
 
@@ -227,3 +227,21 @@ def test_unscented_gplvm_rescales_data_of_extreme_magnitude(magnitude):
     np.testing.assert_allclose(model.score_samples(X[:3] * magnitude),
                                twin.score_samples(X[:3] * magnitude / scale)
                                - np.sum(np.log(scale)), rtol=1e-12)
+
+
+def test_white_kernel_in_gpcde_is_merged_with_a_note_naming_the_start():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, (40, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(40)
+    make = lambda kernel: GPCDE(kernel=kernel, n_inducing=5, max_iter=3,  # noqa: E731
+                                random_state=0)
+    caught = _caught(lambda: make(skk.RBF() + skk.WhiteKernel(0.05)).fit(X, y))
+    notes = [w for w in caught if "WhiteKernel in kernel" in str(w.message)]
+    assert len(notes) == 1 and notes[0].filename == __file__
+    assert "the starting noise variance is noise_variance_init=0.01" in str(notes[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        merged = make(skk.RBF() + skk.WhiteKernel(0.05)).fit(X, y)
+        twin = make(skk.RBF()).fit(X, y)
+    assert "White" not in repr(merged.kernel_)
+    np.testing.assert_array_equal(merged.predict(X), twin.predict(X))

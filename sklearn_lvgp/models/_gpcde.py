@@ -26,7 +26,7 @@ from ..bounds._gpcde import CDEModel
 from ..bounds._gpcde_predictive import CDEPredictive
 from ..engine._dask import DaskRows, _dask, is_dask_collection
 from ..engine._rows import InMemoryRows
-from ..kernels import RBF, as_lvgp_kernel
+from ..kernels import RBF
 from ..optim._adam import AdamState
 from ..optim._collapsed_fit import fit_collapsed_rows
 
@@ -299,7 +299,7 @@ class GPCDE(RegressorMixin, _BaseLVGPRegressor):
         check_int("input_projection_dim", self.input_projection_dim, min_value=1,
                   allow_none=True)
         check_int("output_mixing_dim", self.output_mixing_dim, min_value=1, allow_none=True)
-        self._kernel = as_lvgp_kernel(self.kernel)
+        self._kernel, _ = self._kernel_and_noise(None)  # a WhiteKernel: merged, with a note
         check_int("n_inducing", self.n_inducing, min_value=1)
         check_bool("whiten", self.whiten)
         check_float("noise_variance_init", self.noise_variance_init, 0.0, exclusive_min=True)
