@@ -90,7 +90,7 @@ def run():
                 r1 = {h: (4 * cds[h / 2] - cds[h]) / 3 for h in [4e-2, 2e-2, 1e-2, 5e-3]}
                 r2 = {h: (16 * r1[h / 2] - r1[h]) / 15 for h in [4e-2, 2e-2, 1e-2]}
 
-                def err(table):
+                def err(table, exact=exact):
                     return " ".join(f"{h:g}:{abs(val - exact) / abs(exact):.1e}"
                                     for h, val in table.items())
 
