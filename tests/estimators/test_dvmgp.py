@@ -394,6 +394,31 @@ def test_table4_synthetic_paper_schedule():
     assert hist[-1] >= hist[1999] - 1.0
 
 
+@pytest.mark.slow
+def test_table4_ds_dgp2_column():
+    """de Souza (2020), Table 4: DVMGP (RMSE 0.129, MRAE 0.040) ahead of the two-layer
+    doubly-stochastic deep GP (0.297, 0.318) on the dissertation's split. With DVMGP's
+    defaults and ``DeepGP(n_layers=2, n_inducing=50, max_iter=7000, tol=None)`` on
+    standardised inputs (``benchmarks/seed_dsdgp_vs_dvmgp.py``) the measured values are
+    0.118 / 0.036 against 0.277 / 0.160; the deep GP's RMSE is within 0.05 of the
+    dissertation's. On data seeds 0-4 the RMSE ranking does not hold (DVMGP ahead on 2 of 5,
+    ``examples/output/seed_experiments.md``), so only this split is asserted."""
+    from sklearn_lvgp import DeepGP
+
+    Xtr, Xte, ytr, yte = two_parabolas_split()
+    dvmgp = DVMGP(random_state=0).fit(Xtr, ytr)
+    mu, sd = Xtr.mean(axis=0), Xtr.std(axis=0)
+    dgp = DeepGP(n_layers=2, n_inducing=50, max_iter=7000, tol=None,
+                 random_state=0).fit((Xtr - mu) / sd, ytr)
+    rmse = [np.sqrt(np.mean((m - yte) ** 2))
+            for m in (dvmgp.predict(Xte), dgp.predict((Xte - mu) / sd))]
+    mrae = [np.mean(np.abs(m - yte) / np.abs(yte))
+            for m in (dvmgp.predict(Xte), dgp.predict((Xte - mu) / sd))]
+    assert rmse[0] < 0.15 and rmse[0] < 0.6 * rmse[1], rmse
+    assert abs(rmse[1] - 0.297) < 0.05, rmse
+    assert mrae[0] < 0.5 * mrae[1], mrae
+
+
 # ------------------------------------------------------------------------------ Table 5
 #: de Souza (2020), Table 5: DVMGP NLPD / MRAE and the SGPR NLPD.
 _TABLE5 = {"boston": (2.444, 0.109, 2.563), "concrete": (3.070, 0.127, 3.255),
