@@ -73,3 +73,22 @@ def test_adam_without_tol_or_partial_fit_does_not_warn():
     ]
     for fit in quiet:
         assert not [w for w in _convergence_warnings(fit) if "Adam" in str(w.message)]
+
+
+def test_warning_inside_grid_search_points_at_the_users_line():
+    # GridSearchCV runs the fits through joblib: its frames are skipped like scikit-learn's
+    from sklearn.model_selection import GridSearchCV
+
+    from sklearn_lvgp import SparseGPRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, (40, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(40)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        GridSearchCV(SparseGPRegressor(max_iter=2, n_inducing=5, random_state=0),
+                     {"n_inducing": [4, 5]}, cv=2).fit(X, y)
+    budget = [w for w in caught if issubclass(w.category, ConvergenceWarning)
+              and "max_iter" in str(w.message)]
+    assert budget and all(w.filename == __file__ for w in budget), \
+        [(w.filename, str(w.message)[:60]) for w in budget]

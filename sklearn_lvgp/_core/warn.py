@@ -1,5 +1,6 @@
-"""Warnings attributed to the caller's code (the first stack frame outside this package and
-scikit-learn, whose wrappers such as ``set_output`` sit between the user and the estimator)."""
+"""Warnings attributed to the caller's code (the first stack frame outside this package,
+scikit-learn and joblib, whose wrappers such as ``set_output`` and ``GridSearchCV``'s parallel
+loop sit between the user and the estimator)."""
 
 import os
 import sys
@@ -11,17 +12,21 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 
 
 def _skipped_dirs():
-    """This package's folder, and scikit-learn's once it is imported (it is not imported here:
-    the pre-compilation helper loads ``_core`` without scikit-learn)."""
-    sklearn = sys.modules.get("sklearn")
-    if sklearn is None or getattr(sklearn, "__file__", None) is None:
-        return (_PACKAGE_DIR,)
-    return _PACKAGE_DIR, os.path.dirname(os.path.abspath(sklearn.__file__)) + os.sep
+    """This package's folder, and scikit-learn's and joblib's once they are imported (they are
+    not imported here: the pre-compilation helper loads ``_core`` without them); joblib runs
+    the fits of scikit-learn's model selection (``GridSearchCV``, ``cross_validate``)."""
+    dirs = [_PACKAGE_DIR]
+    for name in ("sklearn", "joblib"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None) is not None:
+            dirs.append(os.path.dirname(os.path.abspath(module.__file__)) + os.sep)
+    return tuple(dirs)
 
 
 def warn(message, category):
-    """``warnings.warn`` with the stack level of the first frame outside ``sklearn_lvgp`` and
-    ``sklearn``: the user's line, also through scikit-learn's ``set_output`` wrapper."""
+    """``warnings.warn`` with the stack level of the first frame outside ``sklearn_lvgp``,
+    ``sklearn`` and ``joblib``: the user's line, also through scikit-learn's ``set_output``
+    wrapper and its model selection."""
     skipped = _skipped_dirs()
     frame = sys._getframe(1)
     level = 2  # 1 would be this function
