@@ -20,6 +20,7 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_lvgp import UnscentedGPLVM
 from sklearn_lvgp._core.params import ParamPacker
+from sklearn_lvgp.bounds._collapsed_masked import collapsed_psi_bound
 from sklearn_lvgp.expectations import make_rule
 from sklearn_lvgp.kernels import RBF, Linear, Matern32, MLPKernel, Periodic
 from sklearn_lvgp.utils.evaluation import knn_accuracy, most_relevant
@@ -38,7 +39,8 @@ def _objective(model, kernel, rule, Y, Q, M):
     def fun(flat):
         p = packer.unpack(flat)
         work.theta = p["theta"]
-        value, grads, _ = model._elbo_and_grads(work, Y, p, rule, 1e-6)
+        value, grads, _ = collapsed_psi_bound(Y).elbo(work, p["Z"], p["mu"], p["S"],
+                                                      float(p["noise"]), rule, jitter=1e-6)
         return value, packer.pack_grad(grads, p)
 
     return packer, fun
@@ -128,7 +130,8 @@ def test_test_time_objective_gradient_and_envelope(fitted, rng, monkeypatch):
     # envelope: at the training latents, d(held-out bound)/d(mu) equals dF/d(mu)
     p = {"mu": model.latent_mean_, "S": model.latent_variance_, "Z": model.inducing_inputs_,
          "noise": model.noise_variance_}
-    _, grads, _ = model._elbo_and_grads(model.kernel_, Yc, p, rule, model._jitter)
+    _, grads, _ = collapsed_psi_bound(Yc).elbo(model.kernel_, p["Z"], p["mu"], p["S"],
+                                               float(p["noise"]), rule, jitter=model._jitter)
     from sklearn_lvgp.expectations import psi_vjp
 
     _, adj, cache = alternating.heldout_objective(model.kernel_, model.inducing_inputs_, rule,
@@ -310,9 +313,9 @@ def test_bad_input_at_prediction_time(fitted):
         model.transform(np.where(np.eye(4, dtype=bool)[:1], np.inf, Y[:1]))
     with pytest.raises(ValueError, match="non-negative"):
         model.predict_uncertain(np.zeros((2, 2)), -np.ones((2, 2)))
-    with pytest.raises(ValueError, match=r"var must have shape \(2, 2\)"):
+    with pytest.raises(ValueError, match=r"var must be latent points of shape \(2, 2\)"):
         model.predict_uncertain(np.zeros((2, 2)), np.ones((3, 2)))
-    with pytest.raises(ValueError, match=r"X must have shape \(n, 2\)"):
+    with pytest.raises(ValueError, match=r"X must be latent points of shape \(n, 2\)"):
         model.inverse_transform(np.zeros((2, 3)))
 
 
