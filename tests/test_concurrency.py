@@ -127,6 +127,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow  # 17 s (a subprocess on the workqueue layer); the default layer is tested above
 def test_concurrent_fits_on_the_workqueue_threading_layer():
     """numba's workqueue layer aborts the process when two parallel regions run at once; two
     Python threads fitting with ``n_jobs=2`` must not launch them concurrently."""

@@ -89,6 +89,7 @@ _COVERS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # 13 s: run it when the plans are regenerated (utils._record_compile_plans)
 def test_each_plan_covers_its_fit():
     """A fit after its plan is compiled (loaded) uses no further jitted function or signature.
 

@@ -340,6 +340,7 @@ def _sgpr_table4(Xtr, Xte, ytr, yte):
     return _table4_metrics(sgpr, (Xte - m) / s, yte)
 
 
+@pytest.mark.slow  # 19 s: the DVMGP-vs-SGP claim stays in the default suite as a seed-tier test
 def test_table4_synthetic_reduced_schedule():
     """Table 4 (de Souza 2020: DVMGP NLPD −1.883, RMSE 0.129, MRAE 0.040; SGPR 0.041, 0.215,
     0.188) with L-BFGS-B (500 iterations noise fixed + 2000), within the acceptance bands of
