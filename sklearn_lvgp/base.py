@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._compile.precompile import compile_ahead
+from ._compile.precompile import compile_ahead, plan_key
 from ._compile.report import compile_report
 from ._core.interrupt import interrupts_unwrapped
 from ._core.parallel import threads
@@ -100,7 +100,7 @@ class _BaseLVGP(BaseEstimator):
             check_callback(self.callback)
             random_state = check_random_state(self.random_state)
             with self._all_or_nothing(), threads(self.n_jobs), \
-                    fit_progress(self, self.callback), compile_report(self):
+                    fit_progress(self._bound_callback()), compile_report(*self._plan()):
                 self._fit_dask(X, y, random_state, **fit_params)
             self._warn_at_bounds()
             return self
@@ -110,12 +110,22 @@ class _BaseLVGP(BaseEstimator):
             check_int("verbose", self.verbose, min_value=-1)
             check_callback(self.callback)
             random_state = check_random_state(self.random_state)
-            with threads(self.n_jobs), fit_progress(self, self.callback), \
-                    compile_report(self), compile_ahead(self):
+            with threads(self.n_jobs), fit_progress(self._bound_callback()), \
+                    compile_report(*self._plan()), compile_ahead(*self._plan()):
                 self._fit(X, y, random_state, **fit_params)
         self._warn_at_bounds()
         self._warn_flat_kernels(X)
         return self
+
+    def _bound_callback(self):
+        """The user's ``callback(estimator, info)`` bound to this estimator (or ``None``)."""
+        return None if self.callback is None else partial(self.callback, self)
+
+    def _plan(self):
+        """``(plan key, name, verbose)`` of this fit for the compile notice and helper."""
+        name = type(self).__name__
+        key = plan_key(name, getattr(self, "kernel", None), getattr(self, "expectation", None))
+        return key, name, self.verbose
 
     def _continues_fit(self, key):
         """Whether this fit is a ``warm_start`` continuation of the previous one: ``key`` (the
@@ -385,7 +395,7 @@ class _BaseLVGP(BaseEstimator):
         the inner inference (a fixed budget) silenced."""
         def scorer(flat):
             model = copy.copy(self)
-            with fit_progress(self, None), warnings.catch_warnings():
+            with fit_progress(None), warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 commit(model, flat)
                 return float(score(model))

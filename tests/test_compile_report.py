@@ -13,16 +13,12 @@ from sklearn_lvgp._compile import report
 from sklearn_lvgp._compile.report import compile_report
 
 
-class _Verbose:
-    verbose = 1
+def _plan(name, verbose):
+    # (plan key, estimator name, verbose) as an estimator's _plan() gives them
+    return f"{name}/default", name, verbose
 
 
-class _Quiet:
-    verbose = 0
-
-
-class _Silent:
-    verbose = -1
+_Verbose, _Quiet, _Silent = _plan("_Verbose", 1), _plan("_Quiet", 0), _plan("_Silent", -1)
 
 
 def _fresh_function():
@@ -37,7 +33,7 @@ def _fresh_function():
 def test_compilation_is_logged_with_count_and_time(caplog):
     f = _fresh_function()
     with caplog.at_level(logging.INFO, logger="sklearn_lvgp"):
-        with compile_report(_Verbose()):
+        with compile_report(*_Verbose):
             assert f(1.0) == 2.0
     messages = [r.getMessage() for r in caplog.records if r.name == "sklearn_lvgp"]
     assert any("compiling numba kernels" in m for m in messages)
@@ -49,9 +45,9 @@ def test_nothing_logged_without_compilation_or_with_verbose_minus_one(caplog):
     f = _fresh_function()
     f(1.0)  # compiled before the context
     with caplog.at_level(logging.INFO, logger="sklearn_lvgp"):
-        with compile_report(_Verbose()):
+        with compile_report(*_Verbose):
             f(2.0)
-        with compile_report(_Silent()):
+        with compile_report(*_Silent):
             _fresh_function()(1.0)
     assert not [r for r in caplog.records if r.name == "sklearn_lvgp"]
 
@@ -72,9 +68,9 @@ def test_first_compile_notice_once_per_configuration_at_verbose_0(caplog, fresh_
     est = SparseGPRegressor()  # verbose=0
     with caplog.at_level(logging.INFO, logger="sklearn_lvgp"):
         for _ in range(2):
-            with compile_report(est):
+            with compile_report(*est._plan()):
                 _fresh_function()(1.0)
-        with compile_report(_Quiet()):  # another configuration
+        with compile_report(*_Quiet):  # another configuration
             _fresh_function()(1.0)
     notices = _notices(caplog)
     assert len(notices) == 2
@@ -91,7 +87,7 @@ def test_first_compile_notice_once_per_configuration_at_verbose_0(caplog, fresh_
 def test_first_compile_notice_silenced_by_the_environment(caplog, fresh_process, monkeypatch):
     monkeypatch.setenv(report.NOTICE_SWITCH, "0")
     with caplog.at_level(logging.INFO, logger="sklearn_lvgp"):
-        with compile_report(_Quiet()):
+        with compile_report(*_Quiet):
             _fresh_function()(1.0)
     assert not _notices(caplog)
 
@@ -99,7 +95,7 @@ def test_first_compile_notice_silenced_by_the_environment(caplog, fresh_process,
 def test_verbose_fits_give_the_notice_every_time(caplog, fresh_process):
     with caplog.at_level(logging.INFO, logger="sklearn_lvgp"):
         for _ in range(2):
-            with compile_report(_Verbose()):
+            with compile_report(*_Verbose):
                 _fresh_function()(1.0)
     assert len(_notices(caplog)) == 2
 

@@ -47,19 +47,22 @@ def test_type_without_code_is_not_recorded():
 
 
 def test_plan_keys_and_no_plan_for_an_unrecorded_configuration():
-    assert plan_key(sklearn_lvgp.UnscentedGPLVM()) == "UnscentedGPLVM/default/auto"
-    assert plan_key(sklearn_lvgp.UnscentedGPLVM(kernel=Matern32())) == \
+    assert sklearn_lvgp.UnscentedGPLVM()._plan()[0] == "UnscentedGPLVM/default/auto"
+    assert sklearn_lvgp.UnscentedGPLVM(kernel=Matern32())._plan()[0] == \
         "UnscentedGPLVM/Matern32/auto"
-    assert plan_key(sklearn_lvgp.DVMGP()) == "DVMGP/default"
+    assert sklearn_lvgp.DVMGP()._plan()[0] == "DVMGP/default"
+    assert plan_key("DVMGP") == "DVMGP/default"
+    assert plan_key("UnscentedGPLVM", Matern32(), "unscented") == \
+        "UnscentedGPLVM/Matern32/unscented"
     # an explicit RBF kernel runs the default's kernels
-    explicit = _precompile._find_plan(plan_key(sklearn_lvgp.UnscentedGPLVM(kernel=RBF())))
+    explicit = _precompile._find_plan(sklearn_lvgp.UnscentedGPLVM(kernel=RBF())._plan()[0])
     assert explicit["entries"] == PLANS["UnscentedGPLVM/default/auto"]["entries"]
-    assert _precompile._find_plan(plan_key(sklearn_lvgp.UnscentedGPLVM(kernel=Matern52()))) \
+    assert _precompile._find_plan(sklearn_lvgp.UnscentedGPLVM(kernel=Matern52())._plan()[0]) \
         is None
 
 
 def test_every_recipe_has_a_plan_and_every_entry_resolves():
-    keys = {plan_key(recipe_fit(name)[0]) for name in RECIPES}
+    keys = {recipe_fit(name)[0]._plan()[0] for name in RECIPES}
     assert keys == set(PLANS)
     for plan in PLANS.values():
         assert plan["entries"] and plan["compile_s"] > 0
@@ -72,11 +75,11 @@ def test_every_recipe_has_a_plan_and_every_entry_resolves():
 _COVERS = textwrap.dedent("""
     import json, sys, warnings
     from sklearn_lvgp._compile.plans import PLANS
-    from sklearn_lvgp._compile.precompile import locators, plan_key, resolve
+    from sklearn_lvgp._compile.precompile import locators, resolve
     from sklearn_lvgp.utils._record_compile_plans import recipe_fit
 
     estimator, data = recipe_fit(sys.argv[1])
-    for entry in PLANS[plan_key(estimator)]["entries"]:
+    for entry in PLANS[estimator._plan()[0]]["entries"]:
         dispatcher, sig = resolve(entry)
         dispatcher.compile(sig)
     before = {d: set(d.overloads) for d in locators()}
@@ -98,7 +101,7 @@ def test_each_plan_covers_its_fit():
     """
     env = dict(os.environ, SKLEARN_LVGP_PRECOMPILE="0",
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    helped = [name for name in RECIPES if PLANS[plan_key(recipe_fit(name)[0])]["compile_s"]
+    helped = [name for name in RECIPES if PLANS[recipe_fit(name)[0]._plan()[0]]["compile_s"]
               >= _precompile.MIN_PLAN_SECONDS]
     assert len(helped) >= 3  # the GPLVM paths and DVMGP
     procs = {name: subprocess.Popen([sys.executable, "-c", _COVERS, name], env=env,
@@ -168,7 +171,7 @@ def _fake_helpers(monkeypatch, should_start=True):
 def test_compile_ahead_stops_its_helper_after_a_failed_fit(monkeypatch):
     log = _fake_helpers(monkeypatch)
     est = sklearn_lvgp.UnscentedGPLVM()
-    with pytest.raises(RuntimeError, match="boom"), compile_ahead(est):
+    with pytest.raises(RuntimeError, match="boom"), compile_ahead(*est._plan()):
         assert _precompile._RUNNING == {"UnscentedGPLVM/default/auto"}
         raise RuntimeError("boom")
     assert log == [("start", len(PLANS["UnscentedGPLVM/default/auto"]["entries"])), ("stop",)]
@@ -178,7 +181,7 @@ def test_compile_ahead_stops_its_helper_after_a_failed_fit(monkeypatch):
 def test_compile_ahead_one_helper_per_plan_at_a_time(monkeypatch):
     log = _fake_helpers(monkeypatch)
     est = sklearn_lvgp.UnscentedGPLVM()
-    with compile_ahead(est), compile_ahead(est):
+    with compile_ahead(*est._plan()), compile_ahead(*est._plan()):
         pass
     assert [e[0] for e in log] == ["start", "stop"]
 
@@ -186,12 +189,12 @@ def test_compile_ahead_one_helper_per_plan_at_a_time(monkeypatch):
 def test_compile_ahead_starts_nothing_without_a_plan_worth_a_helper(monkeypatch):
     log = _fake_helpers(monkeypatch)
     monkeypatch.setattr(_precompile, "_find_plan", lambda key: None)
-    with compile_ahead(sklearn_lvgp.UnscentedGPLVM()):
+    with compile_ahead(*sklearn_lvgp.UnscentedGPLVM()._plan()):
         pass
     small = {"compile_s": _precompile.MIN_PLAN_SECONDS - 0.1,
              "entries": PLANS["UnscentedGPLVM/default/auto"]["entries"]}
     monkeypatch.setattr(_precompile, "_find_plan", lambda key: small)
-    with compile_ahead(sklearn_lvgp.UnscentedGPLVM()):
+    with compile_ahead(*sklearn_lvgp.UnscentedGPLVM()._plan()):
         pass
     assert log == []
 

@@ -88,12 +88,10 @@ def decode_type(code):
     raise ValueError(f"unknown type code {code!r}")
 
 
-def plan_key(estimator):
-    """The plan name of a fit: the estimator's class, its kernel's class, its expectation rule."""
-    kernel = getattr(estimator, "kernel", None)
-    parts = [type(estimator).__name__,
-             "default" if kernel is None else type(kernel).__name__]
-    expectation = getattr(estimator, "expectation", None)
+def plan_key(name, kernel=None, expectation=None):
+    """The plan name of a fit: the estimator's class name, its kernel's class (``"default"``
+    for ``None``) and its expectation rule (when it has one, a string)."""
+    parts = [name, "default" if kernel is None else type(kernel).__name__]
     if isinstance(expectation, str):
         parts.append(expectation)
     return "/".join(parts)
@@ -293,9 +291,9 @@ def _should_start(entries):
 
 
 @contextmanager
-def compile_ahead(estimator):
-    """Around a fit: with a cold numba cache, compile the fit's plan in a helper process."""
-    key = plan_key(estimator)
+def compile_ahead(key, name, verbose=0):
+    """Around a fit of the plan ``key`` (by the estimator ``name``): with a cold numba cache,
+    compile the plan in a helper process."""
     plan = _find_plan(key)
     entries = plan["entries"] if plan and plan["compile_s"] >= MIN_PLAN_SECONDS else None
     with _RUNNING_LOCK:
@@ -303,8 +301,8 @@ def compile_ahead(estimator):
         if start:
             _RUNNING.add(key)
     proc = start_helper(entries) if start else None
-    if proc is not None and getattr(estimator, "verbose", 0) > 0:
-        progress(f"{type(estimator).__name__}: a helper process compiles part of the numba "
+    if proc is not None and verbose > 0:
+        progress(f"{name}: a helper process compiles part of the numba "
                  "kernels alongside this fit")
     try:
         yield

@@ -20,7 +20,6 @@ from numba.core import event
 
 from .._core.progress import progress
 from .plans import PLANS
-from .precompile import plan_key
 
 __all__ = ["compile_report", "compile_timer", "compile_notice", "NOTICE_SWITCH"]
 
@@ -97,14 +96,14 @@ def compile_timer():
 
 
 @contextmanager
-def compile_report(estimator):
-    """Around a fit: the first-compile notice (``verbose >= 0``); with ``verbose > 0`` also
-    the count and time of the numba compilations the fit triggers."""
-    verbose = getattr(estimator, "verbose", 0)
+def compile_report(key, name, verbose=0):
+    """Around a fit of the plan ``key`` by the estimator ``name``: the first-compile notice
+    (``verbose >= 0``); with ``verbose > 0`` also the count and time of the numba
+    compilations the fit triggers."""
     if verbose < 0:
         yield
         return
-    listener = _CompileListener(type(estimator).__name__, plan_key(estimator), verbose)
+    listener = _CompileListener(name, key, verbose)
     with event.install_listener("numba:compile", listener):
         yield
     if listener.count and verbose > 0:

@@ -33,8 +33,7 @@ _CURRENT = contextvars.ContextVar("sklearn_lvgp_fit_progress", default=None)
 
 
 class _Progress:
-    def __init__(self, estimator, callback):
-        self.estimator = estimator
+    def __init__(self, callback):
         self.callback = callback
         self.t0 = time.perf_counter()
         self.iteration = 0
@@ -48,9 +47,10 @@ def check_callback(callback):
 
 
 @contextmanager
-def fit_progress(estimator, callback):
-    """Route the optimisers' per-iteration reports of this fit to ``callback``."""
-    token = _CURRENT.set(_Progress(estimator, callback) if callback is not None else None)
+def fit_progress(callback):
+    """Route the optimisers' per-iteration reports of this fit to ``callback(info)`` (the
+    estimator binds itself to the user's ``callback(estimator, info)``; ``None``: no reports)."""
+    token = _CURRENT.set(_Progress(callback) if callback is not None else None)
     try:
         yield
     finally:
@@ -81,7 +81,7 @@ def report(stage, bound, **extra):
     progress.iteration += 1
     info = {"iteration": progress.iteration, "stage": stage, "bound": float(bound),
             "elapsed": time.perf_counter() - progress.t0, **extra}
-    return progress.callback(progress.estimator, info) is True
+    return progress.callback(info) is True
 
 
 def progress(message):

@@ -416,7 +416,8 @@ class DeepGP(RegressorMixin, _BaseDeepGP, _BaseLVGPRegressor):
                 self._rs_partial = check_random_state(self.random_state)
             rs = self._rs_partial
             check_callback(self.callback)
-            with threads(self.n_jobs), fit_progress(self, self.callback), compile_report(self):
+            with threads(self.n_jobs), fit_progress(self._bound_callback()), \
+                    compile_report(*self._plan()):
                 if first:
                     self._y_ndim = y.ndim
                     self._standardise(X, Y)

@@ -256,7 +256,7 @@ def fit_collapsed_rows(rows, kernel, noise_variance, Z, *, jitter, verbose=0,
     var_y, z_scale = float(stats[0]), np.asarray(stats[1])
     kernel = kernel.initialize(Z.shape[1], np.random.RandomState(0))
     Z0 = np.array(Z, dtype=np.float64)
-    with warnings.catch_warnings(), fit_progress(None, None):
+    with warnings.catch_warnings(), fit_progress(None):
         warnings.simplefilter("ignore", ConvergenceWarning)
         return fit_collapsed(kernel, None, None, Z0, float(noise_variance), bound=bound,
                              var_y=var_y if var_y > 0 else 1.0, z_scale=z_scale,

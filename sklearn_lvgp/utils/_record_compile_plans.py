@@ -98,7 +98,9 @@ def _record_in_this_process(name):
             entries.append(list(where[dispatcher]) + [codes])
         else:
             sys.stderr.write(f"not recorded: {dispatcher.py_func.__qualname__}{args}\n")
-    return plan_key(estimator), {"compile_s": round(seconds[0], 1), "entries": entries}
+    key = plan_key(type(estimator).__name__, getattr(estimator, "kernel", None),
+                   getattr(estimator, "expectation", None))
+    return key, {"compile_s": round(seconds[0], 1), "entries": entries}
 
 
 def main():
