@@ -89,7 +89,6 @@ def main():
     parser.add_argument("--n-rows", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
-    from sklearn_lvgp._core.parallel import threads  # noqa: F401 - the same path in both
     cases = _cases(args.n_rows)
     cases["DeepGP bound + gradient (2 layers)"] = _deep_gp_case(args.n_rows)
     out = {}

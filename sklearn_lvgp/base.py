@@ -211,8 +211,9 @@ class _BaseLVGP(BaseEstimator):
         A hyperparameter stopped by its bound usually means data in other units than the
         kernel's bounds assume (or a kernel that does not suit the data): refit with normalised
         data or wider bounds, as scikit-learn's ``GaussianProcessRegressor`` advises. A kernel
-        amplitude at a bound with ``normalize_y=False`` names ``normalize_y``: a zero-mean GP
-        on targets far from zero puts their offset into the amplitude. A length
+        amplitude at its upper bound with ``normalize_y=False`` names ``normalize_y``: a zero-mean
+        GP on targets far from zero puts their offset into the amplitude; one at its lower bound
+        means the kernel found no signal. A length
         scale at its upper bound is not reported: that is automatic relevance determination
         switching an input off, a result rather than a failure.
         """
@@ -226,10 +227,14 @@ class _BaseLVGP(BaseEstimator):
                         "upper" if np.isfinite(hi) and hi - t < 1e-3 else None)
                 if side == "upper" and name.rsplit("__", 1)[-1] == "length_scale":
                     continue
-                remedy = ("Pass normalize_y=True (the GP has a zero mean: targets far from zero "
-                          "are fitted as signal or noise), normalise X" if zero_mean and
-                          name.rsplit("__", 1)[-1] in ("variance", "variances") else
-                          "Normalise the data")
+                amplitude = name.rsplit("__", 1)[-1] in ("variance", "variances")
+                remedy = ("The kernel finds no signal in the targets (their variation is "
+                          "fitted as noise): check that the inputs explain them, try another "
+                          "kernel (or GPCDE for targets with several branches)"
+                          if amplitude and side == "lower" else
+                          "Pass normalize_y=True (the GP has a zero mean: targets far from zero "
+                          "are fitted as signal or noise), normalise X"
+                          if amplitude and zero_mean else "Normalise the data")
                 if side is not None:
                     warn(f"{type(self).__name__}: the fitted {attribute} hyperparameter {label} "
                          f"is at its {side} bound. {remedy} or widen {name}_bounds "

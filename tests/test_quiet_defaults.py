@@ -245,3 +245,17 @@ def test_white_kernel_in_gpcde_is_merged_with_a_note_naming_the_start():
         twin = make(skk.RBF()).fit(X, y)
     assert "White" not in repr(merged.kernel_)
     np.testing.assert_array_equal(merged.predict(X), twin.predict(X))
+
+
+def test_amplitude_at_its_lower_bound_says_no_signal_was_found():
+    # two branches y = ±sin(2x) cancel in the mean: a unimodal GP sees noise only
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-2, 2, 400)
+    y = np.where(rng.random(400) < 0.5, 1.0, -1.0) * np.sin(2 * x) + 0.05 * rng.normal(size=400)
+    caught = [w for w in _caught(lambda: SparseGPRegressor(random_state=0).fit(x[:, None], y))
+              if "bound" in str(w.message)]
+    assert caught and caught[0].category is ConvergenceWarning
+    message = str(caught[0].message)
+    assert "variance is at its lower bound" in message
+    assert "finds no signal in the targets" in message and "normalize_y" not in message
+    assert caught[0].filename == __file__
