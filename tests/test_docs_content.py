@@ -26,7 +26,8 @@ _HEADING = re.compile(r"^\S.*\n(?:=+|-+|~+|\^+)$", re.MULTILINE)
 USER_GUIDE = {"unscented_gplvm": "gplvm_digits", "ldgd": "ldgd_classification",
               "deep_gp": "deep_gp_vs_sparse_gp", "gpcde": "gpcde_two_branches",
               "dvmgp": "dvmgp_two_parabolas", "sparse_gp_regression": "sgpr_uncertain_inputs",
-              "missing_values": "gplvm_imputer", "kernels": "kernels_airline"}
+              "missing_values": "gplvm_imputer", "kernels": "kernels_airline",
+              "scaling": "scaling_threads"}
 
 
 def _public_estimators():
