@@ -40,15 +40,13 @@ from ..bounds._svi import AmortisedUncollapsedPsi, SviParams, UncollapsedPsi, sv
 from ..engine._executor import serial_global_steps
 from ..engine._protocol import evaluate_bound
 from ..engine._rows import InMemoryRows
-from ..nn._ldgd_encoder import encoder_forward
+from ..nn._ldgd_encoder import encoder_latents
 from ..variational._natgrad import natgrad_from_statistics
-from ._adam import AdamState, _diverged, minibatches
+from ._adam import AdamState, _diverged, gamma_at, minibatches
 
 __all__ = ["SviResult", "fit_svi"]
 
 BOUND, AMORTISED = UncollapsedPsi(), AmortisedUncollapsedPsi()
-#: Rows per block of the encoder's final pass over all rows.
-ENCODE_ROWS = 65536
 #: Steps of the windows of the ``tol`` rule.
 WINDOW = 100
 
@@ -135,8 +133,9 @@ def fit_svi(Y, mu, S, kernel, Z, noise_variance, rule, *, batch_size, max_epochs
         Passes over the data.
     learning_rate : float
         Adam step size.
-    natgrad_gamma : float
-        Natural-gradient step size in (0, 1].
+    natgrad_gamma : float or tuple (gamma0, gamma1, K)
+        Natural-gradient step size in (0, 1], or its log-linear schedule
+        (:func:`~sklearn_lvgp.optim._adam.gamma_at`).
     noise_bounds : sequence of 2 floats
         Box of the log noise variance.
     jitter : float
@@ -203,7 +202,7 @@ def fit_svi(Y, mu, S, kernel, Z, noise_variance, rule, *, batch_size, max_epochs
         try:
             q_mu, q_sqrt, value, grads, local = _step(
                 bound, params, InMemoryRows(arrays, chunk_rows=chunk_rows),
-                1.0 if it == 1 else natgrad_gamma)
+                1.0 if it == 1 else gamma_at(natgrad_gamma, it))
         except CholeskyError as exc:
             raise _diverged(name, it, "a Cholesky factorisation failed", f" ({exc})") from exc
         gg = np.concatenate([np.ravel(grads["Z"]), grads["theta"],
@@ -241,9 +240,7 @@ def fit_svi(Y, mu, S, kernel, Z, noise_variance, rule, *, batch_size, max_epochs
     S = np.exp(logS)
     if encoder is not None:
         encoder = [w.reshape(sh) for w, sh in zip(np.split(w_flat, splits), shapes, strict=True)]
-        for a in range(0, N, ENCODE_ROWS):
-            mu[a:a + ENCODE_ROWS], sigma, _ = encoder_forward(encoder, data["Y"][a:a + ENCODE_ROWS])
-            S[a:a + ENCODE_ROWS] = sigma * sigma
+        mu, S = encoder_latents(encoder, data["Y"])
     final = SviParams(kernel, Z, noise, rule, groups, q_mu, q_sqrt, 1.0, jitter, 6)
     elbo = evaluate_bound(BOUND, final, InMemoryRows({**data, "mu": mu, "S": S},
                                                      chunk_rows=chunk_rows),
