@@ -125,6 +125,17 @@ def test_minibatch_svi_approaches_the_collapsed_fit():
     assert ref - 0.12 * abs(ref) <= got <= ref
 
 
+def test_svi_ends_at_the_optimal_q_u():
+    # the fit ends with q(u) at its optimum for all rows, so elbo_ is the collapsed bound at the
+    # fitted parameters (the minibatch q(u) would give less)
+    X = _curve(60)
+    model = _svi(max_iter=5, batch_size=16).fit(X)
+    F, _, _ = collapsed_psi_bound(model._Y).elbo(
+        model.kernel_, model.inducing_inputs_, model.latent_mean_, model.latent_variance_,
+        model.noise_variance_, model._rule)
+    assert model.elbo_ == pytest.approx(F, rel=1e-10)
+
+
 def test_svi_is_reproducible_and_thread_count_free():
     X = _curve(60)
     a = _svi(max_iter=5, batch_size=16).fit(X)

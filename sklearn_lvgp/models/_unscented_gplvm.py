@@ -86,8 +86,8 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, _BaseLatentTransformer):
         stochastic variational inference on the uncollapsed bound with an explicit q(u)
         (Hensman, Fusi & Lawrence 2013): minibatches of ``batch_size`` rows, natural-gradient
         steps on q(u), Adam on θ, Z, σ² and the batch rows' q(x_n) (``max_iter`` counts
-        epochs); ``elbo_`` is then the uncollapsed bound over all rows and ``elbo_history_``
-        the mean minibatch estimate of each epoch. ``"auto"`` is Adam for Monte Carlo,
+        epochs); ``elbo_`` is then the bound over all rows at the optimal q(u), set by a final
+        pass, and ``elbo_history_`` the mean minibatch estimate of each epoch. ``"auto"`` is Adam for Monte Carlo,
         ``"alternating"`` from 100 000 rows and L-BFGS-B below.
     max_iter : int, default=2000
         Maximum optimiser iterations (rounds with ``"alternating"``, epochs with ``"svi"``).

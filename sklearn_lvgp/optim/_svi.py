@@ -22,7 +22,9 @@ Each step draws a minibatch of ``batch_size`` rows (shuffled epochs without repl
 ``max_epochs`` passes over the data; with ``tol`` the run stops when the mean bound estimate of
 the last 100 steps improves on the 100 before by less than ``tol`` (relative), as
 :func:`~sklearn_lvgp.optim._adam.run_adam` does. The fit's callback sees every step. At the end
-the bound is evaluated once over all rows (weight one): the fit's ELBO.
+q(u) is set to its optimum for all rows, the rest fixed (one pass over the rows: a
+natural-gradient step of size one from their statistics), and the bound there is the fit's
+ELBO — the collapsed bound at the fitted parameters.
 """
 
 import math
@@ -38,7 +40,6 @@ from .._core.warn import warn
 from ..bounds._collapsed_masked import column_groups
 from ..bounds._svi import AmortisedUncollapsedPsi, SviParams, UncollapsedPsi, svi_posterior
 from ..engine._executor import serial_global_steps
-from ..engine._protocol import evaluate_bound
 from ..engine._rows import InMemoryRows
 from ..nn._ldgd_encoder import encoder_latents
 from ..variational._natgrad import natgrad_from_statistics
@@ -89,6 +90,20 @@ def _step(bound, params, source, gamma):
                                                  need_local, bound.row_names)
     value, grads = bound.gradient(G, step, partials)
     return q_mu, q_sqrt, value, grads, local
+
+
+@serial_global_steps
+def _settled(bound, params, source):
+    """q(u) at its optimum for all the rows of ``source`` (``params.scale`` one), the rest of
+    ``params`` fixed: one natural-gradient step of size one from their statistics (Titsias
+    2009), and the bound there — the collapsed bound at these parameters. One forward pass."""
+    G = bound.prepare(params)
+    stats = source.map_reduce(bound.chunk_stats, G, source.plan(bound, G), bound.row_names)
+    q_mu, q_sqrt = natgrad_from_statistics(params.q_mu, params.q_sqrt,
+                                           *bound.natgrad_sums(G, stats)[0], 1.0)
+    G = bound.prepare(params._replace(q_mu=q_mu, q_sqrt=q_sqrt))
+    none = (np.zeros_like(params.Z), np.zeros(params.kernel.n_theta))  # no backward pass
+    return q_mu, q_sqrt, bound.gradient(G, bound.finish(G, stats), none)[0]
 
 
 class _Adam:
@@ -242,9 +257,8 @@ def fit_svi(Y, mu, S, kernel, Z, noise_variance, rule, *, batch_size, max_epochs
         encoder = [w.reshape(sh) for w, sh in zip(np.split(w_flat, splits), shapes, strict=True)]
         mu, S = encoder_latents(encoder, data["Y"])
     final = SviParams(kernel, Z, noise, rule, groups, q_mu, q_sqrt, 1.0, jitter, 6)
-    elbo = evaluate_bound(BOUND, final, InMemoryRows({**data, "mu": mu, "S": S},
-                                                     chunk_rows=chunk_rows),
-                          need_local=False).value
+    q_mu, q_sqrt, elbo = _settled(BOUND, final, InMemoryRows({**data, "mu": mu, "S": S},
+                                                             chunk_rows=chunk_rows))
     n_epochs = math.ceil(len(steps) / per_epoch)
     history = np.array([np.mean(steps[e * per_epoch:(e + 1) * per_epoch]) * N
                         for e in range(n_epochs)])
