@@ -159,14 +159,16 @@ def _forwarded(args):
             "--natgrad-gamma", str(args.natgrad_gamma), "--epochs", str(args.epochs)]
 
 
-def plot(elbo, path):
-    """ELBO per row against wall time: the collapsed fit's L-BFGS-B trace and the SVI fits'
-    final ELBOs, with the target's box (within 1 % of the collapsed final, in 1/5 of its time)."""
+def plot(payload, path):
+    """ELBO per row against wall time (a run's ``payload``): the collapsed fit's L-BFGS-B trace
+    and the SVI fits' final ELBOs, with the target's lines (1 % below the collapsed final; 1/5
+    of its time)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    elbo, a = payload["elbo"], payload["args"]
     c = elbo["collapsed"]
     e_c, t_c = c["elbo_per_row"], c["seconds"]
     svi = sorted((r["seconds"], r["elbo_per_row"], r["epochs"]) for r in elbo["svi"])
@@ -174,7 +176,7 @@ def plot(elbo, path):
     t, e = zip(*c["trace"], strict=True)
     ax.plot(t, e, color="C0", label=f"collapsed ({c['optimizer']}), per iteration")
     ax.plot([r[0] for r in svi], [r[1] for r in svi], "o-", color="C1",
-            label="SVI, final ELBO of a fit of 1, 2, 4, ... epochs")
+            label="SVI, final ELBO of a fit of k epochs (k marked)")
     for x, y, k in svi:
         ax.annotate(str(k), (x, y), textcoords="offset points", xytext=(3, -10), fontsize=7)
     band = e_c - 0.01 * abs(e_c)
@@ -186,7 +188,9 @@ def plot(elbo, path):
     ax.set_xscale("log")
     ax.set_xlabel("wall time (s)")
     ax.set_ylabel("ELBO per row")
-    ax.set_title(f"N = {elbo['n_rows']}, D = {D}, Q = {Q}", fontsize=9)
+    ax.set_title(f"N = {elbo['n_rows']}, D = {D}, Q = {Q}, M = {a['n_inducing']}, "
+                 f"{a['threads']} threads; SVI: batches of {a['batch_size']}, "
+                 f"learning_rate={a['learning_rate']}", fontsize=8)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -216,7 +220,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     ensure_repo_on_path()
     if args.plot_from is not None:
-        plot(json.loads(Path(args.plot_from).read_text())["elbo"], args.plot)
+        plot(json.loads(Path(args.plot_from).read_text()), args.plot)
         return
     if args.one_scale is not None:
         print(json.dumps(_one_scale(args, args.one_scale)))
@@ -231,7 +235,7 @@ def main(argv=None):
         payload["scale"] = part_scale(args)
     print(write_json(f"svi_gplvm_{args.label}", payload, quick=args.quick))
     if args.plot and "elbo" in payload:
-        plot(payload["elbo"], args.plot)
+        plot(payload, args.plot)
 
 
 if __name__ == "__main__":
