@@ -69,7 +69,8 @@ def _model(args, **kw):
 
 def _svi(args, epochs):
     return _model(args, optimizer="svi", max_iter=epochs, batch_size=args.batch_size,
-                  learning_rate=args.learning_rate, natgrad_gamma=args.natgrad_gamma)
+                  learning_rate=args.learning_rate, natgrad_gamma=args.natgrad_gamma,
+                  encoder=args.encoder)
 
 
 def _fit(model, X):
@@ -156,34 +157,41 @@ def part_scale(args):
 def _forwarded(args):
     return ["--threads", str(args.threads), "--n-inducing", str(args.n_inducing),
             "--batch-size", str(args.batch_size), "--learning-rate", str(args.learning_rate),
-            "--natgrad-gamma", str(args.natgrad_gamma), "--epochs", str(args.epochs)]
+            "--natgrad-gamma", str(args.natgrad_gamma), "--epochs", str(args.epochs)] + (
+                ["--encoder", args.encoder] if args.encoder else [])
 
 
-def plot(payload, path):
-    """ELBO per row against wall time (a run's ``payload``): the collapsed fit's L-BFGS-B trace
-    and the SVI fits' final ELBOs, with the target's lines (1 % below the collapsed final; 1/5
-    of its time)."""
+def plot(payloads, path):
+    """ELBO per row against wall time, one or more runs' ``payloads`` (each its own collapsed
+    fit, so that every SVI series is compared with the collapsed fit of its run): the collapsed
+    fit's L-BFGS-B trace and the SVI fits' final ELBOs, with the target's lines from the first
+    run (1 % below the collapsed final; 1/5 of its time)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    elbo, a = payload["elbo"], payload["args"]
-    c = elbo["collapsed"]
-    e_c, t_c = c["elbo_per_row"], c["seconds"]
-    svi = sorted((r["seconds"], r["elbo_per_row"], r["epochs"]) for r in elbo["svi"])
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    t, e = zip(*c["trace"], strict=True)
-    ax.plot(t, e, color="C0", label=f"collapsed ({c['optimizer']}), per iteration")
-    ax.plot([r[0] for r in svi], [r[1] for r in svi], "o-", color="C1",
-            label="SVI, final ELBO of a fit of k epochs (k marked)")
-    for x, y, k in svi:
-        ax.annotate(str(k), (x, y), textcoords="offset points", xytext=(3, -10), fontsize=7)
-    band = e_c - 0.01 * abs(e_c)
-    ax.axhline(band, color="grey", linestyle="--", linewidth=1,
+    lows = []
+    for i, payload in enumerate(payloads):
+        elbo, a = payload["elbo"], payload["args"]
+        c = elbo["collapsed"]
+        svi = sorted((r["seconds"], r["elbo_per_row"], r["epochs"]) for r in elbo["svi"])
+        t, e = zip(*c["trace"], strict=True)
+        ax.plot(t, e, color="C0", linewidth=1.5 - 0.6 * i, alpha=1.0 - 0.4 * i,
+                label=f"collapsed ({c['optimizer']}), per iteration" if i == 0 else None)
+        kind = f"encoder={a['encoder']!r}" if a.get("encoder") else "q(x_n) per row"
+        ax.plot([r[0] for r in svi], [r[1] for r in svi], "o-", color=f"C{i + 1}",
+                label=f"SVI, {kind}: a fit of k epochs (k marked)")
+        for x, y, k in svi:
+            ax.annotate(str(k), (x, y), textcoords="offset points", xytext=(3, -10), fontsize=7)
+        lows.append(min(r[1] for r in svi))
+    elbo, a = payloads[0]["elbo"], payloads[0]["args"]
+    e_c, t_c = elbo["collapsed"]["elbo_per_row"], elbo["collapsed"]["seconds"]
+    ax.axhline(e_c - 0.01 * abs(e_c), color="grey", linestyle="--", linewidth=1,
                label="1 % below the collapsed final")
     ax.axvline(t_c / 5, color="grey", linestyle=":", linewidth=1, label="1/5 of the collapsed time")
-    low = min(min(r[1] for r in svi), e_c - 0.1 * abs(e_c))
+    low = min(min(lows), e_c - 0.1 * abs(e_c))
     ax.set_ylim(low - 0.05 * abs(low), e_c + 0.05 * abs(e_c))
     ax.set_xscale("log")
     ax.set_xlabel("wall time (s)")
@@ -211,16 +219,18 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, default=1000)
     p.add_argument("--learning-rate", type=float, default=0.01)
     p.add_argument("--natgrad-gamma", type=float, default=0.1)
+    p.add_argument("--encoder", default=None, choices=[None, "mlp"],
+                   help="the SVI fits' encoder (amortised q(x_n))")
     p.add_argument("--label", default="local")
     p.add_argument("--quick", action="store_true", help="write under results/quick/")
     p.add_argument("--plot", default=None, help="write the ELBO-against-time figure here")
     p.add_argument("--plot-from", default=None,
-                   help="only redraw --plot from this JSON of an earlier run")
+                   help="only redraw --plot from these comma-separated JSONs of earlier runs")
     p.add_argument("--one-scale", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     ensure_repo_on_path()
     if args.plot_from is not None:
-        plot(json.loads(Path(args.plot_from).read_text()), args.plot)
+        plot([json.loads(Path(f).read_text()) for f in args.plot_from.split(",")], args.plot)
         return
     if args.one_scale is not None:
         print(json.dumps(_one_scale(args, args.one_scale)))
@@ -235,7 +245,7 @@ def main(argv=None):
         payload["scale"] = part_scale(args)
     print(write_json(f"svi_gplvm_{args.label}", payload, quick=args.quick))
     if args.plot and "elbo" in payload:
-        plot(payload, args.plot)
+        plot([payload], args.plot)
 
 
 if __name__ == "__main__":
