@@ -5,7 +5,8 @@ D = 12 columns plus Gaussian noise (``_data``), with M = 100 inducing inputs and
 
 ``elbo``
     One collapsed fit (``UnscentedGPLVM``'s default optimiser at this size, L-BFGS-B, its
-    default budget) and SVI fits of 1, 2, 4, ... epochs (each a fresh fit with the same seed),
+    default budget; its bound at every iteration is traced through the fit's callback) and SVI
+    fits of 1, 2, 4, ... epochs or ``--epoch-list`` (each a fresh fit with the same seed),
     all at ``--n-rows`` rows (default 5·10⁴) and ``--threads`` threads. The table gives each
     fit's wall time, its final ELBO per row (``elbo_ / N``: the collapsed bound for the
     collapsed fit, the uncollapsed bound over all rows for SVI), the SVI/collapsed time ratio
@@ -68,7 +69,8 @@ def _model(args, **kw):
 
 def _svi(args, epochs):
     return _model(args, optimizer="svi", max_iter=epochs, batch_size=args.batch_size,
-                  learning_rate=args.learning_rate, natgrad_gamma=args.natgrad_gamma)
+                  learning_rate=args.learning_rate, natgrad_gamma=args.natgrad_gamma,
+                  encoder=args.encoder)
 
 
 def _fit(model, X):
@@ -79,17 +81,32 @@ def _fit(model, X):
     return time.perf_counter() - t0
 
 
+def _traced(model, n_rows):
+    """``model`` with a callback recording ``(elapsed s, bound per row)`` at every iteration
+    (the exact collapsed bound for L-BFGS-B); returns the trace list it fills."""
+    trace = []
+    model.set_params(callback=lambda est, info: trace.append(
+        (info["elapsed"], info["bound"] / n_rows)))
+    return trace
+
+
+def _thinned(trace, points=400):
+    keep = np.unique(np.linspace(0, len(trace) - 1, min(points, len(trace))).astype(int))
+    return [[round(trace[i][0], 3), trace[i][1]] for i in keep]
+
+
 def part_elbo(args):
     X = _data(args.n_rows)
     N = X.shape[0]
     collapsed = _model(args)
+    trace = _traced(collapsed, N)
     t_c = _fit(collapsed, X)
     e_c = collapsed.elbo_ / N
+    within = [t for t, e in trace if (e_c - e) <= 0.01 * abs(e_c)]
     rows = [["collapsed (" + collapsed.optimizer_ + ")", collapsed.n_iter_, f"{t_c:.1f}",
              f"{e_c:.5f}", "1", "0"]]
     runs = []
-    epochs = 1
-    while epochs <= args.max_epochs:
+    for epochs in args.epoch_list or [2 ** k for k in range(args.max_epochs.bit_length())]:
         model = _svi(args, epochs)
         t = _fit(model, X)
         e = model.elbo_ / N
@@ -98,15 +115,17 @@ def part_elbo(args):
                      "relative_gap": gap})
         rows.append([f"svi {epochs} epochs", epochs, f"{t:.1f}", f"{e:.5f}", f"{t / t_c:.3f}",
                      f"{100 * gap:.2f} %"])
-        epochs *= 2
     print(markdown_table(["fit", "iterations / epochs", "wall s", "ELBO per row",
                           "time / collapsed", "ELBO gap"], rows))
     met = [r for r in runs if r["relative_gap"] <= 0.01 and r["time_ratio"] <= 0.2]
     print(f"target (gap <= 1 % in <= 1/5 of the collapsed time): "
           f"{'met at ' + str(met[0]['epochs']) + ' epochs' if met else 'not met'}")
+    print(f"collapsed fit within 1 % of its final ELBO after {within[0]:.1f} s" if within else "")
     return {"n_rows": N, "collapsed": {"seconds": t_c, "elbo_per_row": e_c,
                                        "optimizer": collapsed.optimizer_,
-                                       "n_iter": int(collapsed.n_iter_)}, "svi": runs}
+                                       "n_iter": int(collapsed.n_iter_),
+                                       "seconds_to_within_1pc": within[0] if within else None,
+                                       "trace": _thinned(trace)}, "svi": runs}
 
 
 def _one_scale(args, n_rows):
@@ -138,7 +157,51 @@ def part_scale(args):
 def _forwarded(args):
     return ["--threads", str(args.threads), "--n-inducing", str(args.n_inducing),
             "--batch-size", str(args.batch_size), "--learning-rate", str(args.learning_rate),
-            "--natgrad-gamma", str(args.natgrad_gamma), "--epochs", str(args.epochs)]
+            "--natgrad-gamma", str(args.natgrad_gamma), "--epochs", str(args.epochs)] + (
+                ["--encoder", args.encoder] if args.encoder else [])
+
+
+def plot(payloads, path):
+    """ELBO per row against wall time, one or more runs' ``payloads`` (each its own collapsed
+    fit, so that every SVI series is compared with the collapsed fit of its run): the collapsed
+    fit's L-BFGS-B trace and the SVI fits' final ELBOs, with the target's lines from the first
+    run (1 % below the collapsed final; 1/5 of its time)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    lows = []
+    for i, payload in enumerate(payloads):
+        elbo, a = payload["elbo"], payload["args"]
+        c = elbo["collapsed"]
+        svi = sorted((r["seconds"], r["elbo_per_row"], r["epochs"]) for r in elbo["svi"])
+        t, e = zip(*c["trace"], strict=True)
+        ax.plot(t, e, color="C0", linewidth=1.5 - 0.6 * i, alpha=1.0 - 0.4 * i,
+                label=f"collapsed ({c['optimizer']}), per iteration" if i == 0 else None)
+        kind = f"encoder={a['encoder']!r}" if a.get("encoder") else "q(x_n) per row"
+        ax.plot([r[0] for r in svi], [r[1] for r in svi], "o-", color=f"C{i + 1}",
+                label=f"SVI, {kind}: a fit of k epochs (k marked)")
+        for x, y, k in svi:
+            ax.annotate(str(k), (x, y), textcoords="offset points", xytext=(3, -10), fontsize=7)
+        lows.append(min(r[1] for r in svi))
+    elbo, a = payloads[0]["elbo"], payloads[0]["args"]
+    e_c, t_c = elbo["collapsed"]["elbo_per_row"], elbo["collapsed"]["seconds"]
+    ax.axhline(e_c - 0.01 * abs(e_c), color="grey", linestyle="--", linewidth=1,
+               label="1 % below the collapsed final")
+    ax.axvline(t_c / 5, color="grey", linestyle=":", linewidth=1, label="1/5 of the collapsed time")
+    low = min(min(lows), e_c - 0.1 * abs(e_c))
+    ax.set_ylim(low - 0.05 * abs(low), e_c + 0.05 * abs(e_c))
+    ax.set_xscale("log")
+    ax.set_xlabel("wall time (s)")
+    ax.set_ylabel("ELBO per row")
+    ax.set_title(f"N = {elbo['n_rows']}, D = {D}, Q = {Q}, M = {a['n_inducing']}, "
+                 f"{a['threads']} threads; SVI: batches of {a['batch_size']}, "
+                 f"learning_rate={a['learning_rate']}", fontsize=8)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def main(argv=None):
@@ -146,6 +209,9 @@ def main(argv=None):
     p.add_argument("--parts", default="elbo,scale")
     p.add_argument("--n-rows", type=int, default=50_000)
     p.add_argument("--max-epochs", type=int, default=64)
+    p.add_argument("--epoch-list", default=None,
+                   help="comma-separated epoch counts of the SVI fits (default 1, 2, 4, ... "
+                        "up to --max-epochs)")
     p.add_argument("--scale-rows", default="100000,250000,500000,1000000")
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
@@ -153,15 +219,24 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, default=1000)
     p.add_argument("--learning-rate", type=float, default=0.01)
     p.add_argument("--natgrad-gamma", type=float, default=0.1)
+    p.add_argument("--encoder", default=None, choices=[None, "mlp"],
+                   help="the SVI fits' encoder (amortised q(x_n))")
     p.add_argument("--label", default="local")
     p.add_argument("--quick", action="store_true", help="write under results/quick/")
+    p.add_argument("--plot", default=None, help="write the ELBO-against-time figure here")
+    p.add_argument("--plot-from", default=None,
+                   help="only redraw --plot from these comma-separated JSONs of earlier runs")
     p.add_argument("--one-scale", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     ensure_repo_on_path()
+    if args.plot_from is not None:
+        plot([json.loads(Path(f).read_text()) for f in args.plot_from.split(",")], args.plot)
+        return
     if args.one_scale is not None:
         print(json.dumps(_one_scale(args, args.one_scale)))
         return
     args.scale_rows = [int(v) for v in args.scale_rows.split(",")]
+    args.epoch_list = args.epoch_list and [int(v) for v in args.epoch_list.split(",")]
     parts = args.parts.split(",")
     payload = {"machine": machine_info(), "args": {k: v for k, v in vars(args).items()}}
     if "elbo" in parts:
@@ -169,6 +244,8 @@ def main(argv=None):
     if "scale" in parts:
         payload["scale"] = part_scale(args)
     print(write_json(f"svi_gplvm_{args.label}", payload, quick=args.quick))
+    if args.plot and "elbo" in payload:
+        plot([payload], args.plot)
 
 
 if __name__ == "__main__":

@@ -117,12 +117,24 @@ def test_full_batch_svi_approaches_the_collapsed_fit():
 
 @pytest.mark.slow
 def test_minibatch_svi_approaches_the_collapsed_fit():
-    # four minibatches per epoch, natgrad_gamma=0.1: measured -5.595 per row after 1000 epochs
-    # (collapsed -5.091), the noise of the minibatch steps costing about 10 %
+    # four minibatches per epoch, natgrad_gamma=0.1: measured -5.575 per row after 1000 epochs
+    # with the final optimal q(u) (-5.595 without; collapsed -5.091), the noise of the
+    # minibatch steps costing about 10 %
     X = _curve()
     ref = UnscentedGPLVM(n_components=2, n_inducing=10, random_state=0).fit(X).elbo_
     got = _svi(max_iter=1000, batch_size=30).fit(X).elbo_
     assert ref - 0.12 * abs(ref) <= got <= ref
+
+
+def test_svi_ends_at_the_optimal_q_u():
+    # the fit ends with q(u) at its optimum for all rows, so elbo_ is the collapsed bound at the
+    # fitted parameters (the minibatch q(u) would give less)
+    X = _curve(60)
+    model = _svi(max_iter=5, batch_size=16).fit(X)
+    F, _, _ = collapsed_psi_bound(model._Y).elbo(
+        model.kernel_, model.inducing_inputs_, model.latent_mean_, model.latent_variance_,
+        model.noise_variance_, model._rule)
+    assert model.elbo_ == pytest.approx(F, rel=1e-10)
 
 
 def test_svi_is_reproducible_and_thread_count_free():
@@ -204,6 +216,35 @@ def test_svi_with_an_encoder():
     start = _svi(max_iter=1, batch_size=80, encoder="mlp", learning_rate=1e-12).fit(Xn)
     assert model.elbo_ > start.elbo_
     assert model.transform(Xn[:4] + 0.01).shape == (4, 2)
+
+
+def test_encoder_gives_the_q_x_of_new_rows():
+    # amortised: a new row's q(x*) is the encoder's output, the same map as the training rows'
+    # latent_mean_ (a per-row L-BFGS from the nearest training row would move it off that map)
+    X = _curve(80)
+    model = _svi(max_iter=40, batch_size=20, encoder="mlp", transform_max_iter=1).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # no per-row optimisation
+        Zn = model.transform(X[:6] + 1e-9)
+    np.testing.assert_allclose(Zn, model.latent_mean_[:6], rtol=1e-6, atol=1e-7)
+    far = X[:6] + 0.3
+    mu, sd = model._latent_moments(far)
+    np.testing.assert_allclose(model.transform(far), mu)
+    assert not np.allclose(mu, model.latent_mean_[:6], atol=1e-3) and np.all(sd > 0)
+    assert np.all(np.isfinite(model.score_samples(far)))
+
+
+def test_natgrad_gamma_schedule():
+    X = _curve(60)
+    ramp = _svi(max_iter=5, batch_size=15, natgrad_gamma=(0.01, 0.5, 10)).fit(X)
+    flat = _svi(max_iter=5, batch_size=15, natgrad_gamma=0.01).fit(X)
+    assert np.isfinite(ramp.elbo_) and ramp.elbo_ != flat.elbo_
+    # a schedule that stays at its start is the constant step
+    still = _svi(max_iter=5, batch_size=15, natgrad_gamma=(0.01, 0.01, 10)).fit(X)
+    assert still.elbo_ == pytest.approx(flat.elbo_, rel=1e-12)
+    for bad in ((0.1, 2.0, 5), (0.1, 0.5), None):
+        with pytest.raises(ValueError, match="natgrad_gamma"):
+            _svi(max_iter=2, natgrad_gamma=bad).fit(X)
 
 
 @pytest.mark.parametrize("params", [{"encoder": "mlp", "optimizer": "adam"},

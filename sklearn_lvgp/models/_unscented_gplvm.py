@@ -1,6 +1,5 @@
 """UnscentedGPLVM: Bayesian GPLVM whose Ψ-statistics work for any kernel (de Souza et al. 2021)."""
 
-
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin
 from sklearn.utils import check_random_state
@@ -29,7 +28,7 @@ from ..bounds._collapsed_masked import collapsed_psi_bound, predictive_for
 from ..engine._dask import DaskPairwiseRows, DaskRows, _dask
 from ..expectations import EXPECTATIONS, PointRule, make_rule, monte_carlo_rule
 from ..kernels._stationary import default_rbf
-from ..nn._ldgd_encoder import encoder_started_at
+from ..nn._ldgd_encoder import encoder_latents, encoder_started_at
 from ..optim._alternating import DaskLocals, InMemoryLocals, fit_alternating, heldout_latents
 from ..optim._lbfgsb import minimize_adam, minimize_lbfgsb
 from ..optim._svi import fit_svi
@@ -87,21 +86,24 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, _BaseLatentTransformer):
         stochastic variational inference on the uncollapsed bound with an explicit q(u)
         (Hensman, Fusi & Lawrence 2013): minibatches of ``batch_size`` rows, natural-gradient
         steps on q(u), Adam on θ, Z, σ² and the batch rows' q(x_n) (``max_iter`` counts
-        epochs); ``elbo_`` is then the uncollapsed bound over all rows and ``elbo_history_``
-        the mean minibatch estimate of each epoch. ``"auto"`` is Adam for Monte Carlo,
+        epochs); ``elbo_`` is then the bound over all rows at the optimal q(u), set by a final
+        pass, and ``elbo_history_`` the mean minibatch estimate of each epoch. ``"auto"`` is Adam for Monte Carlo,
         ``"alternating"`` from 100 000 rows and L-BFGS-B below.
     max_iter : int, default=2000
         Maximum optimiser iterations (rounds with ``"alternating"``, epochs with ``"svi"``).
     batch_size : int, default=None
         Rows per step of ``optimizer="svi"``; ``None`` is ``min(n_samples, 1000)``.
-    natgrad_gamma : float, default=0.1
+    natgrad_gamma : float or tuple (gamma0, gamma1, K), default=0.1
         Natural-gradient step size on q(u) with ``optimizer="svi"``, in (0, 1] (the first
-        step is 1: q(u) starts at the optimum for the first minibatch).
+        step is 1: q(u) starts at the optimum for the first minibatch); a tuple is a
+        log-linear schedule from ``gamma0`` to ``gamma1`` over ``K`` steps, as in DeepGP.
     encoder : {None, "mlp"}, default=None
         With ``optimizer="svi"``: ``"mlp"`` amortises q(x_n) by a ReLU network of the row
         (zeros at its missing entries; hidden widths 50 and 20, a mean and a softplus standard
         deviation head, the mean head started at ``init``), trained by Adam instead of a q(x_n)
-        per row; ``latent_mean_`` and ``latent_variance_`` are then its outputs.
+        per row; ``latent_mean_`` and ``latent_variance_`` are then its outputs, and so is the
+        q(x*) of a new row in ``transform`` and ``score_samples`` (amortised: no per-row
+        optimisation, ``transform_max_iter`` unused).
     tol : float, default=None
         Optimiser tolerance (L-BFGS-B ``ftol``/``gtol``; Adam and SVI windowed relative
         change).
@@ -240,9 +242,8 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, _BaseLatentTransformer):
         check_bool("warm_start", self.warm_start)
         check_option("optimizer", self.optimizer, ("auto", "lbfgs", "alternating", "adam", "svi"))
         check_int("batch_size", self.batch_size, min_value=1, allow_none=True)
-        if check_natgrad_gamma(self.natgrad_gamma) is None or np.ndim(self.natgrad_gamma):
-            raise ValueError(f"natgrad_gamma must be a float in (0, 1], got "
-                             f"{self.natgrad_gamma!r}.")
+        if check_natgrad_gamma(self.natgrad_gamma) is None:
+            raise ValueError("natgrad_gamma must be a float or (gamma0, gamma1, K), not None.")
         check_int("max_iter", self.max_iter, min_value=1)
         check_float("tol", self.tol, 0.0, allow_none=True)
         check_float("learning_rate", self.learning_rate, 0.0, exclusive_min=True)
@@ -263,7 +264,6 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, _BaseLatentTransformer):
                              f"optimizer='adam', 'svi' or 'auto', not {self.optimizer!r}.")
         check_min_samples(X.shape[0], type(self).__name__)
 
-    # -------------------------------------------------------------------------------- fit
     def _warm_start_key(self, X):
         """What a ``warm_start`` fit must share with the previous fit to continue from it."""
         return (X.shape, int(self.n_components), repr(self.kernel), self.n_inducing,
@@ -414,6 +414,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, _BaseLatentTransformer):
         self.kernel_, self.latent_mean_, self.latent_variance_ = work, out.mu, out.S
         self.inducing_inputs_, self.noise_variance_ = out.Z, out.noise_variance
         self._rule, self._jitter, self._Y, self._row_index = rule, jitter, None, {}  # no rows
+        self._encoder = None  # optimizer='svi' is refused on Dask
         self._commit(name, "alternating", out.n_rounds, out.history, False, random_state)
         return self
 
@@ -459,6 +460,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, _BaseLatentTransformer):
         self.kernel_, self.latent_mean_, self.latent_variance_ = kernel, p["mu"], p["S"]
         self.inducing_inputs_, self.noise_variance_ = p["Z"], float(p["noise"])
         self._rule, self._jitter, self._Y = rule, jitter, Y
+        self._encoder = getattr(bound, "encoder", None)
         if hasattr(bound, "post"):
             self._post, self.elbo_ = bound.post, bound.elbo
             return
@@ -467,7 +469,6 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, _BaseLatentTransformer):
                                          jitter=jitter, max_tries=6)
         self.elbo_ = float(elbo)
 
-    # ------------------------------------------------- new rows: q(x*) with the model fixed
     def _normalized(self, X):
         return (X - self.X_mean_) / self.X_scale_
 
@@ -480,8 +481,11 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, _BaseLatentTransformer):
         return predictive_for(self.kernel_, self.inducing_inputs_, rule, self._post, masked)
 
     def _infer_latents(self, Ystar):
-        """``(mu, S)`` of unseen normalised rows with the model fixed, each row its own L-BFGS
-        problem started at the q(x) of its nearest reference row (de Souza et al. 2021)."""
+        """``(mu, S)`` of unseen normalised rows with the model fixed: the encoder's output when
+        amortised, else each row its own L-BFGS problem started at the q(x) of its nearest
+        reference row (de Souza et al. 2021)."""
+        if self._encoder is not None:
+            return encoder_latents(self._encoder, Ystar)
         if self._Y is not None:  # the training rows
             refs, ref_mu, ref_S = self._Y, self.latent_mean_, self.latent_variance_
         else:  # a Dask fit keeps no rows: the inducing inputs, by their images
@@ -499,8 +503,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, _BaseLatentTransformer):
         idx = np.array([self._row_index.get(row.tobytes(), -1) for row in X], dtype=np.intp)
         mu, S = np.empty((X.shape[0], self.n_components)), np.empty((X.shape[0], self.n_components))
         seen = idx >= 0
-        mu[seen] = self.latent_mean_[idx[seen]]
-        S[seen] = self.latent_variance_[idx[seen]]
+        mu[seen], S[seen] = self.latent_mean_[idx[seen]], self.latent_variance_[idx[seen]]
         if np.any(~seen):
             with threads(self.n_jobs):
                 new = self._normalized(X[~seen])
@@ -518,8 +521,7 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, _BaseLatentTransformer):
         return out - observed_log_scale(Ystar, self.X_scale_)
 
     def _latent_moments(self, X):
-        """Training rows: the fitted ``latent_mean_``; unseen rows: each its own L-BFGS-B with
-        the model fixed (``transform_max_iter``)."""
+        """Training rows: the fitted ``latent_mean_``; unseen rows: :meth:`_infer_latents`."""
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite="allow-nan")
         mu, S = self._latents(X)
         return mu, np.sqrt(S)
@@ -641,10 +643,8 @@ class UnscentedGPLVM(ClassNamePrefixFeaturesOutMixin, _BaseLatentTransformer):
         m = m * self.X_scale_ + self.X_mean_
         return (m, np.sqrt(v) * self.X_scale_) if return_std else m
 
-    # ------------------------------------------------------------------------------ sklearn
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True  # missing at random: the bound skips NaN entries
-        # Monte Carlo nodes come from random_state, so every rule is reproducible: no
-        # non_deterministic tag (the checks it would skip pass).
+        # MC nodes come from random_state: reproducible, no non_deterministic tag
         return tags

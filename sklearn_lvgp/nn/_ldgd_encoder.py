@@ -12,7 +12,10 @@ from .._core.params import softplus, softplus_inverse
 from ._mlp import mlp_forward, mlp_vjp
 
 __all__ = ["encoder_shapes", "encoder_init", "encoder_forward", "encoder_vjp",
-           "encoder_fit_mean_head", "encoder_started_at"]
+           "encoder_fit_mean_head", "encoder_started_at", "encoder_latents"]
+
+#: Rows per block of :func:`encoder_latents`.
+ENCODE_ROWS = 65536
 
 
 def encoder_shapes(n_features, hidden, n_components):
@@ -175,3 +178,27 @@ def encoder_started_at(Y, target, random_state, sigma_init, hidden=(50, 20)):
     shapes = encoder_shapes(Y.shape[1], hidden, target.shape[1])
     return encoder_fit_mean_head(encoder_init(shapes, random_state, sigma_init),
                                  np.nan_to_num(Y), target)
+
+
+def encoder_latents(weights, Y):
+    """The amortised q(x_n) of the rows of ``Y`` (NaN read as 0): means and variances
+    ``σ(y_n)²``, computed in blocks of ``ENCODE_ROWS`` rows (no hidden-layer array over all rows).
+
+    Parameters
+    ----------
+    weights : list of ndarray
+        Encoder weights.
+    Y : ndarray of shape (n, D)
+        Inputs (NaN at missing entries).
+
+    Returns
+    -------
+    mu, S : ndarray of shape (n, Q)
+    """
+    mu = np.empty((Y.shape[0], weights[-3].shape[0]))
+    S = np.empty_like(mu)
+    for a in range(0, Y.shape[0], ENCODE_ROWS):
+        mu[a:a + ENCODE_ROWS], sigma, _ = encoder_forward(weights,
+                                                          np.nan_to_num(Y[a:a + ENCODE_ROWS]))
+        S[a:a + ENCODE_ROWS] = sigma * sigma
+    return mu, S

@@ -22,7 +22,9 @@ Each step draws a minibatch of ``batch_size`` rows (shuffled epochs without repl
 ``max_epochs`` passes over the data; with ``tol`` the run stops when the mean bound estimate of
 the last 100 steps improves on the 100 before by less than ``tol`` (relative), as
 :func:`~sklearn_lvgp.optim._adam.run_adam` does. The fit's callback sees every step. At the end
-the bound is evaluated once over all rows (weight one): the fit's ELBO.
+q(u) is set to its optimum for all rows, the rest fixed (one pass over the rows: a
+natural-gradient step of size one from their statistics), and the bound there is the fit's
+ELBO — the collapsed bound at the fitted parameters.
 """
 
 import math
@@ -38,17 +40,14 @@ from .._core.warn import warn
 from ..bounds._collapsed_masked import column_groups
 from ..bounds._svi import AmortisedUncollapsedPsi, SviParams, UncollapsedPsi, svi_posterior
 from ..engine._executor import serial_global_steps
-from ..engine._protocol import evaluate_bound
 from ..engine._rows import InMemoryRows
-from ..nn._ldgd_encoder import encoder_forward
+from ..nn._ldgd_encoder import encoder_latents
 from ..variational._natgrad import natgrad_from_statistics
-from ._adam import AdamState, _diverged, minibatches
+from ._adam import AdamState, _diverged, gamma_at, minibatches
 
 __all__ = ["SviResult", "fit_svi"]
 
 BOUND, AMORTISED = UncollapsedPsi(), AmortisedUncollapsedPsi()
-#: Rows per block of the encoder's final pass over all rows.
-ENCODE_ROWS = 65536
 #: Steps of the windows of the ``tol`` rule.
 WINDOW = 100
 
@@ -93,6 +92,20 @@ def _step(bound, params, source, gamma):
     return q_mu, q_sqrt, value, grads, local
 
 
+@serial_global_steps
+def _settled(bound, params, source):
+    """q(u) at its optimum for all the rows of ``source`` (``params.scale`` one), the rest of
+    ``params`` fixed: one natural-gradient step of size one from their statistics (Titsias
+    2009), and the bound there — the collapsed bound at these parameters. One forward pass."""
+    G = bound.prepare(params)
+    stats = source.map_reduce(bound.chunk_stats, G, source.plan(bound, G), bound.row_names)
+    q_mu, q_sqrt = natgrad_from_statistics(params.q_mu, params.q_sqrt,
+                                           *bound.natgrad_sums(G, stats)[0], 1.0)
+    G = bound.prepare(params._replace(q_mu=q_mu, q_sqrt=q_sqrt))
+    none = (np.zeros_like(params.Z), np.zeros(params.kernel.n_theta))  # no backward pass
+    return q_mu, q_sqrt, bound.gradient(G, bound.finish(G, stats), none)[0]
+
+
 class _Adam:
     """Adam ascent on rows of a parameter array, each row with its own step count."""
 
@@ -135,8 +148,9 @@ def fit_svi(Y, mu, S, kernel, Z, noise_variance, rule, *, batch_size, max_epochs
         Passes over the data.
     learning_rate : float
         Adam step size.
-    natgrad_gamma : float
-        Natural-gradient step size in (0, 1].
+    natgrad_gamma : float or tuple (gamma0, gamma1, K)
+        Natural-gradient step size in (0, 1], or its log-linear schedule
+        (:func:`~sklearn_lvgp.optim._adam.gamma_at`).
     noise_bounds : sequence of 2 floats
         Box of the log noise variance.
     jitter : float
@@ -203,7 +217,7 @@ def fit_svi(Y, mu, S, kernel, Z, noise_variance, rule, *, batch_size, max_epochs
         try:
             q_mu, q_sqrt, value, grads, local = _step(
                 bound, params, InMemoryRows(arrays, chunk_rows=chunk_rows),
-                1.0 if it == 1 else natgrad_gamma)
+                1.0 if it == 1 else gamma_at(natgrad_gamma, it))
         except CholeskyError as exc:
             raise _diverged(name, it, "a Cholesky factorisation failed", f" ({exc})") from exc
         gg = np.concatenate([np.ravel(grads["Z"]), grads["theta"],
@@ -241,13 +255,10 @@ def fit_svi(Y, mu, S, kernel, Z, noise_variance, rule, *, batch_size, max_epochs
     S = np.exp(logS)
     if encoder is not None:
         encoder = [w.reshape(sh) for w, sh in zip(np.split(w_flat, splits), shapes, strict=True)]
-        for a in range(0, N, ENCODE_ROWS):
-            mu[a:a + ENCODE_ROWS], sigma, _ = encoder_forward(encoder, data["Y"][a:a + ENCODE_ROWS])
-            S[a:a + ENCODE_ROWS] = sigma * sigma
+        mu, S = encoder_latents(encoder, data["Y"])
     final = SviParams(kernel, Z, noise, rule, groups, q_mu, q_sqrt, 1.0, jitter, 6)
-    elbo = evaluate_bound(BOUND, final, InMemoryRows({**data, "mu": mu, "S": S},
-                                                     chunk_rows=chunk_rows),
-                          need_local=False).value
+    q_mu, q_sqrt, elbo = _settled(BOUND, final, InMemoryRows({**data, "mu": mu, "S": S},
+                                                             chunk_rows=chunk_rows))
     n_epochs = math.ceil(len(steps) / per_epoch)
     history = np.array([np.mean(steps[e * per_epoch:(e + 1) * per_epoch]) * N
                         for e in range(n_epochs)])
