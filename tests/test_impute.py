@@ -108,6 +108,41 @@ def test_mcar_imputation_on_oil_flow(shared_data):
     assert 0.75 <= covered <= 0.99
 
 
+def test_dask_input_with_nan_is_taken_in_memory():
+    """A dask array with NaN is materialised by the imputer's validation (documented): the
+    same imputation as its NumPy copy."""
+    da = pytest.importorskip("dask.array")
+    _, Xm, _ = _data()
+    got = GPLVMImputer(GPLVM).fit_transform(da.from_array(Xm, chunks=(10, 5)))
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_array_equal(got, GPLVMImputer(GPLVM).fit_transform(Xm))
+
+
+def test_inf_mixed_with_nan_and_empty_column_with_placeholder():
+    """inf is never a missing value (refused by name, also with a placeholder other than NaN);
+    a column missing everywhere under a non-NaN placeholder is dropped like a NaN one."""
+    _, Xm, mask = _data()
+    coded = np.where(mask, -1.0, Xm)
+    coded[3, 1] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        GPLVMImputer(GPLVM, missing_values=-1.0).fit(coded)
+    coded[3, 1] = 0.5
+    coded[:, 2] = -1.0
+    out = GPLVMImputer(GPLVM, missing_values=-1.0).fit_transform(coded)
+    assert out.shape == (40, 4) and np.all(np.isfinite(out))
+
+
+def test_default_model_is_seeded_by_random_state():
+    """The default model takes the imputer's random_state (same seed, same imputation); a
+    given estimator keeps its own."""
+    _, Xm, _ = _data(n=30, D=4)
+    a = GPLVMImputer(random_state=0).fit(Xm)
+    b = GPLVMImputer(random_state=0).fit(Xm)
+    np.testing.assert_array_equal(a.transform(Xm), b.transform(Xm))
+    assert a.estimator_.random_state == 0
+    assert GPLVMImputer(GPLVM, random_state=5).fit(Xm).estimator_.random_state == 0
+
+
 def test_clone_keeps_the_estimator_unfitted():
     imp = GPLVMImputer(GPLVM).fit(_data()[1])
     assert not hasattr(clone(imp).estimator, "latent_mean_")

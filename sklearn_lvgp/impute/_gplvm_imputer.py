@@ -29,8 +29,9 @@ class GPLVMImputer(TransformerMixin, BaseEstimator):
         ``n_inducing``, ``max_iter``, ``random_state``, ...) is set on it, as
         :class:`~sklearn.impute.IterativeImputer` takes its regressor. ``None`` is
         ``UnscentedGPLVM(n_components=min(5, d), n_inducing=min(20, n),
-        normalize_X="standardize")`` for ``n`` rows and ``d`` features with an observed
-        entry (its ARD kernel switches off the latent dimensions the data do not need).
+        normalize_X="standardize", random_state=random_state)`` for ``n`` rows and ``d``
+        features with an observed entry (its ARD kernel switches off the latent dimensions
+        the data do not need).
     missing_values : float or int, default=np.nan
         The placeholder of the missing entries; ``X`` may contain NaN only when this is NaN.
     add_indicator : bool, default=False
@@ -40,6 +41,9 @@ class GPLVMImputer(TransformerMixin, BaseEstimator):
         Keep the features whose every entry is missing in ``fit`` (imputed with 0, as
         :class:`~sklearn.impute.SimpleImputer` does); by default they are dropped from the
         output.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the default model (``estimator=None``), for reproducible imputations; a given
+        ``estimator`` keeps its own ``random_state``.
 
     Attributes
     ----------
@@ -78,11 +82,12 @@ class GPLVMImputer(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, estimator=None, *, missing_values=np.nan, add_indicator=False,
-                 keep_empty_features=False):
+                 keep_empty_features=False, random_state=None):
         self.estimator = estimator
         self.missing_values = missing_values
         self.add_indicator = add_indicator
         self.keep_empty_features = keep_empty_features
+        self.random_state = random_state
 
     def _validate(self, X, reset):
         """Float64 ``X`` with NaN at the missing entries, and the missing mask."""
@@ -119,7 +124,8 @@ class GPLVMImputer(TransformerMixin, BaseEstimator):
             raise ValueError("GPLVMImputer: every feature of X is missing in every row.")
         X_fit = X[:, self._valid]
         model = (UnscentedGPLVM(n_components=min(5, X_fit.shape[1]),
-                                n_inducing=min(20, X_fit.shape[0]), normalize_X="standardize")
+                                n_inducing=min(20, X_fit.shape[0]), normalize_X="standardize",
+                                random_state=self.random_state)
                  if self.estimator is None else self.estimator)
         self.estimator_ = clone(model).fit(X_fit)
         self.indicator_ = (MissingIndicator(missing_values=np.nan, error_on_new=False).fit(
