@@ -34,7 +34,7 @@ FAST_PARAMS = {
 VARIANTS = {
     "DVMGP": [{"qv_covariance": "full", "optimizer": "adam", "learning_rate": 0.05},
               {"max_iter": 50},
-              {"optimizer": "adam", "learning_rate": 0.05, "max_iter": 200, "tol": 1e-3,
+              {"optimizer": "adam", "learning_rate": 0.05, "max_iter": 80, "tol": 1e-3,
                "early_stopping": True, "n_iter_no_change": 1}],
     "DeepGP": [
         {"n_layers": 1, "optimizer": "lbfgs"},
@@ -65,7 +65,7 @@ VARIANTS = {
         {"natgrad_gamma": None, "learning_rate_schedule": "cosine", "init": "prior",
          "max_iter": 100, "learning_rate": 0.1},
         {"init": "gp", "latent_dim": 2, "gh_order": 4},
-        {"early_stopping": True, "max_iter": 200, "learning_rate": 0.05,
+        {"early_stopping": True, "max_iter": 80, "learning_rate": 0.05,
          "n_iter_no_change": 1},
     ],
     "LDGD": [
@@ -74,7 +74,7 @@ VARIANTS = {
         {"amortized": True, "encoder_hidden": (8,), "n_inducing": (5, 4), "max_iter": 100,
          "learning_rate": 0.02, "elbo_weighting": "ref-2024-03", "proba": "marginal",
          "normalize_X": "none"},
-        {"early_stopping": True, "max_iter": 200, "learning_rate": 0.05, "batch_size": 50,
+        {"early_stopping": True, "max_iter": 80, "learning_rate": 0.05, "batch_size": 50,
          "n_iter_no_change": 1, "proba": "plugin"},  # the default before "integrated"
     ],
     "SparseGPRegressor": [
