@@ -30,7 +30,9 @@ Downstream (oil flow, 30 % missing): the 10-fold cross-validated 1-NN accuracy o
 regime in the 2-D latent space of ``UnscentedGPLVM(n_components=2, n_inducing=50,
 max_iter=5000)`` fitted to the incomplete data (and to the complete data), and 5-fold
 cross-validated accuracy of ``Pipeline(imputer, StandardScaler, LogisticRegression)`` with
-the default ``GPLVMImputer`` and the BayesianRidge iterative imputer.
+the default ``GPLVMImputer`` and the BayesianRidge iterative imputer. ``--latent-inducing M``
+measures only the 1-NN accuracy of the incomplete data's latent space with ``n_inducing=M``
+(``impute_downstream_m<M>.json``).
 
 Run standalone: ``python benchmarks/bench_impute.py [--sets oil,usps,wine,concrete]
 [--fractions 0.1,0.3,0.5] [--no-downstream] [--plot PATH]`` (``--quick``: oil flow only, one
@@ -145,21 +147,38 @@ def run_imputation(key, fractions=FRACTIONS):
     return rows
 
 
-def run_downstream():
-    """1-NN accuracy in the 2-D latent space, and Pipeline accuracies, on oil flow at 30 %."""
+def latent_1nn_accuracy(data, y, n_inducing):
+    """10-fold 1-NN accuracy of ``y`` in the 2-D latent space of ``data`` (NaN: missing)."""
+    Z = UnscentedGPLVM(n_components=2, n_inducing=n_inducing, max_iter=5000,
+                       random_state=0).fit_transform(data)
+    cv = StratifiedKFold(10, shuffle=True, random_state=0)
+    return float(np.mean(cross_val_score(KNeighborsClassifier(1), Z, y, cv=cv)))
+
+
+def oil_flow_30():
+    """Oil flow's 1000 training rows, the same rows with 30 % of entries missing, the labels."""
     X, y = fetch_oil_flow(subset="train", data_home=DATA, download_if_missing=False,
                           return_X_y=True)
-    Xm = np.where(mcar(X, 0.3, seed=0), np.nan, X)
+    return X, np.where(mcar(X, 0.3, seed=0), np.nan, X), y
+
+
+def run_latent_inducing(n_inducing):
+    """The downstream 1-NN measure on the incomplete oil flow with ``n_inducing`` inputs."""
+    _, Xm, y = oil_flow_30()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {f"1-NN accuracy in 2-D latent space, 30 % missing, n_inducing={n_inducing}":
+                latent_1nn_accuracy(Xm, y, n_inducing)}
+
+
+def run_downstream():
+    """1-NN accuracy in the 2-D latent space, and Pipeline accuracies, on oil flow at 30 %."""
+    X, Xm, y = oil_flow_30()
     out = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for tag, data in (("complete", X), ("30 % missing", Xm)):
-            Z = UnscentedGPLVM(n_components=2, n_inducing=50, max_iter=5000,
-                               random_state=0).fit_transform(data)
-            knn = KNeighborsClassifier(1)
-            cv = StratifiedKFold(10, shuffle=True, random_state=0)
-            out[f"1-NN accuracy in 2-D latent space, {tag}"] = float(
-                np.mean(cross_val_score(knn, Z, y, cv=cv)))
+            out[f"1-NN accuracy in 2-D latent space, {tag}"] = latent_1nn_accuracy(data, y, 50)
         cv = StratifiedKFold(5, shuffle=True, random_state=0)
         for tag, imp in (("GPLVMImputer", GPLVMImputer(random_state=0)),
                          ("IterativeImputer (BayesianRidge)",
@@ -244,6 +263,10 @@ def collect():
     if path.exists():
         part = json.loads(path.read_text())
         res["downstream"], res["runs"]["downstream"] = part["downstream"], part["machine"]
+    for path in sorted(folder.glob(f"{NAME}_downstream_m*.json")):
+        part = json.loads(path.read_text())
+        res["downstream"] = {**(res["downstream"] or {}), **part["downstream"]}
+        res["runs"][path.stem] = part["machine"]
     return res
 
 
@@ -256,6 +279,8 @@ def main():
                         help="comma-separated fractions missing (default 0.1,0.3,0.5); a "
                              "subset goes to impute_<set>_<percents>.json")
     parser.add_argument("--no-downstream", action="store_true")
+    parser.add_argument("--latent-inducing", type=int, default=None,
+                        help="only the downstream 1-NN measure, with this many inducing inputs")
     parser.add_argument("--plot", default=None, help="write the RMSE figure to this path")
     args = parser.parse_args()
     keys = ["oil"] if args.quick else [k for k in args.sets.split(",") if k]
@@ -266,6 +291,12 @@ def main():
                  else (0.3,) if args.quick else FRACTIONS)
     shard = "" if fractions == FRACTIONS or args.quick else "_" + "_".join(
         f"{round(100 * f)}" for f in fractions)
+    if args.latent_inducing is not None:
+        with threads(1):
+            write_json(f"{NAME}_downstream_m{args.latent_inducing}",
+                       {"machine": machine_info(), "threads": 1,
+                        "downstream": run_latent_inducing(args.latent_inducing)})
+        keys, args.no_downstream = [], True
     with threads(1):
         for key in keys:
             res = {"machine": machine_info(), "threads": 1,

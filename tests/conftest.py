@@ -13,6 +13,16 @@ SHARED_DATA = Path(os.environ.get("SKLEARN_LVGP_DATA")
                    or Path(__file__).resolve().parents[2] / "shared" / "data")
 
 
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker per CPU this process may run on (``os.sched_getaffinity``), not
+    psutil's count of the host's physical cores, which ignores a container's CPU set; each
+    worker holds its own compiled kernels, so a worker per host core could exhaust memory."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no sched_getaffinity (macOS, Windows)
+        return max(1, os.cpu_count() or 1)
+
+
 @pytest.fixture
 def rng():
     """A fresh, seeded generator per test (no global seeding)."""
